@@ -1,0 +1,5 @@
+package plan
+
+import "errors"
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

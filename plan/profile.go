@@ -1,0 +1,386 @@
+package plan
+
+import "math"
+
+// Forever is the time that never comes: a deadline of Forever means no
+// deadline. It is far from math.MaxInt64 so that Forever+duration never
+// overflows.
+const Forever int64 = math.MaxInt64 / 4
+
+// Never is the time before everything: the key of a profile's first
+// breakpoint.
+const Never int64 = math.MinInt64 / 4
+
+// Profile is the availability profile of a site: how many of its processors
+// are free at every integer time. It is a step function stored as a treap of
+// breakpoints keyed by time; each breakpoint holds the free count from its
+// time up to the next breakpoint. Every node also carries the minimum and
+// maximum free count of its subtree and a pending addition for its children
+// (lazy propagation), so that adding a reservation, finding the first time at
+// which at least (or fewer than) p processors are free, and therefore the
+// earliest fit and the gap search, cost O(log n) per step instead of a scan of
+// all reservations.
+//
+// A Profile is not safe for concurrent use. The zero value is not usable; use
+// NewProfile.
+type Profile struct {
+	procs int
+	nodes []tnode // nodes[0] is the nil node
+	free  []int32 // recycled node indexes
+	root  int32
+	seed  uint64 // xorshift state for treap priorities; deterministic
+}
+
+type tnode struct {
+	key         int64
+	val, mn, mx int32 // val: free count from key to the next key; mn/mx over the subtree
+	lz          int32 // pending addition for both children's subtrees
+	prio        uint32
+	left, right int32
+}
+
+// NewProfile returns the profile of a site with procs processors, all free
+// at every time.
+func NewProfile(procs int) *Profile {
+	p := &Profile{procs: procs, nodes: make([]tnode, 1, 64), seed: 0x9E3779B97F4A7C15}
+	p.root = p.newNode(Never, int32(procs))
+	return p
+}
+
+// Procs is the number of processors of the site.
+func (p *Profile) Procs() int { return p.procs }
+
+// Len is the number of breakpoints, including the initial one at Never.
+func (p *Profile) Len() int { return len(p.nodes) - 1 - len(p.free) }
+
+func (p *Profile) rand() uint32 {
+	p.seed ^= p.seed << 13
+	p.seed ^= p.seed >> 7
+	p.seed ^= p.seed << 17
+	return uint32(p.seed >> 32)
+}
+
+func (p *Profile) newNode(key int64, val int32) int32 {
+	n := tnode{key: key, val: val, mn: val, mx: val, prio: p.rand()}
+	if k := len(p.free); k > 0 {
+		i := p.free[k-1]
+		p.free = p.free[:k-1]
+		p.nodes[i] = n
+		return i
+	}
+	p.nodes = append(p.nodes, n)
+	return int32(len(p.nodes) - 1)
+}
+
+func (p *Profile) apply(i, d int32) {
+	if i == 0 {
+		return
+	}
+	n := &p.nodes[i]
+	n.val += d
+	n.mn += d
+	n.mx += d
+	n.lz += d
+}
+
+func (p *Profile) push(i int32) {
+	n := &p.nodes[i]
+	if n.lz != 0 {
+		p.apply(n.left, n.lz)
+		p.apply(n.right, n.lz)
+		n.lz = 0
+	}
+}
+
+func (p *Profile) pull(i int32) {
+	n := &p.nodes[i]
+	n.mn, n.mx = n.val, n.val
+	if l := n.left; l != 0 {
+		n.mn = min(n.mn, p.nodes[l].mn)
+		n.mx = max(n.mx, p.nodes[l].mx)
+	}
+	if r := n.right; r != 0 {
+		n.mn = min(n.mn, p.nodes[r].mn)
+		n.mx = max(n.mx, p.nodes[r].mx)
+	}
+}
+
+// split cuts the treap at key: keys < key go left, keys >= key go right.
+func (p *Profile) split(i int32, key int64) (int32, int32) {
+	if i == 0 {
+		return 0, 0
+	}
+	p.push(i)
+	if p.nodes[i].key < key {
+		l, r := p.split(p.nodes[i].right, key)
+		p.nodes[i].right = l
+		p.pull(i)
+		return i, r
+	}
+	l, r := p.split(p.nodes[i].left, key)
+	p.nodes[i].left = r
+	p.pull(i)
+	return l, i
+}
+
+// merge joins two treaps where every key of a is below every key of b.
+func (p *Profile) merge(a, b int32) int32 {
+	if a == 0 {
+		return b
+	}
+	if b == 0 {
+		return a
+	}
+	if p.nodes[a].prio > p.nodes[b].prio {
+		p.push(a)
+		p.nodes[a].right = p.merge(p.nodes[a].right, b)
+		p.pull(a)
+		return a
+	}
+	p.push(b)
+	p.nodes[b].left = p.merge(a, p.nodes[b].left)
+	p.pull(b)
+	return b
+}
+
+// floor returns the node with the largest key <= t and its true value.
+func (p *Profile) floor(t int64) (int32, int32) {
+	var best, bestVal, acc int32
+	i := p.root
+	for i != 0 {
+		n := &p.nodes[i]
+		if n.key <= t {
+			best, bestVal = i, n.val+acc
+			acc += n.lz
+			i = n.right
+		} else {
+			acc += n.lz
+			i = n.left
+		}
+	}
+	return best, bestVal
+}
+
+// Free returns the number of processors free at time t.
+func (p *Profile) Free(t int64) int {
+	_, v := p.floor(t)
+	return int(v)
+}
+
+// firstAfter returns the smallest breakpoint key > t whose free count is
+// >= q (atLeast) or < q (!atLeast), or Forever if there is none.
+func (p *Profile) firstAfter(t int64, q int32, atLeast bool) int64 {
+	return p.findAfter(p.root, 0, t, q, atLeast)
+}
+
+func (p *Profile) findAfter(i, acc int32, t int64, q int32, atLeast bool) int64 {
+	for i != 0 {
+		n := &p.nodes[i]
+		if atLeast && n.mx+acc < q || !atLeast && n.mn+acc >= q {
+			return Forever
+		}
+		if n.key <= t {
+			acc += n.lz
+			i = n.right
+			continue
+		}
+		if r := p.findAfter(n.left, acc+n.lz, t, q, atLeast); r != Forever {
+			return r
+		}
+		if v := n.val + acc; atLeast && v >= q || !atLeast && v < q {
+			return n.key
+		}
+		acc += n.lz
+		i = n.right
+	}
+	return Forever
+}
+
+// lastBelowBefore returns the largest breakpoint key < t whose free count
+// is < q, or Never if there is none.
+func (p *Profile) lastBelowBefore(t int64, q int32) int64 {
+	return p.findBefore(p.root, 0, t, q)
+}
+
+func (p *Profile) findBefore(i, acc int32, t int64, q int32) int64 {
+	for i != 0 {
+		n := &p.nodes[i]
+		if n.mn+acc >= q {
+			return Never
+		}
+		if n.key >= t {
+			acc += n.lz
+			i = n.left
+			continue
+		}
+		if r := p.findBefore(n.right, acc+n.lz, t, q); r != Never {
+			return r
+		}
+		if n.val+acc < q {
+			return n.key
+		}
+		acc += n.lz
+		i = n.left
+	}
+	return Never
+}
+
+// ensure makes t a breakpoint (with the value that holds at t).
+func (p *Profile) ensure(t int64) {
+	b, v := p.floor(t)
+	if b != 0 && p.nodes[b].key == t {
+		return
+	}
+	l, r := p.split(p.root, t)
+	p.root = p.merge(p.merge(l, p.newNode(t, v)), r)
+}
+
+// drop removes the breakpoint at t if it carries the same value as the one
+// before it, so that the treap holds only real steps.
+func (p *Profile) drop(t int64) {
+	if t <= Never {
+		return
+	}
+	b, v := p.floor(t)
+	if b == 0 || p.nodes[b].key != t {
+		return
+	}
+	if _, pv := p.floor(t - 1); pv != v {
+		return
+	}
+	l, r := p.split(p.root, t)
+	m, r := p.split(r, t+1)
+	p.free = append(p.free, m)
+	p.root = p.merge(l, r)
+}
+
+// Add adds delta free processors over [start, end): negative to reserve,
+// positive to release. It does not check capacity; Plan does.
+func (p *Profile) Add(start, end int64, delta int) {
+	if start >= end || delta == 0 {
+		return
+	}
+	p.ensure(start)
+	p.ensure(end)
+	l, r := p.split(p.root, start)
+	m, r := p.split(r, end)
+	p.apply(m, int32(delta))
+	p.root = p.merge(p.merge(l, m), r)
+	p.drop(end)
+	p.drop(start)
+}
+
+// MinFree returns the smallest number of free processors over [start, end).
+func (p *Profile) MinFree(start, end int64) int {
+	_, v := p.floor(start)
+	m := v
+	for t := start; ; {
+		// Walk down only through steps that lower the minimum: each step is a
+		// search for the first breakpoint below the current minimum.
+		k := p.firstAfter(t, m, false)
+		if k >= end {
+			return int(m)
+		}
+		_, v := p.floor(k)
+		m, t = v, k
+	}
+}
+
+// Fits reports whether procs processors are free throughout [start, end).
+func (p *Profile) Fits(procs int, start, end int64) bool {
+	if p.Free(start) < procs {
+		return false
+	}
+	return p.firstAfter(start, int32(procs), false) >= end
+}
+
+// EarliestFit returns the earliest start s >= onOrAfter such that procs
+// processors are free throughout [s, s+duration) and s+duration <= deadline.
+// ok is false when no such start exists.
+func (p *Profile) EarliestFit(procs int, duration, onOrAfter, deadline int64) (start int64, ok bool) {
+	if procs > p.procs || duration <= 0 {
+		return 0, false
+	}
+	q := int32(procs)
+	s := onOrAfter
+	for {
+		if s+duration > deadline {
+			return 0, false
+		}
+		if _, v := p.floor(s); v < q {
+			s = p.firstAfter(s, q, true)
+			continue
+		}
+		end := s + duration
+		if p.firstAfter(s, q, false) >= end {
+			return s, true
+		}
+		// Every start up to the last shortfall inside [s, end) would contain
+		// it, so the next candidate is the first step back to >= q after it.
+		// Jumping past the last shortfall rather than the first skips all
+		// the short gaps inside the window at once.
+		s = p.firstAfter(p.lastBelowBefore(end, q), q, true)
+	}
+}
+
+// Gap is a maximal interval [Start, End) of a window during which at least
+// the asked number of processors is free.
+type Gap struct {
+	Start, End int64
+}
+
+// Len is the length of the gap in seconds.
+func (g Gap) Len() int64 { return g.End - g.Start }
+
+// Gaps appends to dst every maximal gap inside [from, to) in which at least
+// procs processors are free, in time order, and returns the extended slice.
+// A gap is clipped to the window: one that goes on past to ends at to.
+func (p *Profile) Gaps(dst []Gap, procs int, from, to int64) []Gap {
+	if procs > p.procs || from >= to {
+		return dst
+	}
+	q := int32(procs)
+	s := from
+	if _, v := p.floor(s); v < q {
+		s = p.firstAfter(s, q, true)
+	}
+	for s < to {
+		k := p.firstAfter(s, q, false)
+		dst = append(dst, Gap{Start: s, End: min(k, to)})
+		if k >= to {
+			break
+		}
+		s = p.firstAfter(k, q, true)
+	}
+	return dst
+}
+
+// Step is one breakpoint of a profile: from At on, Free processors are free
+// (until the next step).
+type Step struct {
+	At   int64
+	Free int
+}
+
+// Steps returns the breakpoints with At in [from, to), preceded by the step
+// in force at from. It is meant for inspection, tests and explanations, not
+// for hot paths.
+func (p *Profile) Steps(from, to int64) []Step {
+	out := []Step{{At: from, Free: p.Free(from)}}
+	p.walk(p.root, 0, func(key int64, v int32) {
+		if key > from && key < to {
+			out = append(out, Step{At: key, Free: int(v)})
+		}
+	})
+	return out
+}
+
+func (p *Profile) walk(i, acc int32, f func(int64, int32)) {
+	if i == 0 {
+		return
+	}
+	n := &p.nodes[i]
+	p.walk(n.left, acc+n.lz, f)
+	f(n.key, n.val+acc)
+	p.walk(n.right, acc+n.lz, f)
+}

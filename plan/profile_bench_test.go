@@ -1,0 +1,91 @@
+package plan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchPlan builds a plan of 5,000 live reservations on 1,000 processors,
+// placed first-fit from random release times spread so that the offered
+// load over the spread is load (1.0 = exactly the site's capacity). Jobs
+// take 1-128 processors for 1 minute to 4 hours.
+func benchPlan(b *testing.B, load float64) (*Plan, int64) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := New(1000)
+	// Mean area of a job: 64.5 procs x 2 h; 5,000 of them over the spread.
+	spread := int64(5000 * 64.5 * 2 * 3600 / 1000 / load)
+	for id := int64(1); p.Len() < 5000; id++ {
+		q := 1 + rng.IntN(128)
+		d := 60 + rng.Int64N(4*3600)
+		on := rng.Int64N(spread)
+		s, ok := p.EarliestFit(q, d, on, Forever)
+		if !ok {
+			b.Fatal("no fit")
+		}
+		if err := p.Reserve(Reservation{ID: id, Procs: q, Start: s, End: s + d, Release: on, Deadline: Forever}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return p, spread
+}
+
+func BenchmarkEarliestFit(b *testing.B) {
+	for _, load := range []float64{0.8, 1.0, 4.0} {
+		b.Run(fmt.Sprintf("load=%.1f", load), func(b *testing.B) { benchEarliestFit(b, load) })
+	}
+}
+
+func benchEarliestFit(b *testing.B, load float64) {
+	p, spread := benchPlan(b, load)
+	rng := rand.New(rand.NewPCG(3, 4))
+	type query struct {
+		q    int
+		d, t int64
+	}
+	qs := make([]query, 4096)
+	for i := range qs {
+		qs[i] = query{1 + rng.IntN(256), 60 + rng.Int64N(4*3600), rng.Int64N(spread)}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		x := qs[i%len(qs)]
+		p.EarliestFit(x.q, x.d, x.t, Forever)
+	}
+}
+
+func BenchmarkGaps(b *testing.B) {
+	p, spread := benchPlan(b, 1.0)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var buf []Gap
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t := rng.Int64N(spread)
+		buf = p.Gaps(buf[:0], 1+rng.IntN(256), t, t+8*3600)
+	}
+}
+
+func BenchmarkReserveRelease(b *testing.B) {
+	p, spread := benchPlan(b, 1.0)
+	rng := rand.New(rand.NewPCG(7, 8))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		q := 1 + rng.IntN(64)
+		d := 60 + rng.Int64N(3600)
+		s, ok := p.EarliestFit(q, d, rng.Int64N(spread), Forever)
+		if !ok {
+			b.Fatal("no fit")
+		}
+		id := int64(1 << 40)
+		if err := p.Reserve(Reservation{ID: id, Procs: q, Start: s, End: s + d, Deadline: Forever}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.Release(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

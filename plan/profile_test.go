@@ -1,0 +1,282 @@
+package plan
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// refProfile is the deliberately simple reference: a list of reservations,
+// every query answered by scanning all of them.
+type refProfile struct {
+	procs int
+	res   map[int64]Reservation
+}
+
+func newRef(procs int) *refProfile { return &refProfile{procs: procs, res: map[int64]Reservation{}} }
+
+func (r *refProfile) free(t int64) int {
+	f := r.procs
+	for _, x := range r.res {
+		if x.Start <= t && t < x.End {
+			f -= x.Procs
+		}
+	}
+	return f
+}
+
+// events returns every reservation boundary, sorted.
+func (r *refProfile) events() []int64 {
+	var ts []int64
+	for _, x := range r.res {
+		ts = append(ts, x.Start, x.End)
+	}
+	slices.Sort(ts)
+	return slices.Compact(ts)
+}
+
+func (r *refProfile) fits(procs int, s, e int64) bool {
+	if r.free(s) < procs {
+		return false
+	}
+	for _, t := range r.events() {
+		if t > s && t < e && r.free(t) < procs {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *refProfile) earliestFit(procs int, d, on, deadline int64) (int64, bool) {
+	if procs > r.procs {
+		return 0, false
+	}
+	cands := []int64{on}
+	for _, t := range r.events() {
+		if t > on {
+			cands = append(cands, t)
+		}
+	}
+	for _, s := range cands {
+		if s+d > deadline {
+			return 0, false
+		}
+		if r.fits(procs, s, s+d) {
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+func (r *refProfile) gaps(procs int, from, to int64) []Gap {
+	if procs > r.procs {
+		return nil
+	}
+	pts := []int64{from}
+	for _, t := range r.events() {
+		if t > from && t < to {
+			pts = append(pts, t)
+		}
+	}
+	var out []Gap
+	open := false
+	for _, t := range pts {
+		ok := r.free(t) >= procs
+		switch {
+		case ok && !open:
+			out = append(out, Gap{Start: t})
+			open = true
+		case !ok && open:
+			out[len(out)-1].End = t
+			open = false
+		}
+	}
+	if open {
+		out[len(out)-1].End = to
+	}
+	return out
+}
+
+// randomPlan fills a plan and its reference with random feasible reservations,
+// releasing some again, and returns both.
+func randomPlan(rng *rand.Rand, procs, n int, horizon int64) (*Plan, *refProfile) {
+	p, ref := New(procs), newRef(procs)
+	var ids []int64
+	for i := 0; i < n; i++ {
+		id := int64(i + 1)
+		q := 1 + rng.IntN(procs)
+		d := 1 + rng.Int64N(horizon/10+1)
+		on := rng.Int64N(horizon)
+		s, ok := p.EarliestFit(q, d, on, Forever)
+		if !ok {
+			continue
+		}
+		r := Reservation{ID: id, Procs: q, Start: s, End: s + d, Release: on, Deadline: Forever}
+		if err := p.Reserve(r); err != nil {
+			panic(err)
+		}
+		ref.res[id] = r
+		ids = append(ids, id)
+		if rng.IntN(4) == 0 && len(ids) > 0 {
+			k := rng.IntN(len(ids))
+			if _, err := p.Release(ids[k]); err != nil {
+				panic(err)
+			}
+			delete(ref.res, ids[k])
+			ids = slices.Delete(ids, k, k+1)
+		}
+	}
+	return p, ref
+}
+
+func TestProfileAgainstReference(t *testing.T) {
+	for seed := uint64(1); seed <= 60; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		procs := 1 + rng.IntN(16)
+		p, ref := randomPlan(rng, procs, 5+rng.IntN(60), 200)
+		for q := 0; q < 200; q++ {
+			at := rng.Int64N(260) - 20
+			if got, want := p.Free(at), ref.free(at); got != want {
+				t.Fatalf("seed %d: Free(%d) = %d, reference %d", seed, at, got, want)
+			}
+			need := 1 + rng.IntN(procs+1)
+			d := 1 + rng.Int64N(60)
+			dl := Forever
+			if rng.IntN(2) == 0 {
+				dl = at + rng.Int64N(200)
+			}
+			gs, gok := p.EarliestFit(need, d, at, dl)
+			ws, wok := ref.earliestFit(need, d, at, dl)
+			if gok != wok || gs != ws {
+				t.Fatalf("seed %d: EarliestFit(%d, %d, %d, %d) = %d,%v, reference %d,%v", seed, need, d, at, dl, gs, gok, ws, wok)
+			}
+			to := at + 1 + rng.Int64N(200)
+			gg := p.Gaps(nil, need, at, to)
+			wg := ref.gaps(need, at, to)
+			if !slices.Equal(gg, wg) {
+				t.Fatalf("seed %d: Gaps(%d, %d, %d) = %v, reference %v", seed, need, at, to, gg, wg)
+			}
+			if got, want := p.Profile().Fits(need, at, at+d), ref.fits(need, at, at+d); got != want {
+				t.Fatalf("seed %d: Fits(%d, %d, %d) = %v, reference %v", seed, need, at, at+d, got, want)
+			}
+		}
+		checkInvariants(t, p)
+	}
+}
+
+// checkInvariants asserts that no time has more processors reserved than
+// exist, that every reservation lies inside its window, and that the profile
+// equals the sum of the reservations.
+func checkInvariants(t *testing.T, p *Plan) {
+	t.Helper()
+	ref := newRef(p.Procs())
+	for _, r := range p.Reservations() {
+		if r.Start < r.Release || r.End > r.Deadline || r.End <= r.Start {
+			t.Fatalf("reservation %+v leaves its window", r)
+		}
+		ref.res[r.ID] = r
+	}
+	for _, at := range append(ref.events(), Never, 0) {
+		f := ref.free(at)
+		if f < 0 {
+			t.Fatalf("at %d: %d processors over-committed", at, -f)
+		}
+		if got := p.Free(at); got != f {
+			t.Fatalf("at %d: profile says %d free, reservations %d", at, got, f)
+		}
+	}
+	// Only real steps are stored: no breakpoint repeats its predecessor.
+	steps := p.Profile().Steps(Never, Forever)
+	for i := 1; i < len(steps); i++ {
+		if steps[i].Free == steps[i-1].Free {
+			t.Fatalf("redundant breakpoint at %d", steps[i].At)
+		}
+	}
+}
+
+func TestProfileOperations(t *testing.T) {
+	tests := []struct {
+		name  string
+		ops   func(p *Plan) error
+		at    int64
+		want  int
+		steps int
+	}{
+		{"empty", func(p *Plan) error { return nil }, 5, 4, 1},
+		{"one", func(p *Plan) error {
+			return p.Reserve(Reservation{ID: 1, Procs: 3, Start: 10, End: 20, Deadline: Forever})
+		}, 15, 1, 3},
+		{"release restores", func(p *Plan) error {
+			if err := p.Reserve(Reservation{ID: 1, Procs: 3, Start: 10, End: 20, Deadline: Forever}); err != nil {
+				return err
+			}
+			_, err := p.Release(1)
+			return err
+		}, 15, 4, 1},
+		{"shorten", func(p *Plan) error {
+			if err := p.Reserve(Reservation{ID: 1, Procs: 3, Start: 10, End: 20, Deadline: Forever}); err != nil {
+				return err
+			}
+			return p.Shorten(1, 12)
+		}, 15, 4, 3},
+		{"move", func(p *Plan) error {
+			if err := p.Reserve(Reservation{ID: 1, Procs: 3, Start: 10, End: 20, Deadline: Forever}); err != nil {
+				return err
+			}
+			return p.Move(1, 30, 40)
+		}, 35, 1, 3},
+		{"adjacent merge", func(p *Plan) error {
+			if err := p.Reserve(Reservation{ID: 1, Procs: 2, Start: 10, End: 20, Deadline: Forever}); err != nil {
+				return err
+			}
+			return p.Reserve(Reservation{ID: 2, Procs: 2, Start: 20, End: 30, Deadline: Forever})
+		}, 25, 2, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(4)
+			if err := tc.ops(p); err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Free(tc.at); got != tc.want {
+				t.Errorf("Free(%d) = %d, want %d", tc.at, got, tc.want)
+			}
+			if got := p.Profile().Len(); got != tc.steps {
+				t.Errorf("breakpoints = %d, want %d", got, tc.steps)
+			}
+			checkInvariants(t, p)
+		})
+	}
+}
+
+func TestPlanRefusesBadReservations(t *testing.T) {
+	p := New(4)
+	if err := p.Reserve(Reservation{ID: 1, Procs: 4, Start: 0, End: 10, Deadline: Forever}); err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct {
+		name string
+		r    Reservation
+		want error
+	}{
+		{"duplicate", Reservation{ID: 1, Procs: 1, Start: 20, End: 30, Deadline: Forever}, ErrDuplicate},
+		{"no procs", Reservation{ID: 2, Procs: 0, Start: 20, End: 30, Deadline: Forever}, ErrInvalid},
+		{"too wide", Reservation{ID: 2, Procs: 5, Start: 20, End: 30, Deadline: Forever}, ErrExceedsCapacity},
+		{"empty", Reservation{ID: 2, Procs: 1, Start: 20, End: 20, Deadline: Forever}, ErrInvalid},
+		{"before release", Reservation{ID: 2, Procs: 1, Start: 20, End: 30, Release: 25, Deadline: Forever}, ErrOutsideWindow},
+		{"after deadline", Reservation{ID: 2, Procs: 1, Start: 20, End: 30, Deadline: 29}, ErrOutsideWindow},
+		{"busy", Reservation{ID: 2, Procs: 1, Start: 5, End: 15, Deadline: Forever}, ErrNoFit},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			before := p.Profile().Steps(Never, Forever)
+			err := p.Reserve(tc.r)
+			if !errorsIs(err, tc.want) {
+				t.Fatalf("Reserve = %v, want %v", err, tc.want)
+			}
+			if after := p.Profile().Steps(Never, Forever); !slices.Equal(before, after) {
+				t.Fatalf("failed Reserve changed the profile: %v -> %v", before, after)
+			}
+		})
+	}
+}
