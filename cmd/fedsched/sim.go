@@ -1,0 +1,219 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/fedsched/fedsched/plan"
+	"github.com/fedsched/fedsched/sim"
+	"github.com/fedsched/fedsched/swf"
+)
+
+type simFlags struct {
+	trace    string
+	procs    int
+	policy   string
+	sanitize bool
+	rule4    string
+	skipBad  bool
+	jsonOut  string
+	jobsCSV  string
+}
+
+func newSimCmd() *cobra.Command {
+	var f simFlags
+	cmd := &cobra.Command{
+		Use:   "sim --trace FILE",
+		Short: "Replay a workload trace through the scheduling core and report metrics",
+		Long: `Replay a Standard Workload Format trace on a simulated site, with a virtual
+clock, through the same scheduling core a node runs, and print AWRT, AWWT,
+utilisation, makespan, bounded slowdown and wait percentiles.
+
+Jobs are killed at the end of their reservation (the scheduler knows only
+estimates). A trace without estimates gets exact estimates (the actual
+runtime). --json writes the schema documented in docs/simulation.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.trace, "trace", "", traceFlagHelp)
+	fl.IntVar(&f.procs, "procs", 0, "site size in processors (default: the trace header's MaxProcs, falling back to MaxNodes)")
+	fl.StringVar(&f.policy, "policy", "conservative", "queue policy: conservative, easy, fcfs or list")
+	fl.BoolVar(&f.sanitize, "sanitize", false, "apply the five sanitisation rules of the federation study (see docs/simulation.md)")
+	fl.StringVar(&f.rule4, "rule4", "clip", "with --sanitize, jobs that ran past their estimate: clip (cut to the estimate) or drop")
+	fl.BoolVar(&f.skipBad, "skip-malformed", false, "skip and count malformed trace lines instead of failing")
+	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to this file ('-' for stdout)")
+	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per job to this file")
+	return cmd
+}
+
+// siteReport is one site object of the --json output.
+type siteReport struct {
+	Name    string `json:"name"`
+	Procs   int    `json:"procs"`
+	Policy  string `json:"policy"`
+	Dropped int    `json:"dropped"`
+	sim.Metrics
+	Sanitize *swf.SanitizeReport `json:"sanitize,omitempty"`
+}
+
+type simReport struct {
+	Trace string       `json:"trace"`
+	Sites []siteReport `json:"sites"`
+}
+
+func runSim(cmd *cobra.Command, f simFlags) error {
+	pol, err := plan.ParsePolicy(f.policy)
+	if err != nil {
+		return fmt.Errorf("InvalidArgument: --policy: %w", err)
+	}
+	rule4, err := swf.ParseRule4(f.rule4)
+	if err != nil {
+		return fmt.Errorf("InvalidArgument: --rule4: %w", err)
+	}
+	tr, err := loadTrace(f.trace, swf.Options{SkipMalformed: f.skipBad})
+	if err != nil {
+		return err
+	}
+	procs := f.procs
+	if procs <= 0 {
+		procs = int(tr.Header.Procs())
+	}
+	if procs <= 0 {
+		return fmt.Errorf("InvalidArgument: trace %s has no MaxProcs or MaxNodes header; give --procs", tr.Name)
+	}
+	jobs := tr.Jobs
+	rep := siteReport{Name: siteName(tr.Name), Procs: procs, Policy: pol.String()}
+	if f.sanitize {
+		opts := swf.DefaultSanitizeOptions()
+		opts.Rule4 = rule4
+		// Rule 5 drops jobs without estimates; a trace that has none at all
+		// would lose everything, so it replays with exact estimates instead.
+		opts.RequireEstimate = hasEstimates(jobs)
+		var sr swf.SanitizeReport
+		jobs, sr = swf.Sanitize(jobs, int64(procs), opts)
+		rep.Dropped = sr.Dropped()
+		rep.Sanitize = &sr
+	}
+	in := sim.FromSWF(jobs)
+	cfg := sim.Config{Name: rep.Name, Site: plan.Config{Procs: procs, Policy: pol}}
+	bar := newProgress(cmd.ErrOrStderr(), len(in), "replaying "+rep.Name)
+	if bar != nil {
+		cfg.Progress = func(n int) { bar.Set(n) } //nolint:errcheck // progress display only
+	}
+	res, err := sim.Run(cmd.Context(), in, cfg)
+	if bar != nil {
+		bar.Finish() //nolint:errcheck // progress display only
+		bar.Exit()   //nolint:errcheck // progress display only
+	}
+	if err != nil {
+		return err
+	}
+	rep.Metrics = sim.ComputeMetrics(res.Records, procs)
+	out := simReport{Trace: tr.Name, Sites: []siteReport{rep}}
+	printSimTable(cmd.OutOrStdout(), out)
+	if f.jsonOut != "" {
+		if err := writeJSON(cmd.OutOrStdout(), f.jsonOut, out); err != nil {
+			return err
+		}
+	}
+	if f.jobsCSV != "" {
+		if err := writeJobsCSV(f.jobsCSV, res.Records); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func siteName(traceName string) string {
+	base := filepath.Base(traceName)
+	for _, ext := range []string{".gz", ".swf"} {
+		if len(base) > len(ext) && base[len(base)-len(ext):] == ext {
+			base = base[:len(base)-len(ext)]
+		}
+	}
+	return base
+}
+
+func hasEstimates(jobs []swf.Job) bool {
+	for _, j := range jobs {
+		if j.ReqTime > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// newProgress returns a progress bar on w when w is a terminal, else nil.
+func newProgress(w io.Writer, total int, what string) *progressbar.ProgressBar {
+	file, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(file.Fd())) {
+		return nil
+	}
+	return progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100_000_000), progressbar.OptionClearOnFinish())
+}
+
+func printSimTable(w io.Writer, r simReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "site\tpolicy\tprocs\tjobs\tdropped\tAWRT (s)\tAWWT (s)\tutilisation\tmakespan (s)\tbounded slowdown\twait p50 (s)\twait p90 (s)\twait p99 (s)\t\n")
+	for _, s := range r.Sites {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.1f %%\t%d\t%.2f\t%.0f\t%.0f\t%.0f\t\n",
+			s.Name, s.Policy, s.Procs, s.Jobs, s.Dropped, s.AWRT, s.AWWT, 100*s.Utilization, s.Makespan,
+			s.BoundedSlowdown, s.WaitP50, s.WaitP90, s.WaitP99)
+	}
+	tw.Flush()
+}
+
+// writeJSON writes v as indented JSON to path, or to stdout for "-".
+func writeJSON(stdout io.Writer, path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode json: %w", err)
+	}
+	b = append(b, '\n')
+	if path == "-" {
+		_, err = stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeJobsCSV(path string, recs []sim.Record) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("jobs csv: %w", err)
+	}
+	w := csv.NewWriter(fh)
+	w.Write([]string{"id", "submit", "procs", "estimate", "runtime", "decision", "start", "end", "reserved", "killed"}) //nolint:errcheck // checked by Flush
+	for _, r := range recs {
+		start, end := "", ""
+		if r.Started {
+			start, end = strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10)
+		}
+		w.Write([]string{ //nolint:errcheck // checked by Flush
+			strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.Submit, 10), strconv.Itoa(r.Procs),
+			strconv.FormatInt(r.Estimate, 10), strconv.FormatInt(r.Runtime, 10), r.Decision.Reason.String(),
+			start, end, strconv.FormatInt(r.Reserved, 10), strconv.FormatBool(r.Killed),
+		})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		fh.Close()
+		return fmt.Errorf("jobs csv: %w", err)
+	}
+	return fh.Close()
+}

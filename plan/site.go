@@ -1,0 +1,364 @@
+package plan
+
+import (
+	"container/heap"
+	"fmt"
+)
+
+// Config configures a Site.
+type Config struct {
+	// Procs is the number of identical processors. Must be > 0.
+	Procs int
+	// Policy is the queue policy. The zero value is Conservative.
+	Policy Policy
+	// Admission places jobs under Conservative. Nil means FullEstimate.
+	Admission Admission
+	// KeepUntilEstimate keeps a job's processors reserved until the end of
+	// its reservation even when it ends early, so early finishes are never
+	// exploited. This is the thesis's conservative-backfilling baseline
+	// (Birkenheuer 2012, §2.7); it turns off re-planning.
+	KeepUntilEstimate bool
+	// NoGrowBack stops re-planning from extending the reservations of
+	// overbooked jobs back towards their full estimate.
+	NoGrowBack bool
+}
+
+// DecisionKind is what a Decision tells the driver to do.
+type DecisionKind int
+
+// Decision kinds.
+const (
+	// Start the job now; kill it at End if it has not finished.
+	DecideStart DecisionKind = iota
+	// Extend a running job's kill time to End (an overbooked job grew back).
+	DecideExtend
+)
+
+// Decision is an instruction of the core to its driver.
+type Decision struct {
+	Kind  DecisionKind
+	JobID int64
+	Start int64
+	End   int64
+}
+
+type entry struct {
+	job   Job
+	place Placement
+	seq   int64 // submission order
+}
+
+// Site is the scheduling core of one site: a deterministic state machine
+// that takes events (a job submitted, a job ended, time passing) in order
+// and answers with decisions. It never reads a clock and never does I/O;
+// the simulator and the node drive it with their own clocks.
+//
+// Event order at equal times is the driver's job: End every job that ended
+// at t, then Submit the jobs released at t, then call Pass(t).
+//
+// A Site is not safe for concurrent use: one goroutine owns it.
+type Site struct {
+	cfg     Config
+	adm     Admission
+	plan    *Plan
+	waiting []*entry // submission order
+	running map[int64]*entry
+	ghosts  ghostHeap // reservations kept until their end (KeepUntilEstimate)
+	seq     int64
+	dirty   bool // a job ended early since the last pass: re-plan
+	out     []Decision
+}
+
+// NewSite returns the core of an empty site.
+func NewSite(cfg Config) (*Site, error) {
+	if cfg.Procs <= 0 {
+		return nil, fmt.Errorf("site with %d processors: %w", cfg.Procs, ErrInvalid)
+	}
+	if cfg.Policy < Conservative || cfg.Policy > LIST {
+		return nil, fmt.Errorf("site policy %v: %w", cfg.Policy, ErrInvalid)
+	}
+	adm := cfg.Admission
+	if adm == nil {
+		adm = FullEstimate{}
+	}
+	return &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry)}, nil
+}
+
+// Plan returns the site's plan. Callers must not modify it.
+func (s *Site) Plan() *Plan { return s.plan }
+
+// Config returns the site's configuration.
+func (s *Site) Config() Config { return s.cfg }
+
+// Waiting is the number of accepted jobs that have not started.
+func (s *Site) Waiting() int { return len(s.waiting) }
+
+// Running is the number of running jobs.
+func (s *Site) Running() int { return len(s.running) }
+
+// Submit offers job j at time now. Under Conservative the admission test
+// places it or rejects it at once; the other policies queue it (or reject
+// it if it can never run). The job must not be known to the site.
+func (s *Site) Submit(now int64, j Job) Placement {
+	switch {
+	case j.Procs <= 0 || j.Estimate <= 0 || j.Deadline-max(now, j.Release) <= 0:
+		return Placement{Reason: ReasonRejectedInvalid}
+	case j.Procs > s.cfg.Procs:
+		return Placement{Reason: ReasonRejectedTooWide}
+	}
+	s.seq++
+	e := &entry{job: j, seq: s.seq}
+	if s.cfg.Policy != Conservative {
+		e.place = Placement{Reason: ReasonQueued}
+		s.waiting = append(s.waiting, e)
+		return e.place
+	}
+	pl := s.adm.Admit(s.plan, &e.job, now)
+	if !pl.OK() {
+		return pl
+	}
+	if err := s.reserve(e, pl); err != nil {
+		// The admission test broke its contract; refuse rather than corrupt.
+		return Placement{Reason: ReasonRejectedNoGap}
+	}
+	s.waiting = append(s.waiting, e)
+	return pl
+}
+
+func (s *Site) reserve(e *entry, pl Placement) error {
+	err := s.plan.Reserve(Reservation{ID: e.job.ID, Procs: e.job.Procs, Start: pl.Start, End: pl.End, Release: e.job.Release, Deadline: e.job.Deadline})
+	if err == nil {
+		e.place = pl
+	}
+	return err
+}
+
+// End tells the core that job id stopped at now (finished, or was killed at
+// the end of its reservation). Unknown ids are ignored and reported false.
+func (s *Site) End(now int64, id int64) bool {
+	if _, ok := s.running[id]; !ok {
+		return false
+	}
+	delete(s.running, id)
+	r, _ := s.plan.Get(id)
+	if s.cfg.KeepUntilEstimate && r.End > now {
+		heap.Push(&s.ghosts, ghost{id: id, end: r.End})
+		return true
+	}
+	if _, err := s.plan.Release(id); err == nil && r.End > now {
+		s.dirty = true
+	}
+	return true
+}
+
+// Cancel removes a waiting job. It reports false if the job is not waiting.
+func (s *Site) Cancel(now int64, id int64) bool {
+	for i, e := range s.waiting {
+		if e.job.ID == id {
+			s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
+			if _, err := s.plan.Release(id); err == nil {
+				s.dirty = true
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// Pass runs the scheduling pass at now and returns the decisions: jobs to
+// start and kill times to extend. The returned slice is valid until the next
+// call.
+//
+// Stages, in order: drop kept reservations that have run out; re-plan if a
+// job ended early (Conservative); start what is due (all policies).
+func (s *Site) Pass(now int64) []Decision {
+	s.out = s.out[:0]
+	for len(s.ghosts) > 0 && s.ghosts[0].end <= now {
+		g := heap.Pop(&s.ghosts).(ghost)
+		s.plan.Release(g.id) //nolint:errcheck // ghosts are in the plan by construction
+	}
+	switch s.cfg.Policy {
+	case Conservative:
+		if s.dirty && !s.cfg.KeepUntilEstimate {
+			s.replan(now)
+		}
+		s.startDue(now)
+	case FCFS:
+		s.startQueued(now, false, false)
+	case EASY:
+		s.startQueued(now, true, true)
+	case LIST:
+		s.startQueued(now, true, false)
+	}
+	s.dirty = false
+	return s.out
+}
+
+// replan moves waiting reservations earlier, one at a time in submission
+// order, each to its earliest feasible slot while all others stay where
+// they are; then lets running overbooked jobs grow back.
+func (s *Site) replan(now int64) {
+	prof := s.plan.prof
+	for _, e := range s.waiting {
+		cur := e.place
+		full := cur.End-cur.Start >= e.job.Estimate
+		// A reservation can only move earlier if at least its processors
+		// are free somewhere before its start: skip it cheaply otherwise.
+		if full && prof.Free(now) < e.job.Procs && prof.firstAfter(now, int32(e.job.Procs), true) >= cur.Start {
+			continue
+		}
+		if _, err := s.plan.Release(e.job.ID); err != nil {
+			continue
+		}
+		pl := s.adm.Replan(s.plan, &e.job, now, cur)
+		if !pl.OK() || s.reserve(e, pl) != nil {
+			s.reserve(e, cur) //nolint:errcheck // cur was free a moment ago
+		}
+	}
+	if s.cfg.NoGrowBack {
+		return
+	}
+	for _, e := range s.running {
+		if e.place.End-e.place.Start >= e.job.Estimate {
+			continue
+		}
+		want := min(e.place.Start+e.job.Estimate, e.job.Deadline)
+		to := s.plan.FreeUntil(e.job.Procs, e.place.End, want)
+		if to > e.place.End && s.plan.Extend(e.job.ID, to) == nil {
+			e.place.End = to
+			s.out = append(s.out, Decision{Kind: DecideExtend, JobID: e.job.ID, Start: e.place.Start, End: to})
+		}
+	}
+}
+
+// startDue starts every waiting reservation that begins at or before now.
+func (s *Site) startDue(now int64) {
+	k := 0
+	for _, e := range s.waiting {
+		if e.place.Start <= now {
+			s.start(e)
+			continue
+		}
+		s.waiting[k] = e
+		k++
+	}
+	clear(s.waiting[k:])
+	s.waiting = s.waiting[:k]
+}
+
+func (s *Site) start(e *entry) {
+	s.running[e.job.ID] = e
+	s.out = append(s.out, Decision{Kind: DecideStart, JobID: e.job.ID, Start: e.place.Start, End: e.place.End})
+}
+
+// startQueued runs the queue policies. The head starts while it fits now.
+// If backfill, later jobs that fit now start too; if protectHead (EASY), the
+// head first gets a reservation at its earliest fit so that nobody who
+// starts out of order can delay it.
+func (s *Site) startQueued(now int64, backfill, protectHead bool) {
+	prof := s.plan.prof
+	k := 0
+	head := true
+	headReserved := false
+	var headID int64
+	for i, e := range s.waiting {
+		j := &e.job
+		free := prof.Free(now)
+		if free == 0 && !head {
+			// Nothing can start; keep the rest as they are.
+			k += keep(s.waiting, k, i)
+			break
+		}
+		if j.Procs <= free && prof.Fits(j.Procs, now, now+j.Estimate) {
+			if err := s.reserve(e, Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}); err == nil {
+				s.start(e)
+				continue
+			}
+		}
+		s.waiting[k] = e
+		k++
+		if head {
+			head = false
+			if !backfill {
+				k += keep(s.waiting, k, i+1)
+				break
+			}
+			if protectHead {
+				if st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, now, Forever); ok {
+					if s.plan.Reserve(Reservation{ID: j.ID, Procs: j.Procs, Start: st, End: st + j.Estimate, Release: j.Release, Deadline: Forever}) == nil {
+						headReserved, headID = true, j.ID
+					}
+				}
+			}
+		}
+	}
+	clear(s.waiting[k:])
+	s.waiting = s.waiting[:k]
+	if headReserved {
+		s.plan.Release(headID) //nolint:errcheck // reserved just above
+	}
+}
+
+// keep moves q[from:] to q[k:] and returns how many entries it kept; when
+// nothing was removed before from (k == from) there is nothing to move.
+func keep(q []*entry, k, from int) int {
+	if k == from {
+		return len(q) - from
+	}
+	return copy(q[k:], q[from:])
+}
+
+// NextWake returns the earliest time after now at which a pass has work to
+// do without any new event (a reservation begins, a kept reservation runs
+// out), or Forever.
+func (s *Site) NextWake(now int64) int64 {
+	t := Forever
+	if s.cfg.Policy == Conservative {
+		for _, e := range s.waiting {
+			if e.place.Start > now && e.place.Start < t {
+				t = e.place.Start
+			}
+		}
+	}
+	if len(s.ghosts) > 0 && s.ghosts[0].end < t {
+		t = s.ghosts[0].end
+	}
+	return t
+}
+
+// Placement returns the placement of an accepted job that is waiting or
+// running.
+func (s *Site) Placement(id int64) (Placement, bool) {
+	if e, ok := s.running[id]; ok {
+		return e.place, true
+	}
+	for _, e := range s.waiting {
+		if e.job.ID == id {
+			return e.place, true
+		}
+	}
+	return Placement{}, false
+}
+
+type ghost struct {
+	id  int64
+	end int64
+}
+
+type ghostHeap []ghost
+
+func (h ghostHeap) Len() int { return len(h) }
+func (h ghostHeap) Less(i, j int) bool {
+	if h[i].end != h[j].end {
+		return h[i].end < h[j].end
+	}
+	return h[i].id < h[j].id
+}
+func (h ghostHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *ghostHeap) Push(x any)   { *h = append(*h, x.(ghost)) }
+func (h *ghostHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,11 @@
+package sim
+
+import "errors"
+
+// Errors returned by Run.
+var (
+	// ErrUnsorted is returned when the jobs are not sorted by submit time.
+	ErrUnsorted = errors.New("jobs not sorted by submit time")
+	// ErrDuplicateJob is returned when two jobs share an id.
+	ErrDuplicateJob = errors.New("duplicate job id")
+)

@@ -1,0 +1,184 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+
+	"github.com/fedsched/fedsched/plan"
+)
+
+// Job is a job of a replay: what the site is told (procs, estimate, window,
+// money, class keys) plus what only the simulator knows, its actual runtime.
+type Job struct {
+	ID       int64
+	Submit   int64 // release time: the job is submitted and may start from here
+	Runtime  int64 // actual runtime; the job finishes this long after it starts
+	Estimate int64 // the user's estimate; the site kills the job at the end of its reservation
+	Procs    int
+	Deadline int64 // latest end; plan.Forever for none
+	Fee      float64
+	Penalty  float64
+	User     string
+	Group    string
+	App      string
+}
+
+func (j Job) planJob() plan.Job {
+	return plan.Job{ID: j.ID, Procs: j.Procs, Estimate: j.Estimate, Release: j.Submit, Deadline: j.Deadline,
+		Fee: j.Fee, Penalty: j.Penalty, User: j.User, Group: j.Group, App: j.App}
+}
+
+// Record is what happened to one job.
+type Record struct {
+	Job
+	Decision plan.Placement // the admission decision at submission
+	Started  bool
+	Start    int64 // start time, if started
+	End      int64 // when it stopped running, if started
+	Reserved int64 // length of its reservation when it stopped (after any growth)
+	Killed   bool  // cut at the end of its reservation before it finished
+}
+
+// Ran is how long the job actually occupied its processors.
+func (r Record) Ran() int64 { return r.End - r.Start }
+
+// Observer learns of every job that finishes while the replay runs, in the
+// order they finish. Admission tests that learn online (runtime statistics)
+// implement it.
+type Observer interface {
+	Finished(now int64, r *Record)
+}
+
+// Config configures a single-site replay.
+type Config struct {
+	// Name names the site in reports.
+	Name string
+	// Site configures the scheduling core.
+	Site plan.Config
+	// Observer, if not nil, is told of every finished job.
+	Observer Observer
+	// Progress, if not nil, is called now and then with the number of jobs
+	// submitted so far.
+	Progress func(submitted int)
+}
+
+// Result is the outcome of a replay.
+type Result struct {
+	Name    string
+	Procs   int
+	Records []Record // in the order of the input jobs
+	Events  int      // distinct event times processed
+}
+
+// completion is a job's pending end: it finishes at its start plus its
+// runtime, or is killed at the end of its reservation, whichever is first.
+// gen invalidates the event when the reservation is extended.
+type completion struct {
+	at  int64
+	idx int32 // index of the record
+	gen int32
+}
+
+type completions []completion
+
+func (h completions) Len() int { return len(h) }
+func (h completions) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].idx < h[j].idx
+}
+func (h completions) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *completions) Push(x any)   { *h = append(*h, x.(completion)) }
+func (h *completions) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// Run replays jobs, which must be sorted by Submit and have distinct IDs,
+// on one site. It is deterministic: the same input gives the same result.
+//
+// At each event time t the order is: jobs that end at t (completions and
+// kills), then jobs submitted at t (in input order), then one scheduling
+// pass. Jobs the pass starts with a zero runtime end at t too, in a second
+// round at the same time.
+func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
+	site, err := plan.NewSite(cfg.Site)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	res := &Result{Name: cfg.Name, Procs: cfg.Site.Procs, Records: make([]Record, len(jobs))}
+	index := make(map[int64]int32, len(jobs))
+	for i, j := range jobs {
+		if i > 0 && j.Submit < jobs[i-1].Submit {
+			return nil, fmt.Errorf("sim: job %d submitted at %d before job %d at %d: %w", j.ID, j.Submit, jobs[i-1].ID, jobs[i-1].Submit, ErrUnsorted)
+		}
+		if _, dup := index[j.ID]; dup {
+			return nil, fmt.Errorf("sim: job %d: %w", j.ID, ErrDuplicateJob)
+		}
+		index[j.ID] = int32(i)
+		res.Records[i].Job = j
+	}
+	gens := make([]int32, len(jobs))
+	var pending completions
+	next := 0
+	wake := plan.Forever
+	for {
+		t := wake
+		if next < len(jobs) && jobs[next].Submit < t {
+			t = jobs[next].Submit
+		}
+		if len(pending) > 0 && pending[0].at < t {
+			t = pending[0].at
+		}
+		if t == plan.Forever {
+			break
+		}
+		res.Events++
+		if res.Events&0x3ff == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("sim: %w", err)
+			}
+			if cfg.Progress != nil {
+				cfg.Progress(next)
+			}
+		}
+		for len(pending) > 0 && pending[0].at == t {
+			c := heap.Pop(&pending).(completion)
+			if c.gen != gens[c.idx] {
+				continue
+			}
+			r := &res.Records[c.idx]
+			r.End = t
+			r.Killed = r.Start+r.Runtime > t
+			site.End(t, r.ID)
+			if cfg.Observer != nil {
+				cfg.Observer.Finished(t, r)
+			}
+		}
+		for next < len(jobs) && jobs[next].Submit == t {
+			res.Records[next].Decision = site.Submit(t, jobs[next].planJob())
+			next++
+		}
+		for _, d := range site.Pass(t) {
+			i := index[d.JobID]
+			r := &res.Records[i]
+			switch d.Kind {
+			case plan.DecideStart:
+				r.Started, r.Start = true, t
+			case plan.DecideExtend:
+			}
+			r.Reserved = d.End - r.Start
+			gens[i]++
+			heap.Push(&pending, completion{at: min(r.Start+r.Runtime, d.End), idx: i, gen: gens[i]})
+		}
+		wake = site.NextWake(t)
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(next)
+	}
+	return res, nil
+}
