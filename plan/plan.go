@@ -205,3 +205,17 @@ func (p *Plan) FreeUntil(procs int, from, limit int64) int64 {
 	}
 	return min(limit, p.prof.firstAfter(from, int32(procs), false))
 }
+
+// EndingAt appends to dst the reservations that end exactly at t, ordered by
+// id, and returns the extended slice. It scans the plan; it serves the
+// comprehensive risk computation, which asks once per candidate gap.
+func (p *Plan) EndingAt(dst []Reservation, t int64) []Reservation {
+	n := len(dst)
+	for _, r := range p.res {
+		if r.End == t {
+			dst = append(dst, *r)
+		}
+	}
+	sort.Slice(dst[n:], func(i, j int) bool { return dst[n+i].ID < dst[n+j].ID })
+	return dst
+}

@@ -11,5 +11,6 @@
 //
 // The reader is written for speed (no regular expressions, no per-line
 // allocation for the common integer fields): the 28,476-job KTH trace
-// decompresses and parses in a few milliseconds.
+// decompresses and parses in about 16 ms on a 2-core development VM
+// (BenchmarkReadKTH), most of it spent in gzip.
 package swf

@@ -52,8 +52,9 @@ type SanitizeOptions struct {
 	// Trace.Sanitize, where 0 means the header's Procs(), and by Sanitize
 	// when its siteProcs argument is 0.
 	SiteProcs int64
-	// Rule4 selects clipping (default) or dropping of jobs that ran past
-	// their runtime estimate.
+	// Rule4 selects clipping (the zero value, the default) or dropping of
+	// jobs that ran past their runtime estimate. Values other than
+	// Rule4Drop clip.
 	Rule4 Rule4Mode
 	// RequireEstimate enables rule 5: drop jobs without a runtime estimate
 	// (ReqTime <= 0). It is on in DefaultSanitizeOptions as the thesis

@@ -28,6 +28,7 @@ type simFlags struct {
 	skipBad  bool
 	jsonOut  string
 	jobsCSV  string
+	sla      slaFlags
 }
 
 func newSimCmd() *cobra.Command {
@@ -54,6 +55,7 @@ runtime). --json writes the schema documented in docs/simulation.md.`,
 	fl.BoolVar(&f.skipBad, "skip-malformed", false, "skip and count malformed trace lines instead of failing")
 	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to this file ('-' for stdout)")
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per job to this file")
+	f.sla.register(fl)
 	return cmd
 }
 
@@ -65,6 +67,7 @@ type siteReport struct {
 	Dropped int    `json:"dropped"`
 	sim.Metrics
 	Sanitize *swf.SanitizeReport `json:"sanitize,omitempty"`
+	SLA      *slaReport          `json:"sla,omitempty"`
 }
 
 type simReport struct {
@@ -91,6 +94,9 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	}
 	if procs <= 0 {
 		return fmt.Errorf("InvalidArgument: trace %s has no MaxProcs or MaxNodes header; give --procs", tr.Name)
+	}
+	if f.sla.strategy != "" {
+		return runSLA(cmd, f, tr, procs)
 	}
 	jobs := tr.Jobs
 	rep := siteReport{Name: siteName(tr.Name), Procs: procs, Policy: pol.String()}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/fedsched/fedsched/overbook"
+	"github.com/fedsched/fedsched/sim"
+	"github.com/fedsched/fedsched/swf"
+)
+
+// slaFlags are the options of an SLA experiment (--strategy).
+type slaFlags struct {
+	strategy     string
+	pofMax       float64
+	riskTest     bool
+	sf           float64
+	penaltyRatio float64
+	load         float64
+	runs, jobs   int
+	trainJobs    int
+	failureRate  float64
+	repairRate   float64
+	seed         uint64
+	classes      string
+	learn        string
+	gapChoice    string
+	sweep        string
+}
+
+func (f *slaFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.strategy, "strategy", "", "run an SLA experiment: backfill, heuristic-plan, comprehensive-overbook or heuristic-overbook (implies --sanitize and the conservative policy)")
+	fl.Float64Var(&f.pofMax, "pof-max", 0.1, "threshold test: accept an overbooked placement when PoF < this")
+	fl.BoolVar(&f.riskTest, "risk-test", false, "use the risk test PoS x fee > PoF x penalty x SF instead of the threshold")
+	fl.Float64Var(&f.sf, "security-factor", 0, "security factor SF of the risk test (default 2 heuristic, 4 comprehensive)")
+	fl.Float64Var(&f.penaltyRatio, "penalty-ratio", 1, "penalty = ratio x fee; fee = procs x estimate in hours")
+	fl.Float64Var(&f.load, "load", 2.0, "offered load at estimates each run's arrivals are compressed to (2.0 = 200 %; 0 keeps the trace's times)")
+	fl.IntVar(&f.runs, "runs", 20, "number of consecutive runs taken from the end of the trace")
+	fl.IntVar(&f.jobs, "jobs", 1000, "jobs per run (0: one run of every job after the training jobs)")
+	fl.IntVar(&f.trainJobs, "train-jobs", 0, "jobs right before the runs that train the runtime statistics (0: all of them)")
+	fl.Float64Var(&f.failureRate, "failure-rate", 0, "node failure rate per node per hour used in the PoF (thesis: 1.2904e-4; 0: no failures)")
+	fl.Float64Var(&f.repairRate, "repair-rate", 0, "node repair rate per node per hour (thesis: 0.4333)")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed (the replay itself is deterministic; reserved for failure draws)")
+	fl.StringVar(&f.classes, "classes", "runtime", "job classes of the runtime statistics: runtime, procs, user, app or general")
+	fl.StringVar(&f.learn, "learn", "static", "runtime statistics: static (trained once, as in the thesis) or online (updated as jobs finish)")
+	fl.StringVar(&f.gapChoice, "gap-choice", "first", "which acceptable gap to take: first (first fit) or best (highest PoS)")
+	fl.StringVar(&f.sweep, "sweep", "", "sweep PoF_max 0.05..1.0 and penalty ratios 0.5,1,2,4; write PREFIX.csv and PREFIX.svg")
+}
+
+func (f *slaFlags) config(procs int) (sim.SLAConfig, error) {
+	cfg := sim.DefaultSLAConfig(procs)
+	st, err := sim.ParseStrategy(f.strategy)
+	if err != nil {
+		return cfg, fmt.Errorf("InvalidArgument: --strategy: %w", err)
+	}
+	cfg.Strategy = st
+	if cfg.Stats.Classifier, err = overbook.ParseClassifier(f.classes); err != nil {
+		return cfg, fmt.Errorf("InvalidArgument: --classes: %w", err)
+	}
+	switch f.learn {
+	case "static":
+	case "online":
+		cfg.Learn = true
+	default:
+		return cfg, fmt.Errorf("InvalidArgument: --learn %q: want static or online", f.learn)
+	}
+	switch f.gapChoice {
+	case "first":
+	case "best":
+		cfg.Choice = overbook.BestPoS
+	default:
+		return cfg, fmt.Errorf("InvalidArgument: --gap-choice %q: want first or best", f.gapChoice)
+	}
+	cfg.Failures = overbook.FailureModel{Lambda: f.failureRate, Mu: f.repairRate}
+	if err := cfg.Failures.Validate(); err != nil {
+		return cfg, fmt.Errorf("InvalidArgument: --failure-rate/--repair-rate: %w", err)
+	}
+	if f.riskTest {
+		sf := f.sf
+		if sf <= 0 {
+			sf = overbook.DefaultSFHeuristic
+			if st == sim.ComprehensiveOverbook {
+				sf = overbook.DefaultSFComprehensive
+			}
+		}
+		cfg.Test = overbook.Risk{SecurityFactor: sf}
+	} else {
+		if !(f.pofMax > 0 && f.pofMax <= 1) {
+			return cfg, fmt.Errorf("InvalidArgument: --pof-max %v: want a probability in (0, 1]", f.pofMax)
+		}
+		cfg.Test = overbook.Threshold{PoFMax: f.pofMax}
+	}
+	if f.penaltyRatio < 0 || f.load < 0 || f.runs < 1 || f.jobs < 0 || f.trainJobs < 0 {
+		return cfg, fmt.Errorf("InvalidArgument: --penalty-ratio, --load, --jobs and --train-jobs must be >= 0 and --runs >= 1")
+	}
+	cfg.PenaltyRatio, cfg.Load, cfg.Runs, cfg.JobsPerRun, cfg.TrainJobs = f.penaltyRatio, f.load, f.runs, f.jobs, f.trainJobs
+	return cfg, nil
+}
+
+// slaReport is the "sla" object of a site in --json output. Counts and money
+// are means per run; gain_runs lists every run's gain in order.
+type slaReport struct {
+	Strategy   string    `json:"strategy"`
+	Runs       int       `json:"runs"`
+	Accepted   float64   `json:"accepted"`
+	Rejected   float64   `json:"rejected"`
+	Overbooked float64   `json:"overbooked"`
+	Met        float64   `json:"met"`
+	Violated   float64   `json:"violated"`
+	Fees       float64   `json:"fees"`
+	Penalties  float64   `json:"penalties"`
+	Gain       float64   `json:"gain"`
+	GainCI95   float64   `json:"gain_ci95"`
+	GainRuns   []float64 `json:"gain_runs"`
+	// Profitability is gain over fees; reliability is met over accepted.
+	Profitability float64 `json:"profitability"`
+	Reliability   float64 `json:"reliability"`
+	// Baseline is the strategy's own non-overbooking baseline, run on the
+	// same runs; AdditionalGain is mean gain / baseline mean gain - 1 and
+	// GainDiff the mean paired per-run difference with its 95 % interval.
+	Baseline       *slaReport `json:"baseline,omitempty"`
+	AdditionalGain *float64   `json:"additional_gain,omitempty"`
+	GainDiff       *float64   `json:"gain_diff,omitempty"`
+	GainDiffCI95   *float64   `json:"gain_diff_ci95,omitempty"`
+}
+
+func summarise(st sim.Strategy, runs []sim.SLARun) *slaReport {
+	r := &slaReport{Strategy: st.String(), Runs: len(runs)}
+	n := float64(len(runs))
+	for _, x := range runs {
+		r.Accepted += float64(x.Accepted) / n
+		r.Rejected += float64(x.Rejected) / n
+		r.Overbooked += float64(x.Overbooked) / n
+		r.Met += float64(x.Met) / n
+		r.Violated += float64(x.Violated) / n
+		r.Fees += x.Fees / n
+		r.Penalties += x.Penalties / n
+		r.GainRuns = append(r.GainRuns, x.Gain)
+	}
+	r.Gain, r.GainCI95 = sim.MeanCI95(r.GainRuns)
+	if r.Fees > 0 {
+		r.Profitability = r.Gain / r.Fees
+	}
+	if r.Accepted > 0 {
+		r.Reliability = r.Met / r.Accepted
+	}
+	return r
+}
+
+// runSLA runs an SLA experiment (and the strategy's baseline) on a trace.
+func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int) error {
+	cfg, err := f.sla.config(procs)
+	if err != nil {
+		return err
+	}
+	opts := swf.DefaultSanitizeOptions()
+	opts.Rule4, _ = swf.ParseRule4(f.rule4)
+	jobs, sr := swf.Sanitize(tr.Jobs, int64(procs), opts)
+	if len(jobs) == 0 {
+		return fmt.Errorf("FailedPrecondition: trace %s has no jobs with runtime estimates; SLA experiments need them", tr.Name)
+	}
+	in := sim.FromSWF(jobs)
+	if f.sla.sweep != "" {
+		return runSweep(cmd, f.sla.sweep, in, cfg)
+	}
+	runs, err := sim.Experiment(cmd.Context(), in, cfg)
+	if err != nil {
+		return fmt.Errorf("InvalidArgument: %w", err)
+	}
+	rep := summarise(cfg.Strategy, runs)
+	if base := cfg.Strategy.Baseline(); base != cfg.Strategy {
+		bcfg := cfg
+		bcfg.Strategy = base
+		bruns, err := sim.Experiment(cmd.Context(), in, bcfg)
+		if err != nil {
+			return err
+		}
+		rep.Baseline = summarise(base, bruns)
+		diffs := make([]float64, len(runs))
+		for i := range runs {
+			diffs[i] = runs[i].Gain - bruns[i].Gain
+		}
+		d, h := sim.MeanCI95(diffs)
+		rep.GainDiff, rep.GainDiffCI95 = &d, &h
+		if rep.Baseline.Gain != 0 {
+			add := rep.Gain/rep.Baseline.Gain - 1
+			rep.AdditionalGain = &add
+		}
+	}
+	var agg sim.Metrics
+	for _, r := range runs {
+		agg.Jobs += r.Metrics.Jobs
+	}
+	site := siteReport{Name: siteName(tr.Name), Procs: procs, Policy: "conservative", Dropped: sr.Dropped(), Sanitize: &sr, SLA: rep}
+	site.Metrics = agg
+	printSLATable(cmd.OutOrStdout(), tr.Name, cfg, rep)
+	if f.jsonOut != "" {
+		return writeJSON(cmd.OutOrStdout(), f.jsonOut, simReport{Trace: tr.Name, Sites: []siteReport{site}})
+	}
+	return nil
+}
+
+func printSLATable(w io.Writer, trace string, cfg sim.SLAConfig, r *slaReport) {
+	fmt.Fprintf(w, "%s: %d runs of %d jobs at %.0f %% offered load, %s, penalty ratio %g (means per run, ±95 %% CI)\n",
+		trace, cfg.Runs, cfg.JobsPerRun, 100*cfg.Load, testString(cfg.Test), cfg.PenaltyRatio)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "strategy\taccepted\trejected\toverbooked\tmet\tviolated\tfees\tpenalties\tgain\t±CI95\tprofitability\treliability\t\n")
+	rows := []*slaReport{r}
+	if r.Baseline != nil {
+		rows = append(rows, r.Baseline)
+	}
+	for _, x := range rows {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t\n", x.Strategy, x.Accepted, x.Rejected,
+			x.Overbooked, x.Met, x.Violated, x.Fees, x.Penalties, x.Gain, x.GainCI95, x.Profitability, x.Reliability)
+	}
+	tw.Flush()
+	if r.GainDiff != nil {
+		fmt.Fprintf(w, "paired gain difference %s - %s: %.0f ± %.0f per run (95 %% CI)", r.Strategy, r.Baseline.Strategy, *r.GainDiff, *r.GainDiffCI95)
+		if r.AdditionalGain != nil {
+			fmt.Fprintf(w, "; additional gain %+.1f %%", 100**r.AdditionalGain)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func testString(t overbook.Test) string {
+	switch t := t.(type) {
+	case overbook.Threshold:
+		return fmt.Sprintf("PoF < %g", t.PoFMax)
+	case overbook.Risk:
+		return fmt.Sprintf("risk test SF %g", t.SecurityFactor)
+	}
+	return fmt.Sprint(t)
+}
+
+// sweepRatios are the penalty ratios of the thesis's risk experiments.
+var sweepRatios = []float64{0.5, 1, 2, 4}
+
+// runSweep runs the threshold test for PoF_max = 0.05, 0.10, ..., 1.00. The
+// decisions of the threshold test do not depend on the penalty, so each
+// PoF_max is replayed once and its gain computed for every penalty ratio
+// (penalty = ratio x fee scales every penalty alike).
+func runSweep(cmd *cobra.Command, prefix string, in []sim.Job, cfg sim.SLAConfig) error {
+	cfg.PenaltyRatio = 1
+	fh, err := os.Create(prefix + ".csv")
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	defer fh.Close()
+	w := csv.NewWriter(fh)
+	w.Write([]string{"strategy", "pof_max", "penalty_ratio", "runs", "accepted", "met", "violated", "fees", "penalties", "gain", "gain_ci95"}) //nolint:errcheck // checked by Flush
+	lines := make(map[float64]plotter.XYs)
+	for k := 1; k <= 20; k++ {
+		pm := float64(k) / 20
+		cfg.Test = overbook.Threshold{PoFMax: pm}
+		runs, err := sim.Experiment(cmd.Context(), in, cfg)
+		if err != nil {
+			return err
+		}
+		for _, ratio := range sweepRatios {
+			gains := make([]float64, len(runs))
+			var acc, met, vio, fees, pens float64
+			for i, r := range runs {
+				gains[i] = r.Fees - ratio*r.Penalties
+				acc += float64(r.Accepted)
+				met += float64(r.Met)
+				vio += float64(r.Violated)
+				fees += r.Fees
+				pens += ratio * r.Penalties
+			}
+			n := float64(len(runs))
+			g, h := sim.MeanCI95(gains)
+			w.Write([]string{cfg.Strategy.String(), ftoa(pm), ftoa(ratio), strconv.Itoa(len(runs)), ftoa(acc / n), ftoa(met / n), //nolint:errcheck // checked by Flush
+				ftoa(vio / n), ftoa(fees / n), ftoa(pens / n), ftoa(g), ftoa(h)})
+			lines[ratio] = append(lines[ratio], plotter.XY{X: pm, Y: g})
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "sweep: PoF_max %.2f done\n", pm)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s: mean gain per run against PoF_max", cfg.Strategy)
+	p.X.Label.Text = "PoF_max"
+	p.Y.Label.Text = "gain (node-hours of fees minus penalties)"
+	var args []any
+	for _, ratio := range sweepRatios {
+		args = append(args, "penalty ratio "+strings.TrimSuffix(ftoa(ratio), ".0"), lines[ratio])
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return fmt.Errorf("sweep plot: %w", err)
+	}
+	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, prefix+".svg"); err != nil {
+		return fmt.Errorf("sweep plot: %w", err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s.csv and %s.svg\n", prefix, prefix)
+	return nil
+}
+
+func ftoa(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }

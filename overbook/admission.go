@@ -1,0 +1,242 @@
+package overbook
+
+import (
+	"github.com/fedsched/fedsched/plan"
+)
+
+// Mode selects how an Admission computes the probability of failure.
+type Mode int
+
+const (
+	// Heuristic: the job's own CDF at the gap length (O(1) per gap).
+	Heuristic Mode = iota
+	// Comprehensive: the job may also start early when the reservations
+	// ending where its gap begins end early; their end-time distributions
+	// are combined and the job's own is stored for later jobs to chain on.
+	Comprehensive
+)
+
+func (m Mode) String() string {
+	if m == Comprehensive {
+		return "comprehensive"
+	}
+	return "heuristic"
+}
+
+// GapChoice selects which acceptable gap an Admission takes.
+type GapChoice int
+
+const (
+	// FirstFit takes the earliest gap that passes the test (the thesis's
+	// implemented choice: fastest).
+	FirstFit GapChoice = iota
+	// BestPoS takes the acceptable gap with the lowest PoF ("conservative"
+	// in the thesis's terms).
+	BestPoS
+)
+
+// Admission is the risk-aware admission test of a site: it implements
+// plan.Admission. It first tries a placement with the full estimate; only if
+// none exists inside the job's window does it search the gaps, compute the
+// PoF of each and accept one that passes Test (the thesis's "near best fit",
+// §5.2.3). Every answer carries its reason: placed in full, overbooked (with
+// its PoF), rejected: no gap, rejected: risk.
+//
+// An Admission keeps per-job state (class keys, end-time distributions), so
+// tell it when jobs finish (Finished). Not safe for concurrent use; the
+// site's goroutine owns it.
+type Admission struct {
+	// Stats gives the runtime-ratio histogram of a job's class. Required.
+	Stats *Stats
+	// Failures is the node-failure model; the zero value means none.
+	Failures FailureModel
+	// Test decides whether an overbooked placement is acceptable. Nil
+	// means Threshold{PoFMax: 0.1}.
+	Test Test
+	// Mode selects the PoF computation.
+	Mode Mode
+	// Choice selects among acceptable gaps.
+	Choice GapChoice
+	// Learn makes Finished update Stats with each finished job's actual
+	// runtime (online learning). Off, the statistics stay as trained, as in
+	// the thesis.
+	Learn bool
+
+	jobs  map[int64]JobInfo
+	dists map[int64]EndDist
+	gaps  []plan.Gap
+	preds []plan.Reservation
+	pd    []EndDist
+}
+
+var _ plan.Admission = (*Admission)(nil)
+
+func (a *Admission) test() Test {
+	if a.Test == nil {
+		return Threshold{PoFMax: 0.1}
+	}
+	return a.Test
+}
+
+func info(j *plan.Job) JobInfo {
+	return JobInfo{Procs: j.Procs, Estimate: j.Estimate, User: j.User, App: j.App}
+}
+
+// Admit places j: in full at its earliest fit if one exists inside its
+// window, otherwise in the first (or best) gap whose PoF passes the test.
+func (a *Admission) Admit(p *plan.Plan, j *plan.Job, now int64) plan.Placement {
+	if j.Procs > p.Procs() {
+		return plan.Placement{Reason: plan.ReasonRejectedTooWide}
+	}
+	if a.jobs == nil {
+		a.jobs, a.dists = make(map[int64]JobInfo), make(map[int64]EndDist)
+	}
+	ji := info(j)
+	from, to := max(now, j.Release), j.Deadline
+	if s, ok := p.EarliestFit(j.Procs, j.Estimate, from, to); ok {
+		pl := plan.Placement{Start: s, End: s + j.Estimate, Reason: plan.ReasonPlacedInFull,
+			PoF: 1 - a.Failures.Reliability(j.Procs, j.Estimate)}
+		a.remember(p, j, ji, pl, from, now)
+		return pl
+	}
+	h := a.Stats.Histogram(ji)
+	a.gaps = p.Gaps(a.gaps[:0], j.Procs, from, to)
+	best := plan.Placement{Reason: plan.ReasonRejectedNoGap}
+	if len(a.gaps) > 0 {
+		best.Reason = plan.ReasonRejectedRisk
+	}
+	test := a.test()
+	for _, g := range a.gaps {
+		pof := a.pof(p, h, j, g, from, now)
+		if !test.Accept(pof, j.Fee, j.Penalty) {
+			continue
+		}
+		if best.OK() && pof >= best.PoF {
+			continue
+		}
+		best = plan.Placement{Start: g.Start, End: g.End, PoF: pof, Reason: plan.ReasonOverbooked}
+		if a.Choice == FirstFit {
+			break
+		}
+	}
+	if best.OK() {
+		a.remember(p, j, ji, best, from, now)
+	}
+	return best
+}
+
+// Replan re-places a waiting job: with its full estimate if that now fits
+// anywhere in its window (an overbooked job grows back), otherwise at the
+// earliest slot at least as long as it had, stretched as far as the
+// processors are free, up to its estimate.
+func (a *Admission) Replan(p *plan.Plan, j *plan.Job, now int64, cur plan.Placement) plan.Placement {
+	from, to := max(now, j.Release), j.Deadline
+	ji := info(j)
+	if s, ok := p.EarliestFit(j.Procs, j.Estimate, from, to); ok && (s <= cur.Start || cur.End-cur.Start < j.Estimate) {
+		pl := plan.Placement{Start: s, End: s + j.Estimate, Reason: plan.ReasonPlacedInFull,
+			PoF: 1 - a.Failures.Reliability(j.Procs, j.Estimate)}
+		a.remember(p, j, ji, pl, from, now)
+		return pl
+	}
+	s, ok := p.EarliestFit(j.Procs, cur.End-cur.Start, from, to)
+	if !ok || s > cur.Start {
+		return cur
+	}
+	end := p.FreeUntil(j.Procs, s, min(s+j.Estimate, to))
+	pl := plan.Placement{Start: s, End: end, Reason: cur.Reason}
+	if end-s >= j.Estimate {
+		pl.Reason, pl.PoF = plan.ReasonPlacedInFull, 1-a.Failures.Reliability(j.Procs, j.Estimate)
+	} else {
+		pl.PoF = a.pof(p, a.Stats.Histogram(ji), j, plan.Gap{Start: s, End: end}, from, now)
+	}
+	a.remember(p, j, ji, pl, from, now)
+	return pl
+}
+
+// Finished forgets a job that has ended and, with Learn, adds its actual
+// runtime to the statistics.
+func (a *Admission) Finished(id int64, actual int64) error {
+	ji, ok := a.jobs[id]
+	delete(a.jobs, id)
+	delete(a.dists, id)
+	if ok && a.Learn {
+		return a.Stats.Observe(ji, actual)
+	}
+	return nil
+}
+
+// pof computes the probability of failure of j in gap g.
+func (a *Admission) pof(p *plan.Plan, h *Histogram, j *plan.Job, g plan.Gap, from, now int64) float64 {
+	if a.Mode == Heuristic || g.Start <= from {
+		// A gap that begins at the job's earliest start has nothing
+		// before it to end early: the start is certain.
+		return HeuristicPoF(h, a.Failures, j.Procs, j.Estimate, g.Len())
+	}
+	sd, err := a.startDist(p, j, g.Start, from, now)
+	if err != nil {
+		return HeuristicPoF(h, a.Failures, j.Procs, j.Estimate, g.Len())
+	}
+	return ComprehensivePoF(sd, h, a.Failures, j.Procs, j.Estimate, g.End)
+}
+
+// startDist is the distribution of j's start when it is planned at start:
+// it may begin as soon as every reservation ending at start has ended.
+func (a *Admission) startDist(p *plan.Plan, j *plan.Job, start, from, now int64) (StartDist, error) {
+	step := DefaultStep(max(j.Deadline, start+j.Estimate) - from)
+	a.preds = p.EndingAt(a.preds[:0], start)
+	a.pd = a.pd[:0]
+	for _, r := range a.preds {
+		if r.ID == j.ID {
+			continue
+		}
+		a.pd = append(a.pd, a.endDist(r, now))
+	}
+	return NewStartDist(a.pd, from, start, step)
+}
+
+// endDist is the end-time distribution of reservation r as known at now.
+func (a *Admission) endDist(r plan.Reservation, now int64) EndDist {
+	ji, known := a.jobs[r.ID]
+	if r.Fixed || !known {
+		return FixedEnd(r.End)
+	}
+	if r.Start <= now {
+		// Running: its start is known; condition on it still running.
+		d, err := ReservationDist(a.Stats.Histogram(ji), r.Start, ji.Estimate, r.End, DefaultStep(r.End-r.Start))
+		if err != nil {
+			return FixedEnd(r.End)
+		}
+		return d.Given(now)
+	}
+	if d, ok := a.dists[r.ID]; ok {
+		return d
+	}
+	return FixedEnd(r.End)
+}
+
+// remember records j's class and, for the comprehensive mode, its end-time
+// distribution in placement pl, for later jobs to chain on.
+func (a *Admission) remember(p *plan.Plan, j *plan.Job, ji JobInfo, pl plan.Placement, from, now int64) {
+	a.jobs[j.ID] = ji
+	if a.Mode != Comprehensive {
+		return
+	}
+	h := a.Stats.Histogram(ji)
+	step := DefaultStep(max(j.Deadline, pl.End) - from)
+	var sd StartDist
+	var err error
+	if pl.Start <= from {
+		sd, err = NewStartDist(nil, pl.Start, pl.Start, step)
+	} else {
+		sd, err = a.startDist(p, j, pl.Start, from, now)
+	}
+	if err != nil {
+		delete(a.dists, j.ID)
+		return
+	}
+	if d, err := ChainedEndDist(sd, h, j.Estimate, pl.End, step); err == nil {
+		a.dists[j.ID] = d
+	} else {
+		delete(a.dists, j.ID)
+	}
+}

@@ -1,0 +1,241 @@
+package overbook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// NumBins is the number of bins of a Histogram: integer percentages 0..100
+// of the ratio actual/estimated runtime.
+const NumBins = 101
+
+// RatioBin is the histogram bin of a job that ran actual seconds against an
+// estimate of estimate seconds: floor(100·actual/estimate), capped at 100.
+// Bin i therefore holds ratios in [i %, (i+1) %) for i < 100, and bin 100
+// holds every ratio >= 100 % (the job used its full estimate, or would have
+// run longer and was killed at it). The thesis does not specify the rounding;
+// this package uses floor everywhere. A negative actual maps to bin 0 and a
+// non-positive estimate to bin 100. The arithmetic is exact integer
+// arithmetic (no overflow for any int64 input).
+func RatioBin(actual, estimate int64) int {
+	if actual >= estimate {
+		return NumBins - 1
+	}
+	if actual <= 0 {
+		return 0
+	}
+	// 0 < actual < estimate.
+	if actual <= math.MaxInt64/100 {
+		return int(actual * 100 / estimate)
+	}
+	hi, lo := bits.Mul64(uint64(actual), 100)
+	q, _ := bits.Div64(hi, lo, uint64(estimate)) // hi < estimate since actual < estimate
+	return int(q)
+}
+
+// Histogram is the empirical distribution of the ratio actual/estimated
+// runtime in NumBins integer-percent bins (see RatioBin). Counts are float64
+// weights so that old samples can be aged (Age).
+//
+// The zero value is an empty histogram, ready to use. An empty (or nil)
+// histogram is read as the conservative prior "every job uses its full
+// estimate": all mass in bin 100, so CDF(i) = 0 for i < 100 and overbooking
+// is never judged safe.
+//
+// Concurrency: the cumulative array is computed lazily by the first read
+// after a change, so a Histogram is not safe for concurrent use while it is
+// being changed or before it has been read once. Clone returns a prepared
+// copy that any number of goroutines may read; Stats.Histogram returns such
+// copies.
+type Histogram struct {
+	w     [NumBins]float64
+	cdf   [NumBins]float64 // normalised cumulative weights, valid iff ready
+	n     float64          // total weight, valid iff ready
+	ready bool
+}
+
+// Add records one finished job that ran actual seconds against an estimate
+// of estimate seconds, with weight 1. It returns ErrBadSample (and records
+// nothing) when estimate <= 0 or actual < 0.
+func (h *Histogram) Add(actual, estimate int64) error {
+	if estimate <= 0 || actual < 0 {
+		return fmt.Errorf("%w: actual %d, estimate %d", ErrBadSample, actual, estimate)
+	}
+	h.w[RatioBin(actual, estimate)]++
+	h.ready = false
+	return nil
+}
+
+// Age multiplies every weight by factor, which must be in (0, 1]; it is the
+// exponential ageing of old samples (a later Add counts 1/factor times as
+// much as the samples present now). It returns ErrBadFactor otherwise.
+func (h *Histogram) Age(factor float64) error {
+	if !(factor > 0 && factor <= 1) {
+		return fmt.Errorf("%w: %v", ErrBadFactor, factor)
+	}
+	if factor == 1 {
+		return nil
+	}
+	for i := range h.w {
+		h.w[i] *= factor
+	}
+	h.ready = false
+	return nil
+}
+
+// prepare recomputes the cumulative array if a change made it stale.
+func (h *Histogram) prepare() {
+	if h.ready {
+		return
+	}
+	var s float64
+	for i, w := range h.w {
+		s += w
+		h.cdf[i] = s
+	}
+	h.n = s
+	if s > 0 {
+		for i := range h.cdf {
+			h.cdf[i] /= s
+		}
+	} else {
+		clear(h.cdf[:])
+	}
+	h.cdf[NumBins-1] = 1 // exact, also for the empty prior
+	h.ready = true
+}
+
+// N is the total (aged) weight of the samples: the number of samples when
+// no ageing has happened. It is 0 for a nil or empty histogram.
+func (h *Histogram) N() float64 {
+	if h == nil {
+		return 0
+	}
+	h.prepare()
+	return h.n
+}
+
+// Weight is the raw (aged) weight of bin i; 0 outside 0..100.
+func (h *Histogram) Weight(i int) float64 {
+	if h == nil || i < 0 || i >= NumBins {
+		return 0
+	}
+	return h.w[i]
+}
+
+// PDF is the probability of bin i: Weight(i)/N. Outside 0..100 it is 0. For
+// an empty histogram it is the prior: 1 for bin 100, else 0.
+func (h *Histogram) PDF(i int) float64 {
+	if i < 0 || i >= NumBins {
+		return 0
+	}
+	if h.N() == 0 {
+		if i == NumBins-1 {
+			return 1
+		}
+		return 0
+	}
+	return h.w[i] / h.n
+}
+
+// CDF is the probability that the ratio bin is <= i: the sum of PDF(0..i).
+// It is 0 for i < 0 and exactly 1 for i >= 100.
+func (h *Histogram) CDF(i int) float64 {
+	if i < 0 {
+		return 0
+	}
+	if i >= NumBins-1 {
+		return 1
+	}
+	if h == nil {
+		return 0
+	}
+	h.prepare()
+	return h.cdf[i]
+}
+
+// CDFAt is P(actual <= got) for a job with this runtime-ratio distribution
+// and the given estimate: CDF(floor(100·got/estimate)). It is exactly 1 when
+// got >= estimate (a job given its full estimate never fails by the
+// provider's fault) and 0 when got < 0. O(1).
+//
+// Evaluating the CDF at the bin that contains got counts that whole bin as
+// finished, so the result overstates the true P(actual <= got) by at most
+// the mass of one bin; this is the thesis's formula and is kept as is.
+func (h *Histogram) CDFAt(got, estimate int64) float64 {
+	if got >= estimate {
+		return 1
+	}
+	if got < 0 || h == nil {
+		return 0
+	}
+	h.prepare()
+	return h.cdf[RatioBin(got, estimate)]
+}
+
+// Clone returns a deep copy whose cumulative array is already computed, so
+// the copy may be read by many goroutines at once (as long as nobody calls
+// Add or Age on it). A nil receiver clones to an empty histogram.
+func (h *Histogram) Clone() *Histogram {
+	c := new(Histogram)
+	if h != nil {
+		c.w = h.w
+	}
+	c.prepare()
+	return c
+}
+
+// Equal reports whether two histograms hold bit-identical weights.
+func (h *Histogram) Equal(o *Histogram) bool {
+	var a, b [NumBins]float64
+	if h != nil {
+		a = h.w
+	}
+	if o != nil {
+		b = o.w
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// MarshalJSON encodes the histogram as a JSON array of its NumBins weights.
+// Finite float64 values round-trip exactly through encoding/json.
+func (h *Histogram) MarshalJSON() ([]byte, error) {
+	return json.Marshal(h.w[:])
+}
+
+// UnmarshalJSON decodes what MarshalJSON produced. Anything else (a wrong
+// number of bins, a negative or non-finite weight, a total that overflows)
+// returns an error wrapping ErrCorrupt and leaves h unchanged.
+func (h *Histogram) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return fmt.Errorf("%w: null histogram", ErrCorrupt)
+	}
+	var w []float64
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("%w: histogram: %v", ErrCorrupt, err)
+	}
+	if len(w) != NumBins {
+		return fmt.Errorf("%w: histogram has %d bins, want %d", ErrCorrupt, len(w), NumBins)
+	}
+	var s float64
+	for i, x := range w {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return fmt.Errorf("%w: histogram bin %d weight %v", ErrCorrupt, i, x)
+		}
+		s += x
+	}
+	if math.IsInf(s, 0) {
+		return fmt.Errorf("%w: histogram total weight overflows", ErrCorrupt)
+	}
+	*h = Histogram{}
+	copy(h.w[:], w)
+	return nil
+}

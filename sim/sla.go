@@ -1,0 +1,331 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/fedsched/fedsched/overbook"
+	"github.com/fedsched/fedsched/plan"
+)
+
+// Strategy is one of the four SLA strategies of the overbooking thesis
+// (Birkenheuer 2012, §3.6).
+type Strategy int
+
+const (
+	// Backfill is conservative backfilling as the thesis's baseline A: every
+	// job reserved in full at its earliest fit, and processors held until
+	// the end of a reservation even when the job ends early.
+	Backfill Strategy = iota
+	// HeuristicPlan is the thesis's baseline B: full-estimate placement,
+	// re-planning on every job end (later reservations move earlier).
+	HeuristicPlan
+	// ComprehensiveOverbook overbooks with the comprehensive PoF
+	// (predecessors' end-time distributions chained) and re-plans.
+	ComprehensiveOverbook
+	// HeuristicOverbook overbooks with the heuristic PoF and re-plans on
+	// every job end; overbooked jobs may grow back to their estimate.
+	HeuristicOverbook
+)
+
+var strategyNames = [...]string{"backfill", "heuristic-plan", "comprehensive-overbook", "heuristic-overbook"}
+
+func (s Strategy) String() string {
+	if s >= 0 && int(s) < len(strategyNames) {
+		return strategyNames[s]
+	}
+	return fmt.Sprintf("Strategy(%d)", int(s))
+}
+
+// ParseStrategy parses a strategy name as String writes it.
+func ParseStrategy(name string) (Strategy, error) {
+	for i, n := range strategyNames {
+		if strings.EqualFold(name, n) {
+			return Strategy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("strategy %q: want one of %s: %w", name, strings.Join(strategyNames[:], ", "), ErrBadConfig)
+}
+
+// Overbooks reports whether the strategy overbooks.
+func (s Strategy) Overbooks() bool { return s == ComprehensiveOverbook || s == HeuristicOverbook }
+
+// Baseline is the non-overbooking strategy the thesis compares s with.
+func (s Strategy) Baseline() Strategy {
+	switch s {
+	case ComprehensiveOverbook:
+		return Backfill
+	case HeuristicOverbook:
+		return HeuristicPlan
+	}
+	return s
+}
+
+// SLAConfig configures an SLA experiment in the thesis's protocol: a trace
+// split into a training prefix and consecutive runs, arrivals compressed to
+// a target offered load, deadlines and fees derived from the estimates.
+type SLAConfig struct {
+	Procs    int
+	Strategy Strategy
+	// Test is the acceptance test of the overbooking strategies.
+	Test overbook.Test
+	// Stats configures the runtime-ratio statistics (classifier, ageing).
+	Stats overbook.StatsConfig
+	// Learn updates the statistics online as jobs finish; off, they stay
+	// as trained on the prefix (the thesis).
+	Learn bool
+	// Choice selects among acceptable gaps.
+	Choice overbook.GapChoice
+	// Failures is the node-failure model used in the PoF.
+	Failures overbook.FailureModel
+	// Load is the offered load at estimates each run is compressed to
+	// (2.0 = 200 %); <= 0 keeps the trace's arrival times.
+	Load float64
+	// DeadlineFactor sets deadline = release + factor x estimate (2).
+	DeadlineFactor float64
+	// PenaltyRatio sets penalty = ratio x fee; fee = procs x estimate in hours.
+	PenaltyRatio float64
+	// Runs and JobsPerRun split the test part of the trace: the last
+	// Runs x JobsPerRun jobs, in order. JobsPerRun 0 means one run of every
+	// job after the training prefix.
+	Runs, JobsPerRun int
+	// TrainJobs is the number of jobs right before the test part that train
+	// the statistics; 0 means all of them.
+	TrainJobs int
+}
+
+// DefaultSLAConfig returns the thesis's protocol: 200 % load, deadline =
+// release + 2 x estimate, penalty = fee, 20 runs of 1,000 jobs, PoF < 0.1,
+// runtime-band classes.
+func DefaultSLAConfig(procs int) SLAConfig {
+	return SLAConfig{Procs: procs, Strategy: HeuristicOverbook, Test: overbook.Threshold{PoFMax: 0.1},
+		Stats: overbook.StatsConfig{Classifier: overbook.ByRuntime}, Load: 2, DeadlineFactor: 2,
+		PenaltyRatio: 1, Runs: 20, JobsPerRun: 1000}
+}
+
+// SLARun is the outcome of one run.
+type SLARun struct {
+	Accepted, Rejected, Overbooked int
+	Met, Violated                  int
+	Fees, Penalties, Gain          float64
+	Metrics                        Metrics
+}
+
+// Split returns the training jobs and the runs of jobs (with their original
+// times) that cfg selects from jobs.
+func Split(jobs []Job, cfg SLAConfig) (train []Job, runs [][]Job, err error) {
+	n := len(jobs)
+	per, k := cfg.JobsPerRun, max(cfg.Runs, 1)
+	if per <= 0 {
+		if cfg.TrainJobs >= n {
+			return nil, nil, fmt.Errorf("%d training jobs leave none of %d to test: %w", cfg.TrainJobs, n, ErrBadConfig)
+		}
+		return jobs[:cfg.TrainJobs], [][]Job{jobs[cfg.TrainJobs:]}, nil
+	}
+	test := per * k
+	if test > n {
+		return nil, nil, fmt.Errorf("%d runs of %d jobs need %d jobs; the trace has %d: %w", k, per, test, n, ErrBadConfig)
+	}
+	first := n - test
+	trainFrom := 0
+	if cfg.TrainJobs > 0 {
+		trainFrom = max(0, first-cfg.TrainJobs)
+	}
+	train = jobs[trainFrom:first]
+	for i := 0; i < k; i++ {
+		runs = append(runs, jobs[first+i*per:first+(i+1)*per])
+	}
+	return train, runs, nil
+}
+
+// PrepareRun rebases a run to start at 0, compresses its arrivals to the
+// offered load, and sets deadlines, fees and penalties. The input is not
+// modified.
+func PrepareRun(run []Job, cfg SLAConfig) []Job {
+	out := make([]Job, len(run))
+	copy(out, run)
+	if len(out) == 0 {
+		return out
+	}
+	t0, t1 := out[0].Submit, out[len(out)-1].Submit
+	factor := 1.0
+	if cfg.Load > 0 && t1 > t0 {
+		var area float64
+		for _, j := range out {
+			area += float64(j.Procs) * float64(j.Estimate)
+		}
+		factor = area / (float64(cfg.Procs) * float64(t1-t0) * cfg.Load)
+	}
+	terms := overbook.FeeModel{PenaltyRatio: cfg.PenaltyRatio}
+	for i := range out {
+		j := &out[i]
+		j.Submit = int64(math.Round(float64(j.Submit-t0) * factor))
+		j.Deadline = j.Submit + int64(math.Ceil(cfg.DeadlineFactor*float64(j.Estimate)))
+		j.Fee = terms.Fee(j.Procs, j.Estimate)
+		j.Penalty = terms.Penalty(j.Procs, j.Estimate)
+	}
+	return out
+}
+
+// finisher tells the admission test of finished jobs, so that it forgets
+// them and, if it learns online, updates its statistics.
+type finisher struct{ adm *overbook.Admission }
+
+func (f finisher) Finished(_ int64, r *Record) {
+	f.adm.Finished(r.ID, r.Runtime) //nolint:errcheck // a job with a bad estimate is not learnt from; nothing else can fail
+}
+
+// siteConfig builds the site and admission for a strategy from trained stats.
+func siteConfig(cfg SLAConfig, trained *overbook.Stats) (plan.Config, Observer, error) {
+	sc := plan.Config{Procs: cfg.Procs, Policy: plan.Conservative}
+	st, err := overbook.NewStats(cfg.Stats)
+	if err != nil {
+		return sc, nil, err
+	}
+	if trained != nil {
+		b, err := trained.MarshalJSON()
+		if err != nil {
+			return sc, nil, err
+		}
+		if err := st.UnmarshalJSON(b); err != nil {
+			return sc, nil, err
+		}
+	}
+	adm := &overbook.Admission{Stats: st, Failures: cfg.Failures, Test: cfg.Test, Choice: cfg.Choice, Learn: cfg.Learn}
+	switch cfg.Strategy {
+	case Backfill:
+		sc.KeepUntilEstimate = true
+		return sc, nil, nil
+	case HeuristicPlan:
+		return sc, nil, nil
+	case ComprehensiveOverbook:
+		adm.Mode = overbook.Comprehensive
+	case HeuristicOverbook:
+		adm.Mode = overbook.Heuristic
+	}
+	sc.Admission = adm
+	return sc, finisher{adm}, nil
+}
+
+// Train builds the runtime-ratio statistics from jobs.
+func Train(jobs []Job, cfg overbook.StatsConfig) (*overbook.Stats, error) {
+	st, err := overbook.NewStats(cfg)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]overbook.JobInfo, len(jobs))
+	actual := make([]int64, len(jobs))
+	for i, j := range jobs {
+		infos[i] = overbook.JobInfo{Procs: j.Procs, Estimate: j.Estimate, User: j.User, App: j.App}
+		actual[i] = j.Runtime
+	}
+	if err := st.Train(infos, actual); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// RunSLA replays one prepared run under cfg's strategy and settles every SLA.
+func RunSLA(ctx context.Context, jobs []Job, cfg SLAConfig, trained *overbook.Stats) (SLARun, []Record, error) {
+	sc, obs, err := siteConfig(cfg, trained)
+	if err != nil {
+		return SLARun{}, nil, err
+	}
+	res, err := Run(ctx, jobs, Config{Name: cfg.Strategy.String(), Site: sc, Observer: obs})
+	if err != nil {
+		return SLARun{}, nil, err
+	}
+	return Settle(res.Records, cfg.Procs), res.Records, nil
+}
+
+// Settle counts the SLA outcomes of a replay: the fee of every met SLA, the
+// penalty of every violated one (overbooking.Settle decides which).
+func Settle(recs []Record, procs int) SLARun {
+	var out SLARun
+	for i := range recs {
+		r := &recs[i]
+		if !r.Decision.OK() {
+			out.Rejected++
+			continue
+		}
+		out.Accepted++
+		if r.Decision.Reason == plan.ReasonOverbooked {
+			out.Overbooked++
+		}
+		terms := overbook.Terms{Procs: r.Procs, Estimate: r.Estimate, Fee: r.Fee, Penalty: r.Penalty}
+		got := int64(0)
+		if r.Started {
+			got = r.Ran()
+			if !r.Killed {
+				got = r.Runtime
+			}
+		}
+		s := overbook.Settle(terms, got, r.Runtime, false)
+		switch s.Outcome {
+		case overbook.Met:
+			out.Met++
+		case overbook.Violated:
+			out.Violated++
+		}
+		out.Fees += s.Fee
+		out.Penalties += s.Penalty
+	}
+	out.Gain = out.Fees - out.Penalties
+	out.Metrics = ComputeMetrics(recs, procs)
+	return out
+}
+
+// Experiment runs every run of an SLA experiment, two at a time (runs are
+// independent; each result is deterministic), and returns them in order.
+func Experiment(ctx context.Context, jobs []Job, cfg SLAConfig) ([]SLARun, error) {
+	train, runs, err := Split(jobs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	trained, err := Train(train, cfg.Stats)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SLARun, len(runs))
+	errs := make([]error, len(runs))
+	sem := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for i, run := range runs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i], _, errs[i] = RunSLA(ctx, PrepareRun(run, cfg), cfg, trained)
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return nil, e
+		}
+	}
+	return out, nil
+}
+
+// MeanCI95 returns the mean of xs and the half-width of its 95 %
+// confidence interval (Student's t with n-1 degrees of freedom); the
+// half-width is 0 for fewer than two values.
+func MeanCI95(xs []float64) (mean, half float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	mean = stat.Mean(xs, nil)
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	sd := stat.StdDev(xs, nil)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(xs) - 1)}.Quantile(0.975)
+	return mean, t * sd / math.Sqrt(float64(len(xs)))
+}
