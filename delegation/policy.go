@@ -1,0 +1,231 @@
+package delegation
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+)
+
+// Quote is a peer's binding-for-a-while offer to run a job, backed by a
+// tentative hold in its plan. Times are Unix seconds (or replay seconds in
+// the simulator).
+type Quote struct {
+	Site    string  `json:"site"`
+	HoldID  string  `json:"hold_id"`
+	Start   int64   `json:"start"`
+	End     int64   `json:"end"`
+	PoF     float64 `json:"pof"`
+	Price   float64 `json:"price"`
+	Expires int64   `json:"expires"`
+}
+
+// Profit is the origin's expected profit if the peer runs a job with the
+// given fee and penalty: fee − price − PoF × penalty.
+func (q Quote) Profit(fee, penalty float64) float64 {
+	return fee - q.Price - q.PoF*penalty
+}
+
+// Best returns the index of the quote with the highest expected profit for
+// the origin, ties broken by the earliest end and then by site name, or -1
+// if quotes is empty. Expired quotes (Expires <= now) are skipped.
+func Best(quotes []Quote, fee, penalty float64, now int64) int {
+	best := -1
+	for i, q := range quotes {
+		if q.Expires <= now {
+			continue
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		b := quotes[best]
+		pq, pb := q.Profit(fee, penalty), b.Profit(fee, penalty)
+		switch {
+		case pq > pb+1e-9:
+			best = i
+		case math.Abs(pq-pb) <= 1e-9 && (q.End < b.End || q.End == b.End && q.Site < b.Site):
+			best = i
+		}
+	}
+	return best
+}
+
+// Candidate is a peer the location policy may ask for a quote: what gossip
+// says about it, which is a hint and never a promise.
+type Candidate struct {
+	Site    string
+	Addr    string
+	Procs   int
+	FreeNow int
+	Free1h  int
+	Free4h  int
+	Free24h int
+}
+
+// History is what past delegations to a peer achieved, the origin's own
+// observation (the digest's AWRT_{k,l} idea): no peer discloses it.
+type History struct {
+	// Jobs is the number of delegated jobs that finished at the peer.
+	Jobs int
+	// MeanResponseRatio is the mean of (end − submit) / estimate over
+	// them, exponentially weighted; lower is better.
+	MeanResponseRatio float64
+	// Failures counts quotes or agreements that failed (unreachable,
+	// refused at agree, violated).
+	Failures int
+}
+
+// Observe folds one finished delegated job into the history.
+func (h *History) Observe(responseRatio float64) {
+	const w = 0.2
+	if h.Jobs == 0 {
+		h.MeanResponseRatio = responseRatio
+	} else {
+		h.MeanResponseRatio = (1-w)*h.MeanResponseRatio + w*responseRatio
+	}
+	h.Jobs++
+}
+
+// LocationConfig configures Rank.
+type LocationConfig struct {
+	// MaxCandidates bounds how many peers are asked for quotes in
+	// parallel. 0 means 3.
+	MaxCandidates int
+	// Jitter is the spread, as a fraction of the score, added at random
+	// so that many sites do not herd onto the same peer. 0 means 0.1;
+	// negative means none.
+	Jitter float64
+}
+
+func (c LocationConfig) maxCandidates() int {
+	if c.MaxCandidates <= 0 {
+		return 3
+	}
+	return c.MaxCandidates
+}
+
+// Rank is the location policy: it filters candidates that cannot run a job
+// of procs processors at all, or that are on the job's route already, and
+// orders the rest, best first, by a score: the free-capacity outlook the
+// peer gossips (a hint) weighed against what delegations to it actually
+// achieved (the origin's own history), with seeded jitter. It returns at
+// most MaxCandidates. rng must not be nil; derive its seed from the job so
+// that a decision can be replayed.
+func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand) []Candidate {
+	type scored struct {
+		c     Candidate
+		score float64
+	}
+	jit := cfg.Jitter
+	if jit == 0 {
+		jit = 0.1
+	}
+	var out []scored
+	for _, c := range cands {
+		if c.Procs < procs || route.Visited(c.Site) {
+			continue
+		}
+		// Outlook: the share of the job's processors free soon, now
+		// counting most.
+		frac := func(free int) float64 { return math.Min(1, float64(free)/float64(procs)) }
+		s := 0.4*frac(c.FreeNow) + 0.3*frac(c.Free1h) + 0.2*frac(c.Free4h) + 0.1*frac(c.Free24h)
+		if h, ok := hist[c.Site]; ok {
+			if h.Jobs > 0 && h.MeanResponseRatio > 0 {
+				// A peer whose delegated jobs finished within their
+				// estimate scores up to 1 more; slower ones less.
+				s += 1 / math.Max(1, h.MeanResponseRatio)
+			}
+			s -= 0.25 * float64(min(h.Failures, 4))
+		} else {
+			s += 0.5 // unknown peers get a fair chance
+		}
+		if jit > 0 {
+			s *= 1 + jit*(rng.Float64()-0.5)
+		}
+		out = append(out, scored{c, s})
+	}
+	slices.SortStableFunc(out, func(a, b scored) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return strings.Compare(a.c.Site, b.c.Site)
+	})
+	n := min(len(out), cfg.maxCandidates())
+	res := make([]Candidate, n)
+	for i := range n {
+		res[i] = out[i].c
+	}
+	return res
+}
+
+// TransferMode is the transfer policy: when a site tries to delegate.
+type TransferMode int
+
+const (
+	// OnReject delegates a job only when local admission fails (the
+	// default).
+	OnReject TransferMode = iota
+	// ACF also offers a job that local admission accepts but cannot start
+	// now (Accept Fitting, Grimme et al. 2008): a peer takes it only if it
+	// can start it sooner.
+	ACF
+)
+
+// ShouldDelegate is the transfer policy: whether a job the local admission
+// answered with (accepted, local start) is offered to peers at now.
+func ShouldDelegate(mode TransferMode, accepted bool, localStart, now int64) bool {
+	if !accepted {
+		return true
+	}
+	return mode == ACF && localStart > now
+}
+
+// Pricing is the price model of a site that quotes for remote work.
+type Pricing interface {
+	// Price is the price of running procs processors for estimate seconds
+	// when free of the site's procs are free over the job's window.
+	Price(procs int, estimate int64, free, siteProcs int) float64
+}
+
+// Free is the default price between federation members: nothing.
+type Free struct{}
+
+// Price is 0.
+func (Free) Price(int, int64, int, int) float64 { return 0 }
+
+// LibraPlus is the Libra+$ price of Yeo (2008, eqs. 3.3–3.6) on processor
+// time: per processor-hour α·PBase + β·(RESMax/RESFree)·PBase, with RESMax
+// the site's processors and RESFree those left free after the job.
+type LibraPlus struct {
+	PBase, Alpha, Beta float64
+}
+
+// Price is the Libra+$ price for the job's processor-hours; a job that
+// would leave nothing free is priced as if one processor were left.
+func (l LibraPlus) Price(procs int, estimate int64, free, siteProcs int) float64 {
+	left := max(1, free-procs)
+	perHour := l.Alpha*l.PBase + l.Beta*float64(siteProcs)/float64(left)*l.PBase
+	return perHour * float64(procs) * float64(estimate) / 3600
+}
+
+// CommunityShare is the acceptance rule for remote work on top of the
+// peer's own admission test: a site keeps Share of its processors for its
+// own community, so a remote job is taken only if, over its slot, at least
+// Share of the site stays free or local.
+type CommunityShare struct {
+	Share float64
+}
+
+// Allows reports whether a remote job of procs processors may take a slot
+// where free processors are free (before the job), on a site of siteProcs.
+func (c CommunityShare) Allows(procs, free, siteProcs int) bool {
+	if c.Share <= 0 {
+		return true
+	}
+	keep := int(math.Ceil(c.Share * float64(siteProcs)))
+	return free-procs >= keep
+}
