@@ -92,10 +92,10 @@ func TestRiskEquivalentThresholdTable(t *testing.T) {
 // accepted, with d' = 4:26 and earliest start 2:26.
 func TestUniformOverbookingWorkedExample(t *testing.T) {
 	const (
-		d        = 300     // minutes
-		maxPoF   = 0.13    // 13 %
-		gapStart = 3 * 60  // 3:00
-		gapEnd   = 7 * 60  // 7:00
+		d        = 300      // minutes
+		maxPoF   = 0.13     // 13 %
+		gapStart = 3 * 60   // 3:00
+		gapEnd   = 7 * 60   // 7:00
 		predEnd  = gapStart // the reservation [21:00, 3:00] ends at the gap start
 	)
 	dPrime := UniformOverbookedLength(d, maxPoF)

@@ -7,20 +7,32 @@ import (
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
-// directMaxWork is the crossover between direct and FFT convolution: inputs
-// with la·lb <= directMaxWork (after truncation to the output length), or
-// with a side shorter than directMinSide, are convolved directly. Chosen by
-// BenchmarkConvolve (see the package tests): on the development machine the
-// direct loop costs about 0.9 ns per multiply-add and the pooled real FFT of
-// size n about 6·n·log2(n) ns for the three transforms; they meet near
-// 128×128 inputs.
-var (
-	directMaxWork = 128 * 128
-	directMinSide = 16
-)
+// fftCostRatio is the crossover between direct and FFT convolution, as a
+// cost model: the FFT path is taken iff the direct path's multiply-adds W
+// (after truncation to the output length) exceed fftCostRatio·N·log2(N),
+// N being the FFT size. Chosen with BenchmarkConvolve on the development
+// machine (2-core AMD EPYC, shared and noisy): the direct loop costs about
+// 0.3–0.45 ns per multiply-add and the three pooled real FFTs of size N
+// about 4.5 ns·N·log2(N) (45 µs at N = 1024, 92 µs at N = 2048), a ratio
+// of about 12. So square inputs switch to FFT between 320 and 384 bins
+// (W ≈ 128k at N = 1024) and never below 256 bins (N <= 512), and the
+// typical chained case (~900 start bins × ~500 runtime bins, N = 2048) uses
+// the FFT, about 2–3× faster than direct.
+var fftCostRatio = 12.0
+
+// directWork is the number of multiply-adds of the direct convolution of
+// lengths la and lb truncated to l outputs (la, lb <= l).
+func directWork(la, lb, l int) float64 {
+	// Rows k < k1 contribute lb each; rows k >= k1 contribute l − k.
+	k1 := min(max(l-lb+1, 0), la)
+	w := float64(k1) * float64(lb)
+	n := float64(la - k1)
+	w += n*float64(l) - (float64(k1)+float64(la-1))*n/2
+	return w
+}
 
 // convolve sets dst[i] = Σ_k a[k]·b[i−k] for 0 <= i < len(dst) (the linear
-// convolution truncated to len(dst)).
+// convolution truncated to len(dst)), directly or by FFT (see fftCostRatio).
 func convolve(dst, a, b []float64) {
 	if len(a) > len(dst) {
 		a = a[:len(dst)]
@@ -28,7 +40,13 @@ func convolve(dst, a, b []float64) {
 	if len(b) > len(dst) {
 		b = b[:len(dst)]
 	}
-	if len(a)*len(b) <= directMaxWork || min(len(a), len(b)) < directMinSide {
+	if len(a) == 0 || len(b) == 0 {
+		clear(dst)
+		return
+	}
+	e := bits.Len(uint(len(a) + len(b) - 2))
+	n := float64(int(1) << e)
+	if directWork(len(a), len(b), len(dst)) <= fftCostRatio*n*float64(e) {
 		convolveDirect(dst, a, b)
 		return
 	}

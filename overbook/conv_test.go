@@ -2,6 +2,7 @@ package overbook
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -84,18 +85,18 @@ func TestChainedEndDistPathsAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(work, side int) EndDist {
-		w0, s0 := directMaxWork, directMinSide
-		directMaxWork, directMinSide = work, side
-		defer func() { directMaxWork, directMinSide = w0, s0 }()
+	run := func(ratio float64) EndDist {
+		r0 := fftCostRatio
+		fftCostRatio = ratio
+		defer func() { fftCostRatio = r0 }()
 		e, err := ChainedEndDist(s, h, 20000, 55000, 40)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	}
-	direct := run(1<<62, 0)
-	fft := run(0, 0)
+	direct := run(math.Inf(1))
+	fft := run(0)
 	if !sliceNear(direct.CDF, fft.CDF, 1e-9) || direct.Latest != fft.Latest {
 		t.Fatal("direct and FFT chained distributions differ")
 	}
@@ -104,10 +105,24 @@ func TestChainedEndDistPathsAgree(t *testing.T) {
 	}
 }
 
+func TestDirectWork(t *testing.T) {
+	for _, tc := range [][3]int{{1, 1, 1}, {3, 4, 6}, {3, 4, 4}, {5, 5, 9}, {5, 5, 3}, {10, 2, 7}, {2, 10, 7}, {7, 7, 7}} {
+		la, lb, l := tc[0], tc[1], tc[2]
+		la, lb = min(la, l), min(lb, l)
+		want := 0
+		for k := range la {
+			want += min(lb, l-k)
+		}
+		if got := directWork(la, lb, l); got != float64(want) {
+			t.Errorf("directWork(%d, %d, %d) = %v, want %d", la, lb, l, got, want)
+		}
+	}
+}
+
 // BenchmarkConvolve chooses the crossover: compare direct/n and fft/n.
 func BenchmarkConvolve(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
-	for _, n := range []int{16, 32, 64, 96, 128, 192, 256, 512, 1024} {
+	for _, n := range []int{16, 64, 128, 192, 256, 320, 384, 448, 512, 1024} {
 		x, y := randPMF(r, n), randPMF(r, n)
 		dst := make([]float64, 2*n-1)
 		b.Run(fmt.Sprintf("direct/n=%d", n), func(b *testing.B) {

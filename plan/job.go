@@ -63,7 +63,7 @@ func ParsePolicy(s string) (Policy, error) {
 			return Policy(i), nil
 		}
 	}
-	return 0, fmt.Errorf("policy %q: want one of %s: %w", s, strings.Join(policyNames[:], ", "), ErrInvalid)
+	return 0, fmt.Errorf("policy %q: want one of %s: %w", s, strings.Join(policyNames[:], ", "), ErrUnknownPolicy)
 }
 
 // Reason says why the core decided what it did. Every reject, delegate and

@@ -21,6 +21,10 @@ type Config struct {
 	// NoGrowBack stops re-planning from extending the reservations of
 	// overbooked jobs back towards their full estimate.
 	NoGrowBack bool
+	// Fixed lists fixed reservations the site holds from the start, as if
+	// added with AddFixed (without displacement) before the first event.
+	// NewSite fails if one is refused. Default: none.
+	Fixed []FixedSpec
 }
 
 // DecisionKind is what a Decision tells the driver to do.
@@ -67,6 +71,7 @@ type Site struct {
 	seq     int64
 	dirty   bool // a job ended early since the last pass: re-plan
 	out     []Decision
+	fixed   fixedSet // fixed reservations (fixed.go)
 }
 
 // NewSite returns the core of an empty site.
@@ -81,7 +86,13 @@ func NewSite(cfg Config) (*Site, error) {
 	if adm == nil {
 		adm = FullEstimate{}
 	}
-	return &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry)}, nil
+	s := &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry)}
+	for _, f := range cfg.Fixed {
+		if _, err := s.AddFixed(Never, f, false); err != nil {
+			return nil, fmt.Errorf("site: %w", err)
+		}
+	}
+	return s, nil
 }
 
 // Plan returns the site's plan. Callers must not modify it.
@@ -169,10 +180,12 @@ func (s *Site) Cancel(now int64, id int64) bool {
 // start and kill times to extend. The returned slice is valid until the next
 // call.
 //
-// Stages, in order: drop kept reservations that have run out; re-plan if a
-// job ended early (Conservative); start what is due (all policies).
+// Stages, in order: drop kept and fixed reservations that have run out;
+// re-plan if a job ended early (Conservative), never moving a fixed
+// reservation; start what is due (all policies).
 func (s *Site) Pass(now int64) []Decision {
 	s.out = s.out[:0]
+	s.fixed.expire(s.plan, now)
 	for len(s.ghosts) > 0 && s.ghosts[0].end <= now {
 		g := heap.Pop(&s.ghosts).(ghost)
 		s.plan.Release(g.id) //nolint:errcheck // ghosts are in the plan by construction
@@ -310,7 +323,8 @@ func keep(q []*entry, k, from int) int {
 
 // NextWake returns the earliest time after now at which a pass has work to
 // do without any new event (a reservation begins, a kept reservation runs
-// out), or Forever.
+// out, or, under the queue policies with jobs waiting, a fixed reservation
+// ends), or Forever.
 func (s *Site) NextWake(now int64) int64 {
 	t := Forever
 	if s.cfg.Policy == Conservative {
@@ -322,6 +336,11 @@ func (s *Site) NextWake(now int64) int64 {
 	}
 	if len(s.ghosts) > 0 && s.ghosts[0].end < t {
 		t = s.ghosts[0].end
+	}
+	// Queued jobs (no reservations) may be blocked only by a fixed
+	// reservation; nothing else wakes the site when it ends.
+	if s.cfg.Policy != Conservative && len(s.waiting) > 0 {
+		t = min(t, s.fixed.nextEnd(now))
 	}
 	return t
 }

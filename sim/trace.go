@@ -1,11 +1,47 @@
 package sim
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"strconv"
+	"strings"
 
 	"github.com/fedsched/fedsched/plan"
 	"github.com/fedsched/fedsched/swf"
+	"github.com/fedsched/fedsched/traces"
 )
+
+// TraceAliases are the short names of the embedded traces.
+var TraceAliases = map[string]string{
+	"kth":    traces.KTH,
+	"hpc2n":  traces.HPC2N,
+	"nasa":   traces.NASA,
+	"lublin": traces.Lublin,
+}
+
+// LoadTrace reads a trace by path, falling back to the embedded traces by
+// alias (kth, hpc2n, nasa, lublin) or file name when no such file exists.
+func LoadTrace(name string, opts swf.Options) (*swf.Trace, error) {
+	if name == "" {
+		return nil, fmt.Errorf("no trace named: %w", ErrBadConfig)
+	}
+	if _, err := os.Stat(name); err == nil {
+		return swf.ReadFile(name, opts)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("trace %s: %w", name, err)
+	}
+	embedded, ok := TraceAliases[strings.ToLower(name)]
+	if !ok {
+		embedded = name
+	}
+	rc, err := traces.Open(embedded)
+	if err != nil {
+		return nil, fmt.Errorf("trace %q is neither a file nor an embedded trace: %w", name, err)
+	}
+	defer rc.Close()
+	return swf.Read(rc, embedded, opts)
+}
 
 // FromSWF turns trace jobs into replay jobs: the submit time is the release,
 // the run time the actual runtime (negative means 0), the requested time the

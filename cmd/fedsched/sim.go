@@ -29,12 +29,13 @@ type simFlags struct {
 	jsonOut  string
 	jobsCSV  string
 	sla      slaFlags
+	scenario string
 }
 
 func newSimCmd() *cobra.Command {
 	var f simFlags
 	cmd := &cobra.Command{
-		Use:   "sim --trace FILE",
+		Use:   "sim --trace FILE | --scenario FILE",
 		Short: "Replay a workload trace through the scheduling core and report metrics",
 		Long: `Replay a Standard Workload Format trace on a simulated site, with a virtual
 clock, through the same scheduling core a node runs, and print AWRT, AWWT,
@@ -55,6 +56,7 @@ runtime). --json writes the schema documented in docs/simulation.md.`,
 	fl.BoolVar(&f.skipBad, "skip-malformed", false, "skip and count malformed trace lines instead of failing")
 	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to this file ('-' for stdout)")
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per job to this file")
+	fl.StringVar(&f.scenario, "scenario", "", "replay a federation scenario (YAML; see docs/simulation.md) with and without delegation")
 	f.sla.register(fl)
 	return cmd
 }
@@ -76,6 +78,9 @@ type simReport struct {
 }
 
 func runSim(cmd *cobra.Command, f simFlags) error {
+	if f.scenario != "" {
+		return runScenario(cmd, f)
+	}
 	pol, err := plan.ParsePolicy(f.policy)
 	if err != nil {
 		return fmt.Errorf("InvalidArgument: --policy: %w", err)
@@ -105,7 +110,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		opts.Rule4 = rule4
 		// Rule 5 drops jobs without estimates; a trace that has none at all
 		// would lose everything, so it replays with exact estimates instead.
-		opts.RequireEstimate = hasEstimates(jobs)
+		opts.RequireEstimate = sim.HasEstimates(jobs)
 		var sr swf.SanitizeReport
 		jobs, sr = swf.Sanitize(jobs, int64(procs), opts)
 		rep.Dropped = sr.Dropped()
@@ -149,15 +154,6 @@ func siteName(traceName string) string {
 		}
 	}
 	return base
-}
-
-func hasEstimates(jobs []swf.Job) bool {
-	for _, j := range jobs {
-		if j.ReqTime > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // newProgress returns a progress bar on w when w is a terminal, else nil.
