@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
+	"slices"
 )
 
 // Config configures a Site.
@@ -69,7 +71,8 @@ type Site struct {
 	running map[int64]*entry
 	ghosts  ghostHeap // reservations kept until their end (KeepUntilEstimate)
 	seq     int64
-	dirty   bool // a job ended early since the last pass: re-plan
+	dirty   bool     // a job ended early since the last pass: re-plan
+	short   []*entry // scratch: running jobs shorter than their estimate
 	out     []Decision
 	fixed   fixedSet // fixed reservations (fixed.go)
 }
@@ -231,10 +234,16 @@ func (s *Site) replan(now int64) {
 	if s.cfg.NoGrowBack {
 		return
 	}
+	// Running jobs live in a map; grow the short ones back in submission
+	// order so that the outcome never depends on map order.
+	short := s.short[:0]
 	for _, e := range s.running {
-		if e.place.End-e.place.Start >= e.job.Estimate {
-			continue
+		if e.place.End-e.place.Start < e.job.Estimate {
+			short = append(short, e)
 		}
+	}
+	slices.SortFunc(short, func(a, b *entry) int { return cmp.Compare(a.seq, b.seq) })
+	for _, e := range short {
 		want := min(e.place.Start+e.job.Estimate, e.job.Deadline)
 		to := s.plan.FreeUntil(e.job.Procs, e.place.End, want)
 		if to > e.place.End && s.plan.Extend(e.job.ID, to) == nil {
@@ -242,6 +251,8 @@ func (s *Site) replan(now int64) {
 			s.out = append(s.out, Decision{Kind: DecideExtend, JobID: e.job.ID, Start: e.place.Start, End: to})
 		}
 	}
+	clear(short)
+	s.short = short[:0]
 }
 
 // startDue starts every waiting reservation that begins at or before now.

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/fedsched/fedsched/plan"
 )
@@ -61,6 +62,10 @@ type Config struct {
 	// Progress, if not nil, is called now and then with the number of jobs
 	// submitted so far.
 	Progress func(submitted int)
+	// Standing lists standing reservations (maintenance windows, sessions)
+	// laid over the replay as fixed reservations. Jobs whose window they
+	// leave no room in are rejected at submission. Default: none.
+	Standing []plan.Standing
 }
 
 // Result is the outcome of a replay.
@@ -69,6 +74,9 @@ type Result struct {
 	Procs   int
 	Records []Record // in the order of the input jobs
 	Events  int      // distinct event times processed
+	// Fixed reports the standing reservations, if any: they earn nothing
+	// and are kept out of the job metrics.
+	Fixed *FixedReport
 }
 
 // completion is a job's pending end: it finishes at its start plus its
@@ -106,6 +114,14 @@ func (h *completions) Pop() any {
 // pass. Jobs the pass starts with a zero runtime end at t too, in a second
 // round at the same time.
 func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
+	var fx *FixedPlan
+	if len(cfg.Standing) > 0 {
+		var err error
+		if fx, err = LayStanding(jobs, cfg.Standing, cfg.Site.Procs); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		cfg.Site.Fixed = append(slices.Clip(cfg.Site.Fixed), fx.Specs...)
+	}
 	site, err := plan.NewSite(cfg.Site)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
@@ -115,6 +131,9 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 	for i, j := range jobs {
 		if i > 0 && j.Submit < jobs[i-1].Submit {
 			return nil, fmt.Errorf("sim: job %d submitted at %d before job %d at %d: %w", j.ID, j.Submit, jobs[i-1].ID, jobs[i-1].Submit, ErrUnsorted)
+		}
+		if fx != nil && j.ID <= 0 {
+			return nil, fmt.Errorf("sim: job id %d: ids must be positive with standing reservations: %w", j.ID, ErrDuplicateJob)
 		}
 		if _, dup := index[j.ID]; dup {
 			return nil, fmt.Errorf("sim: job %d: %w", j.ID, ErrDuplicateJob)
@@ -160,7 +179,11 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 			}
 		}
 		for next < len(jobs) && jobs[next].Submit == t {
-			res.Records[next].Decision = site.Submit(t, jobs[next].planJob())
+			if fx != nil && fx.Excludes(jobs[next]) {
+				res.Records[next].Decision = plan.Placement{Reason: plan.ReasonRejectedNoGap}
+			} else {
+				res.Records[next].Decision = site.Submit(t, jobs[next].planJob())
+			}
 			next++
 		}
 		for _, d := range site.Pass(t) {
@@ -179,6 +202,10 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 	}
 	if cfg.Progress != nil {
 		cfg.Progress(next)
+	}
+	if fx != nil {
+		r := fx.Report(res.Records)
+		res.Fixed = &r
 	}
 	return res, nil
 }

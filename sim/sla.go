@@ -98,6 +98,9 @@ type SLAConfig struct {
 	// TrainJobs is the number of jobs right before the test part that train
 	// the statistics; 0 means all of them.
 	TrainJobs int
+	// Standing are standing reservations laid over every run (anchored at
+	// the run's time 0).
+	Standing []plan.Standing
 }
 
 // DefaultSLAConfig returns the thesis's protocol: 200 % load, deadline =
@@ -237,7 +240,7 @@ func RunSLA(ctx context.Context, jobs []Job, cfg SLAConfig, trained *overbook.St
 	if err != nil {
 		return SLARun{}, nil, err
 	}
-	res, err := Run(ctx, jobs, Config{Name: cfg.Strategy.String(), Site: sc, Observer: obs})
+	res, err := Run(ctx, jobs, Config{Name: cfg.Strategy.String(), Site: sc, Observer: obs, Standing: cfg.Standing})
 	if err != nil {
 		return SLARun{}, nil, err
 	}

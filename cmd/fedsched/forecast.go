@@ -47,7 +47,7 @@ fractions (0.05 = 5 %) in the JSON and percentages in the table.`,
 	fl.StringVar(&f.trace, "trace", "", traceFlagHelp+"; names are case-insensitive")
 	fl.StringVar(&f.jsonOut, "json", "", "write the report as JSON to this file ('-' for stdout)")
 	fl.StringVar(&f.chain, "chain", "", "fixed partition chain instead of the automated search, finest first, comma-separated, e.g. user+estimate,user (attributes: user, group, app, queue, procs, estimate, week, weekday, hour)")
-	fl.StringVar(&f.selectB, "select", "mae", "error measure that picks each partition's predictor: mae, ape or log")
+	fl.StringVar(&f.selectB, "select", forecast.DefaultConfig().SelectBy.String(), "error measure that picks each partition's predictor: mae (the thesis's), ape or log")
 	fl.BoolVar(&f.noCap, "no-cap", false, "do not cap forecasts at the user's estimate")
 	fl.BoolVar(&f.skipBad, "skip-malformed", false, "skip and count malformed trace lines instead of failing")
 	return cmd
@@ -131,7 +131,7 @@ func printForecastTable(w io.Writer, r forecastReport) {
 
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "predictor\tpercent best\tchosen\tMdAPE alone\tMdAPE unpartitioned\t\n")
-	for _, name := range forecast.PredictorNames {
+	for _, name := range forecast.PredictorNames() {
 		p, ok := r.Predictors[name]
 		if !ok {
 			continue

@@ -30,6 +30,7 @@ type simFlags struct {
 	jobsCSV  string
 	sla      slaFlags
 	scenario string
+	fixed    []string
 }
 
 func newSimCmd() *cobra.Command {
@@ -57,6 +58,7 @@ runtime). --json writes the schema documented in docs/simulation.md.`,
 	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to this file ('-' for stdout)")
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per job to this file")
 	fl.StringVar(&f.scenario, "scenario", "", "replay a federation scenario (YAML; see docs/simulation.md) with and without delegation")
+	fl.StringArrayVar(&f.fixed, "fixed-reservations", nil, "standing reservations EVERY,LENGTH[,SHARE] (e.g. 6h,1h or 24h,4h,0.5 for half the machine), anchored at the trace's time 0; repeatable")
 	f.sla.register(fl)
 	return cmd
 }
@@ -70,6 +72,7 @@ type siteReport struct {
 	sim.Metrics
 	Sanitize *swf.SanitizeReport `json:"sanitize,omitempty"`
 	SLA      *slaReport          `json:"sla,omitempty"`
+	Fixed    *sim.FixedReport    `json:"fixed,omitempty"`
 }
 
 type simReport struct {
@@ -100,8 +103,12 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	if procs <= 0 {
 		return fmt.Errorf("InvalidArgument: trace %s has no MaxProcs or MaxNodes header; give --procs", tr.Name)
 	}
+	standing, err := standingFlags(f.fixed, procs, tr.Header.UnixStartTime)
+	if err != nil {
+		return err
+	}
 	if f.sla.strategy != "" {
-		return runSLA(cmd, f, tr, procs)
+		return runSLA(cmd, f, tr, procs, standing)
 	}
 	jobs := tr.Jobs
 	rep := siteReport{Name: siteName(tr.Name), Procs: procs, Policy: pol.String()}
@@ -117,7 +124,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		rep.Sanitize = &sr
 	}
 	in := sim.FromSWF(jobs)
-	cfg := sim.Config{Name: rep.Name, Site: plan.Config{Procs: procs, Policy: pol}}
+	cfg := sim.Config{Name: rep.Name, Site: plan.Config{Procs: procs, Policy: pol}, Standing: standing}
 	bar := newProgress(cmd.ErrOrStderr(), len(in), "replaying "+rep.Name)
 	if bar != nil {
 		cfg.Progress = func(n int) { bar.Set(n) } //nolint:errcheck // progress display only
@@ -131,6 +138,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		return err
 	}
 	rep.Metrics = sim.ComputeMetrics(res.Records, procs)
+	rep.Fixed = res.Fixed
 	out := simReport{Trace: tr.Name, Sites: []siteReport{rep}}
 	printSimTable(cmd.OutOrStdout(), out)
 	if f.jsonOut != "" {
@@ -144,6 +152,21 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		}
 	}
 	return nil
+}
+
+// standingFlags parses --fixed-reservations values for a site of procs
+// processors whose trace time 0 is the Unix time epoch.
+func standingFlags(vals []string, procs int, epoch int64) ([]plan.Standing, error) {
+	var out []plan.Standing
+	for _, v := range vals {
+		st, err := sim.StandingFromFlag(v, procs, 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("InvalidArgument: --fixed-reservations: %w", err)
+		}
+		st.Epoch = epoch
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 func siteName(traceName string) string {

@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/fedsched/fedsched/overbook"
+	"github.com/fedsched/fedsched/plan"
 	"github.com/fedsched/fedsched/sim"
 	"github.com/fedsched/fedsched/swf"
 )
@@ -160,11 +161,12 @@ func summarise(st sim.Strategy, runs []sim.SLARun) *slaReport {
 }
 
 // runSLA runs an SLA experiment (and the strategy's baseline) on a trace.
-func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int) error {
+func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing []plan.Standing) error {
 	cfg, err := f.sla.config(procs)
 	if err != nil {
 		return err
 	}
+	cfg.Standing = standing
 	opts := swf.DefaultSanitizeOptions()
 	opts.Rule4, _ = swf.ParseRule4(f.rule4)
 	jobs, sr := swf.Sanitize(tr.Jobs, int64(procs), opts)
