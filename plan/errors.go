@@ -19,6 +19,8 @@ var (
 	ErrDuplicate = errors.New("reservation id already in the plan")
 	// ErrUnknownReservation is returned for an id that is not in the plan.
 	ErrUnknownReservation = errors.New("no such reservation")
+	// ErrHoldExpired is returned by Confirm for a hold that ran out.
+	ErrHoldExpired = errors.New("hold expired")
 	// ErrUnknownPolicy is returned by ParsePolicy for a name it does not know.
 	ErrUnknownPolicy = errors.New("unknown policy")
 	// ErrFixed is returned when a policy tries to move, shorten or extend a

@@ -71,8 +71,9 @@ type Site struct {
 	running map[int64]*entry
 	ghosts  ghostHeap // reservations kept until their end (KeepUntilEstimate)
 	seq     int64
-	dirty   bool     // a job ended early since the last pass: re-plan
-	short   []*entry // scratch: running jobs shorter than their estimate
+	dirty   bool            // a job ended early since the last pass: re-plan
+	short   []*entry        // scratch: running jobs shorter than their estimate
+	holds   map[int64]*hold // tentative reservations backing quotes (hold.go)
 	out     []Decision
 	fixed   fixedSet // fixed reservations (fixed.go)
 }
@@ -189,6 +190,7 @@ func (s *Site) Cancel(now int64, id int64) bool {
 func (s *Site) Pass(now int64) []Decision {
 	s.out = s.out[:0]
 	s.fixed.expire(s.plan, now)
+	s.expireHolds(now)
 	for len(s.ghosts) > 0 && s.ghosts[0].end <= now {
 		g := heap.Pop(&s.ghosts).(ghost)
 		s.plan.Release(g.id) //nolint:errcheck // ghosts are in the plan by construction
@@ -353,7 +355,7 @@ func (s *Site) NextWake(now int64) int64 {
 	if s.cfg.Policy != Conservative && len(s.waiting) > 0 {
 		t = min(t, s.fixed.nextEnd(now))
 	}
-	return t
+	return min(t, s.nextHoldExpiry())
 }
 
 // Placement returns the placement of an accepted job that is waiting or
