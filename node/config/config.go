@@ -1,0 +1,334 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the configuration of one site node.
+type Config struct {
+	// Site is the site's name, unique in the federation; it prefixes the
+	// site's job ids. Letters, digits, '.', '-' and '_', at most 63, starting
+	// with a letter or digit. Default: the host name. Empty is invalid.
+	Site string `yaml:"site"`
+
+	// DataDir holds the node's state: the store file (fedsched.db) and the
+	// jobs' directories (jobs/<id>/). Created if missing. Default:
+	// ./fedsched-data. Empty is invalid.
+	DataDir string `yaml:"data_dir"`
+
+	// Listen is the host:port the gRPC API listens on. Default:
+	// 127.0.0.1:7070 (local users only); use :7070 or 0.0.0.0:7070 to serve
+	// other hosts, with TLS. Port 0 picks a free port (tests). Empty is
+	// invalid.
+	Listen string `yaml:"listen"`
+
+	// Procs is the number of identical processors the site schedules.
+	// Default: the number of CPUs of this host. Must be >= 1.
+	Procs int `yaml:"procs"`
+
+	// Executor runs the jobs: "process" (real local processes) or
+	// "simulated" (jobs pretend to run for their sim_runtime_seconds or
+	// estimate). Default: process. Empty is invalid.
+	Executor string `yaml:"executor"`
+
+	// TimeScale is how many times faster than the wall clock the site's
+	// clock runs: 60 makes a virtual hour pass in a minute. Only the
+	// simulated executor can run faster than real time. Default: 1. Must be
+	// > 0; the process executor requires 1.
+	TimeScale float64 `yaml:"time_scale"`
+
+	// Policy is the queue policy of the plan: "conservative" (conservative
+	// backfilling), "easy" (EASY backfilling), "fcfs" or "list". Default:
+	// conservative. Empty is invalid.
+	Policy string `yaml:"policy"`
+
+	// KillGrace is how long a job gets between SIGTERM and SIGKILL when it
+	// is killed (end of reservation, cancel). YAML: a Go duration such as
+	// "10s". Default: 10s. 0 means the executor's default (10s); negative is
+	// invalid.
+	KillGrace time.Duration `yaml:"kill_grace"`
+
+	// Overbooking configures SLA admission into gaps shorter than a job's
+	// estimate.
+	Overbooking Overbooking `yaml:"overbooking"`
+
+	// Gossip configures membership in a federation. The zero value (the
+	// default) runs the site alone.
+	Gossip Gossip `yaml:"gossip"`
+
+	// TLS configures transport security of the gRPC API and of peer
+	// connections. The zero value (the default) serves plaintext.
+	TLS TLS `yaml:"tls"`
+}
+
+// Overbooking is the SLA admission configuration; the overbook package
+// interprets it (overbook.Admission and its Test).
+type Overbooking struct {
+	// Enabled lets the site accept SLA jobs into gaps shorter than their
+	// estimate. Default: false (every accepted job gets its full estimate).
+	Enabled bool `yaml:"enabled"`
+
+	// Mode is how the probability of failure (PoF) of a placement is
+	// computed: "heuristic" (the job's own runtime distribution at the gap
+	// length) or "comprehensive" (also counts on the jobs planned before it
+	// ending early). Default: heuristic. Empty is invalid.
+	Mode string `yaml:"mode"`
+
+	// RiskTest is the acceptance test of an overbooked placement:
+	// "threshold" accepts when PoF < pof_max (overbook.Threshold); "risk"
+	// accepts when (1 - PoF) x fee > PoF x penalty x security_factor
+	// (overbook.Risk). Default: threshold. Empty is invalid.
+	RiskTest string `yaml:"risk_test"`
+
+	// PoFMax is the threshold test's highest acceptable PoF, in [0, 1].
+	// Default: 0.1. 0 accepts no overbooked placement.
+	PoFMax float64 `yaml:"pof_max"`
+
+	// SecurityFactor weighs the penalty in the risk test. Default: 0, which
+	// means the mode's default: 2 for heuristic, 4 for comprehensive. Must
+	// be >= 0.
+	SecurityFactor float64 `yaml:"security_factor"`
+}
+
+// EffectiveSecurityFactor returns SecurityFactor, or the mode's default when
+// it is 0.
+func (o Overbooking) EffectiveSecurityFactor() float64 {
+	switch {
+	case o.SecurityFactor != 0:
+		return o.SecurityFactor
+	case o.Mode == "comprehensive":
+		return 4
+	}
+	return 2
+}
+
+// Gossip is the federation membership configuration.
+type Gossip struct {
+	// Addr is the host:port this node gossips on. Default: empty, which
+	// turns federation off.
+	Addr string `yaml:"addr"`
+
+	// Advertise is the host:port of this site's gRPC API that peers should
+	// dial. Default: empty, meaning Listen.
+	Advertise string `yaml:"advertise"`
+
+	// Join lists host:port gossip addresses of peers to join at start.
+	// Default: empty (wait to be joined). Requires Addr.
+	Join []string `yaml:"join"`
+}
+
+// TLS names PEM files. Paths are used as given (relative to the node's
+// working directory).
+type TLS struct {
+	// Cert is the certificate of this node. Default: empty (plaintext).
+	// Requires Key.
+	Cert string `yaml:"cert"`
+	// Key is the private key of Cert. Default: empty. Requires Cert.
+	Key string `yaml:"key"`
+	// CA is the certificate authority that client and peer certificates
+	// must chain to (mutual TLS). Default: empty (clients are not
+	// authenticated). Requires Cert and Key.
+	CA string `yaml:"ca"`
+}
+
+// Defaults that do not depend on the host.
+const (
+	DefaultDataDir      = "./fedsched-data"
+	DefaultListen       = "127.0.0.1:7070"
+	DefaultExecutor     = ExecutorProcess
+	DefaultTimeScale    = 1.0
+	DefaultPolicy       = "conservative"
+	DefaultKillGrace    = 10 * time.Second
+	DefaultOverbookMode = "heuristic"
+	DefaultRiskTest     = "threshold"
+	DefaultPoFMax       = 0.1
+)
+
+// Executor kinds.
+const (
+	ExecutorProcess   = "process"
+	ExecutorSimulated = "simulated"
+)
+
+// Accepted values of the enumerated fields.
+var (
+	executors = []string{ExecutorProcess, ExecutorSimulated}
+	policies  = []string{"conservative", "easy", "fcfs", "list"}
+	modes     = []string{"heuristic", "comprehensive"}
+	riskTests = []string{"threshold", "risk"}
+)
+
+// Default returns the configuration a node runs with when nothing is given.
+// Site is the host name ("site" if it cannot be read) and Procs the number
+// of CPUs.
+func Default() Config {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "site"
+	}
+	return Config{
+		Site:      host,
+		DataDir:   DefaultDataDir,
+		Listen:    DefaultListen,
+		Procs:     runtime.NumCPU(),
+		Executor:  DefaultExecutor,
+		TimeScale: DefaultTimeScale,
+		Policy:    DefaultPolicy,
+		KillGrace: DefaultKillGrace,
+		Overbooking: Overbooking{
+			Mode:     DefaultOverbookMode,
+			RiskTest: DefaultRiskTest,
+			PoFMax:   DefaultPoFMax,
+		},
+	}
+}
+
+// Load returns Default() overlaid with the YAML file at path. It does not
+// validate.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse returns Default() overlaid with a YAML document. Fields the document
+// does not mention keep their defaults; unknown fields are an error. An
+// empty document is the defaults. It does not validate.
+func Parse(data []byte) (c Config, err error) {
+	c = Default()
+	// yaml.v3 has panicked on hostile input before; a config file must
+	// never crash the node.
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = Config{}, fmt.Errorf("yaml: %v: %w", r, ErrInvalid)
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("%v: %w", err, ErrInvalid)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("more than one YAML document: %w", ErrInvalid)
+	}
+	return c, nil
+}
+
+// Validate checks every field and returns all problems, joined; each wraps
+// ErrInvalid and names its field by YAML path.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s: %w", path, fmt.Sprintf(format, args...), ErrInvalid))
+	}
+	if !validSite(c.Site) {
+		bad("site", "%q must be 1 to 63 letters, digits, '.', '-' or '_', starting with a letter or digit", c.Site)
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "must not be empty")
+	}
+	if err := checkHostPort(c.Listen); err != nil {
+		bad("listen", "%v", err)
+	}
+	if c.Procs < 1 {
+		bad("procs", "must be >= 1, got %d", c.Procs)
+	}
+	if !slices.Contains(executors, c.Executor) {
+		bad("executor", "%q is not one of %s", c.Executor, strings.Join(executors, ", "))
+	}
+	switch {
+	case !(c.TimeScale > 0) || math.IsInf(c.TimeScale, 0):
+		bad("time_scale", "must be a finite number > 0, got %v", c.TimeScale)
+	case c.TimeScale != 1 && c.Executor == ExecutorProcess:
+		bad("time_scale", "must be 1 with the process executor (real processes run in real time), got %v", c.TimeScale)
+	}
+	if !slices.Contains(policies, c.Policy) {
+		bad("policy", "%q is not one of %s", c.Policy, strings.Join(policies, ", "))
+	}
+	if c.KillGrace < 0 {
+		bad("kill_grace", "must not be negative, got %v", c.KillGrace)
+	}
+	if !(c.Overbooking.PoFMax >= 0 && c.Overbooking.PoFMax <= 1) {
+		bad("overbooking.pof_max", "must be in [0, 1], got %v", c.Overbooking.PoFMax)
+	}
+	if !slices.Contains(modes, c.Overbooking.Mode) {
+		bad("overbooking.mode", "%q is not one of %s", c.Overbooking.Mode, strings.Join(modes, ", "))
+	}
+	if !slices.Contains(riskTests, c.Overbooking.RiskTest) {
+		bad("overbooking.risk_test", "%q is not one of %s", c.Overbooking.RiskTest, strings.Join(riskTests, ", "))
+	}
+	if sf := c.Overbooking.SecurityFactor; !(sf >= 0) || math.IsInf(sf, 0) {
+		bad("overbooking.security_factor", "must be a finite number >= 0, got %v", sf)
+	}
+	if c.Gossip.Addr != "" {
+		if err := checkHostPort(c.Gossip.Addr); err != nil {
+			bad("gossip.addr", "%v", err)
+		}
+	} else if len(c.Gossip.Join) > 0 {
+		bad("gossip.join", "needs gossip.addr")
+	}
+	if c.Gossip.Advertise != "" {
+		if err := checkHostPort(c.Gossip.Advertise); err != nil {
+			bad("gossip.advertise", "%v", err)
+		}
+	}
+	for i, j := range c.Gossip.Join {
+		if err := checkHostPort(j); err != nil {
+			bad(fmt.Sprintf("gossip.join[%d]", i), "%v", err)
+		}
+	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		bad("tls", "cert and key go together")
+	}
+	if c.TLS.CA != "" && c.TLS.Cert == "" {
+		bad("tls.ca", "needs tls.cert and tls.key")
+	}
+	return errors.Join(errs...)
+}
+
+func validSite(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || r != '.' && r != '-' && r != '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkHostPort(s string) error {
+	if s == "" {
+		return errors.New("must be host:port, got an empty string")
+	}
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("must be host:port: %v", err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
+		return fmt.Errorf("port %q must be a number from 0 to 65535", port)
+	}
+	return nil
+}

@@ -1,0 +1,374 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	d := Default()
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if host != "" && d.Site != host {
+		t.Errorf("Site = %q, want host name %q", d.Site, host)
+	}
+	if d.Procs != runtime.NumCPU() || d.DataDir != "./fedsched-data" || d.Listen != "127.0.0.1:7070" ||
+		d.Executor != "process" || d.TimeScale != 1 || d.Policy != "conservative" {
+		t.Errorf("Default() = %+v", d)
+	}
+}
+
+// yamlPaths lists the YAML paths of every leaf field of a struct type.
+func yamlPaths(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.Type.Kind() == reflect.Struct {
+			out = append(out, yamlPaths(f.Type, prefix+name+".")...)
+			continue
+		}
+		out = append(out, prefix+name)
+	}
+	return out
+}
+
+func TestEveryFieldHasEnvAndFlag(t *testing.T) {
+	var table []string
+	for _, f := range fields {
+		table = append(table, f.path)
+	}
+	want := yamlPaths(reflect.TypeFor[Config](), "")
+	slices.Sort(table)
+	slices.Sort(want)
+	if !slices.Equal(table, want) {
+		t.Fatalf("field table %v\ndoes not match the Config struct %v", table, want)
+	}
+	// Each table entry points at the field its path names.
+	for _, f := range fields {
+		var c Config
+		if err := set(f.ptr(&c), sample(f.ptr(&c))); err != nil {
+			t.Fatal(err)
+		}
+		if reflect.DeepEqual(c, Config{}) {
+			t.Errorf("setting %s changed nothing", f.path)
+		}
+	}
+}
+
+func sample(p any) string {
+	switch p.(type) {
+	case *int:
+		return "7"
+	case *float64:
+		return "0.5"
+	case *bool:
+		return "true"
+	case *time.Duration:
+		return "3s"
+	}
+	return "x:1"
+}
+
+func TestParse(t *testing.T) {
+	c, err := Parse([]byte(`
+site: alpha
+procs: 64
+kill_grace: 30s
+overbooking:
+  enabled: true
+  pof_max: 0.05
+gossip:
+  addr: 10.0.0.1:7946
+  join: [10.0.0.2:7946, 10.0.0.3:7946]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Default()
+	if c.Site != "alpha" || c.Procs != 64 || c.KillGrace != 30*time.Second || !c.Overbooking.Enabled ||
+		c.Overbooking.PoFMax != 0.05 || len(c.Gossip.Join) != 2 {
+		t.Errorf("Parse = %+v", c)
+	}
+	// What the file does not mention keeps its default, nested fields too.
+	if c.Listen != d.Listen || c.Overbooking.RiskTest != "threshold" || c.Overbooking.Mode != "heuristic" || c.Overbooking.EffectiveSecurityFactor() != 2 {
+		t.Errorf("defaults lost: %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Error(err)
+	}
+
+	for name, doc := range map[string]string{
+		"unknown field":     "procz: 4\n",
+		"unknown nested":    "overbooking:\n  pofmax: 0.1\n",
+		"wrong type":        "procs: many\n",
+		"bad duration":      "kill_grace: soon\n",
+		"two documents":     "procs: 1\n---\nprocs: 2\n",
+		"not a mapping":     "- a\n- b\n",
+		"broken yaml":       "site: [\n",
+		"duplicate mapping": "procs: 1\nprocs: 2\n",
+	} {
+		if _, err := Parse([]byte(doc)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: Parse = %v, want ErrInvalid", name, err)
+		}
+	}
+	if c, err := Parse(nil); err != nil || !reflect.DeepEqual(c, Default()) {
+		t.Errorf("empty document: %+v, %v", c, err)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "node.yaml")
+	if err := os.WriteFile(path, []byte("site: beta\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil || c.Site != "beta" {
+		t.Fatalf("Load = %+v, %v", c, err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Load(missing) = %v", err)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	type want struct {
+		site  string
+		procs int
+		pof   float64
+		join  []string
+		grace time.Duration
+	}
+	d := Default()
+	tests := map[string]struct {
+		file string            // YAML file content; "" for no file
+		env  map[string]string // environment
+		args []string          // command line
+		want want
+	}{
+		"defaults alone": {
+			want: want{d.Site, d.Procs, 0.1, nil, 10 * time.Second},
+		},
+		"file over defaults": {
+			file: "site: f\nprocs: 4\noverbooking: {pof_max: 0.3}\ngossip: {addr: 'h:1', join: ['a:1']}\n",
+			want: want{"f", 4, 0.3, []string{"a:1"}, 10 * time.Second},
+		},
+		"env over file": {
+			file: "site: f\nprocs: 4\ngossip: {addr: 'h:1', join: ['a:1']}\n",
+			env:  map[string]string{"FEDSCHED_PROCS": "8", "FEDSCHED_GOSSIP_JOIN": "b:1, c:2", "FEDSCHED_KILL_GRACE": "1m"},
+			want: want{"f", 8, 0.1, []string{"b:1", "c:2"}, time.Minute},
+		},
+		"flags over env over file": {
+			file: "site: f\nprocs: 4\noverbooking: {pof_max: 0.3}\n",
+			env:  map[string]string{"FEDSCHED_PROCS": "8", "FEDSCHED_SITE": "e", "FEDSCHED_OVERBOOKING_POF_MAX": "0.4"},
+			args: []string{"--procs=16", "--overbooking-pof-max", "0.5"},
+			want: want{"e", 16, 0.5, nil, 10 * time.Second},
+		},
+		"flag equal to the default still wins": {
+			env:  map[string]string{"FEDSCHED_PROCS": "8"},
+			args: []string{"--procs", "1"},
+			want: want{d.Site, 1, 0.1, nil, 10 * time.Second},
+		},
+		"list flag": {
+			args: []string{"--gossip-addr=h:1", "--gossip-join=x:1,y:2", "--gossip-join=z:3"},
+			want: want{d.Site, d.Procs, 0.1, []string{"x:1", "y:2", "z:3"}, 10 * time.Second},
+		},
+		"config file named by env": {
+			file: "site: viaenv\n",
+			env:  map[string]string{"FEDSCHED_CONFIG": "FILE"},
+			want: want{"viaenv", d.Procs, 0.1, nil, 10 * time.Second},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			env := map[string]string{}
+			args := slices.Clone(tc.args)
+			if tc.file != "" {
+				path := filepath.Join(t.TempDir(), "node.yaml")
+				if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if tc.env["FEDSCHED_CONFIG"] == "FILE" {
+					env["FEDSCHED_CONFIG"] = path
+				} else {
+					args = append(args, "--config", path)
+				}
+			}
+			for k, v := range tc.env {
+				if k != "FEDSCHED_CONFIG" {
+					env[k] = v
+				}
+			}
+			fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+			BindFlags(fs)
+			if err := fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Resolve(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := want{c.Site, c.Procs, c.Overbooking.PoFMax, c.Gossip.Join, c.KillGrace}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	tests := map[string]struct {
+		env  map[string]string
+		args []string
+	}{
+		"env not a number":    {env: map[string]string{"FEDSCHED_PROCS": "lots"}},
+		"env empty procs":     {env: map[string]string{"FEDSCHED_PROCS": ""}},
+		"env empty site":      {env: map[string]string{"FEDSCHED_SITE": ""}},
+		"invalid result":      {args: []string{"--procs=0"}},
+		"scaled process":      {args: []string{"--time-scale=60"}},
+		"missing config file": {args: []string{"--config=/nonexistent/fedsched.yaml"}},
+		"env bool":            {env: map[string]string{"FEDSCHED_OVERBOOKING_ENABLED": "maybe"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+			BindFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Resolve(fs, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			if err == nil {
+				t.Fatal("Resolve succeeded")
+			}
+		})
+	}
+	// A simulated site may run faster than real time.
+	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+	BindFlags(fs)
+	if err := fs.Parse([]string{"--executor=simulated", "--time-scale=60"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resolve(fs, func(string) (string, bool) { return "", false }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := map[string]struct {
+		mutate func(*Config)
+		field  string // the YAML path the error must name
+	}{
+		"empty site":                {func(c *Config) { c.Site = "" }, "site"},
+		"site with a slash":         {func(c *Config) { c.Site = "a/b" }, "site"},
+		"site starting with a dash": {func(c *Config) { c.Site = "-a" }, "site"},
+		"site too long":             {func(c *Config) { c.Site = strings.Repeat("a", 64) }, "site"},
+		"empty data dir":            {func(c *Config) { c.DataDir = "" }, "data_dir"},
+		"listen without port":       {func(c *Config) { c.Listen = "localhost" }, "listen"},
+		"listen with a bad port":    {func(c *Config) { c.Listen = "localhost:http" }, "listen"},
+		"listen port out of range":  {func(c *Config) { c.Listen = ":70000" }, "listen"},
+		"zero procs":                {func(c *Config) { c.Procs = 0 }, "procs"},
+		"unknown executor":          {func(c *Config) { c.Executor = "slurm" }, "executor"},
+		"zero time scale":           {func(c *Config) { c.TimeScale = 0 }, "time_scale"},
+		"negative time scale":       {func(c *Config) { c.Executor = "simulated"; c.TimeScale = -2 }, "time_scale"},
+		"scaled process executor":   {func(c *Config) { c.TimeScale = 10 }, "time_scale"},
+		"unknown policy":            {func(c *Config) { c.Policy = "random" }, "policy"},
+		"negative kill grace":       {func(c *Config) { c.KillGrace = -time.Second }, "kill_grace"},
+		"pof_max above one":         {func(c *Config) { c.Overbooking.PoFMax = 1.5 }, "overbooking.pof_max"},
+		"unknown risk test":         {func(c *Config) { c.Overbooking.RiskTest = "vibes" }, "overbooking.risk_test"},
+		"negative security factor":  {func(c *Config) { c.Overbooking.SecurityFactor = -1 }, "overbooking.security_factor"},
+		"join without gossip addr":  {func(c *Config) { c.Gossip.Join = []string{"a:1"} }, "gossip.join"},
+		"bad join entry":            {func(c *Config) { c.Gossip.Addr = ":7946"; c.Gossip.Join = []string{"nope"} }, "gossip.join[0]"},
+		"bad advertise":             {func(c *Config) { c.Gossip.Advertise = "x" }, "gossip.advertise"},
+		"cert without key":          {func(c *Config) { c.TLS.Cert = "c.pem" }, "tls"},
+		"ca without cert":           {func(c *Config) { c.TLS.CA = "ca.pem" }, "tls.ca"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := Default()
+			tc.mutate(&c)
+			err := c.Validate()
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Validate = %v, want ErrInvalid", err)
+			}
+			if !strings.HasPrefix(err.Error(), tc.field+":") && !strings.Contains(err.Error(), "\n"+tc.field+":") {
+				t.Fatalf("error %q does not name %s", err, tc.field)
+			}
+		})
+	}
+	// Every problem is reported, not just the first.
+	c := Default()
+	c.Procs, c.Policy = 0, ""
+	if err := c.Validate(); !strings.Contains(err.Error(), "procs:") || !strings.Contains(err.Error(), "policy:") {
+		t.Fatalf("Validate = %v, want both problems", err)
+	}
+}
+
+func TestHelpDocumentsEveryOption(t *testing.T) {
+	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+	BindFlags(fs)
+	help := fs.FlagUsages()
+	for _, f := range fields {
+		if !strings.Contains(help, "--"+FlagName(f.path)) || !strings.Contains(help, EnvName(f.path)) {
+			t.Errorf("--help lacks %s", f.path)
+		}
+	}
+	for _, s := range []string{"--config", DefaultListen, DefaultDataDir, "conservative", "10s"} {
+		if !strings.Contains(help, s) {
+			t.Errorf("--help lacks %q:\n%s", s, help)
+		}
+	}
+}
+
+func TestEffectiveSecurityFactor(t *testing.T) {
+	for _, tc := range []struct {
+		o    Overbooking
+		want float64
+	}{
+		{Overbooking{Mode: "heuristic"}, 2},
+		{Overbooking{Mode: "comprehensive"}, 4},
+		{Overbooking{Mode: "comprehensive", SecurityFactor: 1}, 1},
+	} {
+		if got := tc.o.EffectiveSecurityFactor(); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.o, got, tc.want)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	if got := FlagName("overbooking.pof_max"); got != "overbooking-pof-max" {
+		t.Errorf("FlagName = %s", got)
+	}
+	if got := EnvName("overbooking.pof_max"); got != "FEDSCHED_OVERBOOKING_POF_MAX" {
+		t.Errorf("EnvName = %s", got)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("site: a\nprocs: 4\n"))
+	f.Add([]byte("overbooking: {pof_max: .nan}\n"))
+	f.Add([]byte("gossip:\n  join: [a:1, b:2]\nkill_grace: 1h\n"))
+	f.Add([]byte("&a [*a]"))
+	f.Add([]byte("site: !!binary aGk=\n"))
+	f.Add([]byte("procs: 99999999999999999999\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Parse error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		_ = c.Validate()
+	})
+}

@@ -1,0 +1,201 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// EnvPrefix starts the name of every environment variable of the node.
+const EnvPrefix = "FEDSCHED_"
+
+// ConfigFlag is the flag that names the YAML file; ConfigEnv the variable
+// used when the flag is not given.
+const (
+	ConfigFlag = "config"
+	ConfigEnv  = EnvPrefix + "CONFIG"
+)
+
+// field is one setting: its YAML path, the one-line usage of its flag and
+// a pointer to it in a Config. The table below is the one list that the
+// environment and the flags are derived from.
+type field struct {
+	path  string
+	usage string
+	ptr   func(*Config) any
+}
+
+var fields = []field{
+	{"site", "site name, unique in the federation (default: host name)", func(c *Config) any { return &c.Site }},
+	{"data_dir", "directory of the node's state: store file and job directories", func(c *Config) any { return &c.DataDir }},
+	{"listen", "host:port of the gRPC API", func(c *Config) any { return &c.Listen }},
+	{"procs", "processors the site schedules (default: CPUs of this host)", func(c *Config) any { return &c.Procs }},
+	{"executor", "how jobs run: process or simulated", func(c *Config) any { return &c.Executor }},
+	{"time_scale", "how many times faster than the wall clock the site's clock runs (simulated executor only)", func(c *Config) any { return &c.TimeScale }},
+	{"policy", "queue policy: conservative, easy, fcfs or list", func(c *Config) any { return &c.Policy }},
+	{"kill_grace", "time between SIGTERM and SIGKILL when a job is killed", func(c *Config) any { return &c.KillGrace }},
+	{"overbooking.enabled", "accept SLA jobs into gaps shorter than their estimate", func(c *Config) any { return &c.Overbooking.Enabled }},
+	{"overbooking.mode", "how the probability of failure is computed: heuristic or comprehensive", func(c *Config) any { return &c.Overbooking.Mode }},
+	{"overbooking.risk_test", "acceptance test: threshold (PoF < pof_max) or risk ((1-PoF)*fee > PoF*penalty*security_factor)", func(c *Config) any { return &c.Overbooking.RiskTest }},
+	{"overbooking.pof_max", "highest probability of failure the threshold test accepts, in [0, 1]", func(c *Config) any { return &c.Overbooking.PoFMax }},
+	{"overbooking.security_factor", "weight of the penalty in the risk test; 0 means 2 (heuristic) or 4 (comprehensive)", func(c *Config) any { return &c.Overbooking.SecurityFactor }},
+	{"gossip.addr", "host:port to gossip on; empty runs the site alone", func(c *Config) any { return &c.Gossip.Addr }},
+	{"gossip.advertise", "host:port of this site's API for peers (default: listen)", func(c *Config) any { return &c.Gossip.Advertise }},
+	{"gossip.join", "comma-separated gossip host:port of peers to join", func(c *Config) any { return &c.Gossip.Join }},
+	{"tls.cert", "PEM certificate of this node; empty serves plaintext", func(c *Config) any { return &c.TLS.Cert }},
+	{"tls.key", "PEM private key of tls.cert", func(c *Config) any { return &c.TLS.Key }},
+	{"tls.ca", "PEM CA that client and peer certificates must chain to (mutual TLS)", func(c *Config) any { return &c.TLS.CA }},
+}
+
+// FlagName returns the flag of a YAML path: "overbooking.pof_max" ->
+// "overbooking-pof-max".
+func FlagName(path string) string {
+	return strings.NewReplacer(".", "-", "_", "-").Replace(path)
+}
+
+// EnvName returns the environment variable of a YAML path:
+// "overbooking.pof_max" -> "FEDSCHED_OVERBOOKING_POF_MAX".
+func EnvName(path string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(path, ".", "_"))
+}
+
+// set parses s into the field p points to.
+func set(p any, s string) error {
+	switch p := p.(type) {
+	case *string:
+		*p = s
+	case *int:
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", s)
+		}
+		*p = v
+	case *float64:
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", s)
+		}
+		*p = v
+	case *bool:
+		v, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", s)
+		}
+		*p = v
+	case *time.Duration:
+		v, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("%q is not a duration such as 10s", s)
+		}
+		*p = v
+	case *[]string:
+		*p = nil
+		for _, e := range strings.Split(s, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				*p = append(*p, e)
+			}
+		}
+	default:
+		panic(fmt.Sprintf("config: field of unhandled type %T", p))
+	}
+	return nil
+}
+
+// ApplyEnv overrides c with the FEDSCHED_<FIELD> variables that lookup
+// finds (pass os.LookupEnv). A variable set to the empty string overrides
+// too.
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
+	for _, f := range fields {
+		name := EnvName(f.path)
+		v, ok := lookup(name)
+		if !ok {
+			continue
+		}
+		if err := set(f.ptr(c), v); err != nil {
+			return fmt.Errorf("%s: %v: %w", name, err, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// BindFlags registers --config and one flag per field on fs, each with its
+// default from Default() and its usage, so that --help documents every
+// option. Read the values back with Resolve (or ApplyFlags).
+func BindFlags(fs *pflag.FlagSet) {
+	d := Default()
+	fs.String(ConfigFlag, "", "YAML configuration file (env "+ConfigEnv+")")
+	for _, f := range fields {
+		name, usage := FlagName(f.path), f.usage+" (env "+EnvName(f.path)+")"
+		switch p := f.ptr(&d).(type) {
+		case *string:
+			fs.String(name, *p, usage)
+		case *int:
+			fs.Int(name, *p, usage)
+		case *float64:
+			fs.Float64(name, *p, usage)
+		case *bool:
+			fs.Bool(name, *p, usage)
+		case *time.Duration:
+			fs.Duration(name, *p, usage)
+		case *[]string:
+			fs.StringSlice(name, *p, usage)
+		default:
+			panic(fmt.Sprintf("config: field %s of unhandled type %T", f.path, p))
+		}
+	}
+}
+
+// ApplyFlags overrides c with the flags of fs that were given on the
+// command line. fs must have been set up by BindFlags and parsed.
+func (c *Config) ApplyFlags(fs *pflag.FlagSet) error {
+	for _, f := range fields {
+		name := FlagName(f.path)
+		fl := fs.Lookup(name)
+		if fl == nil {
+			return fmt.Errorf("config: flag --%s is not bound; call BindFlags", name)
+		}
+		if !fl.Changed {
+			continue
+		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			*(f.ptr(c).(*[]string)) = sv.GetSlice()
+			continue
+		}
+		if err := set(f.ptr(c), fl.Value.String()); err != nil {
+			return fmt.Errorf("--%s: %v: %w", name, err, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// Resolve builds the node's configuration: Default(), then the YAML file
+// named by --config (or by FEDSCHED_CONFIG if the flag is not given), then
+// the environment, then the flags given on the command line; and validates
+// it. fs must have been set up by BindFlags and parsed; lookup is
+// os.LookupEnv outside tests.
+func Resolve(fs *pflag.FlagSet, lookup func(string) (string, bool)) (Config, error) {
+	path, _ := lookup(ConfigEnv)
+	if fl := fs.Lookup(ConfigFlag); fl != nil && fl.Changed {
+		path = fl.Value.String()
+	}
+	c := Default()
+	if path != "" {
+		var err error
+		if c, err = Load(path); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := c.ApplyEnv(lookup); err != nil {
+		return Config{}, fmt.Errorf("config: environment: %w", err)
+	}
+	if err := c.ApplyFlags(fs); err != nil {
+		return Config{}, fmt.Errorf("config: flags: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}

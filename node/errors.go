@@ -1,0 +1,35 @@
+package node
+
+import "errors"
+
+// Errors of the node's API. Handlers return them wrapped with context;
+// ToStatus turns them into gRPC statuses (see rpcerr.go for the codes).
+var (
+	// ErrInvalidJob is returned by SubmitJob for a spec that cannot be a job:
+	// procs or estimate below 1, deadline before release, negative fee or
+	// penalty, no user, no command for the process executor.
+	ErrInvalidJob = errors.New("invalid job spec")
+
+	// ErrInvalidRequest is returned for a malformed request other than the
+	// job spec: a missing job id, a negative page size.
+	ErrInvalidRequest = errors.New("invalid request")
+
+	// ErrJobNotFound is returned for a job id the site does not know.
+	ErrJobNotFound = errors.New("job not found")
+
+	// ErrIdempotencyConflict is returned by SubmitJob when its idempotency
+	// key was used before with a different spec.
+	ErrIdempotencyConflict = errors.New("idempotency key reused with a different request")
+
+	// ErrJobFinished is returned by CancelJob for a job that already reached
+	// a terminal state other than CANCELLED.
+	ErrJobFinished = errors.New("job already finished")
+
+	// ErrOverloaded is returned when the node sheds load: its intake queue
+	// is full, or a watcher cannot keep up with events.
+	ErrOverloaded = errors.New("site overloaded")
+
+	// ErrUnavailable is returned while the node is starting (recovering its
+	// state) or shutting down.
+	ErrUnavailable = errors.New("site unavailable")
+)

@@ -1,0 +1,141 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Executor starts jobs, kills them and reports how they end.
+type Executor interface {
+	// Start starts a job and returns once it runs (or failed to start, with
+	// an error wrapping ErrStartFailed; then no Exit follows). ctx bounds
+	// only the starting, not the job.
+	Start(ctx context.Context, spec Spec) error
+
+	// Kill ends a running job: the executor asks it to stop (SIGTERM to its
+	// process group) and forces it (SIGKILL) after the kill grace. The Exit
+	// that follows has Killed set and Cause CauseRequest. Kill returns
+	// ErrUnknownJob for a job the executor is not tracking.
+	Kill(jobID string) error
+
+	// Reattach makes the executor track a job started by an earlier
+	// executor (an earlier node) on the same data directory, so that its
+	// Exit is reported and Kill works on it. A job that already ended is
+	// reported at once; one whose outcome cannot be known is reported as
+	// Lost. Reattaching a tracked job does nothing.
+	Reattach(jobID string) error
+
+	// Exits returns the channel on which Run reports ended jobs, one Exit
+	// per job. It is never closed; stop reading when Run has returned.
+	// Across a restart delivery is at least once: a job whose Exit was
+	// delivered but not yet recorded by the node is reported again after
+	// Reattach, so the node ignores an Exit of a job it has already ended.
+	Exits() <-chan Exit
+
+	// Run watches the jobs and reports their ends until ctx is cancelled;
+	// then it returns nil. Call it once, on a goroutine you own.
+	Run(ctx context.Context) error
+}
+
+// Spec is what an executor needs to run one job.
+type Spec struct {
+	// JobID names the job; it must be usable as a file name: 1 to 200
+	// characters from [A-Za-z0-9._-], not starting with '.'.
+	JobID string
+	// Argv is the command (Process): Argv[0] is looked up in Env's PATH, or
+	// in DefaultPath if Env has none. Required by Process.
+	Argv []string
+	// Env is the job's complete environment; the node's own is not
+	// inherited. The executor adds FEDSCHED_JOB_ID, and PATH=DefaultPath if
+	// Env has no PATH.
+	Env map[string]string
+	// Workdir is the working directory; empty means the job's directory.
+	Workdir string
+	// Deadline is when the job is killed if it still runs: the end of its
+	// reservation. Zero means never. Process: a wall-clock time; Simulated:
+	// a time of the executor's clock.
+	Deadline time.Time
+	// Estimate is the user's runtime estimate. Simulated uses it when
+	// Runtime is zero.
+	Estimate time.Duration
+	// Runtime is how long a Simulated job really runs; zero means Estimate.
+	// Process ignores it.
+	Runtime time.Duration
+}
+
+// DefaultPath is the PATH a job gets when its environment has none.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// KillCause says why an executor killed a job.
+type KillCause string
+
+// Kill causes.
+const (
+	// CauseNone: the executor did not kill the job.
+	CauseNone KillCause = ""
+	// CauseDeadline: the job reached Spec.Deadline, the end of its
+	// reservation.
+	CauseDeadline KillCause = "deadline"
+	// CauseRequest: Kill was called (or someone sent SIGTERM to the
+	// job's supervisor).
+	CauseRequest KillCause = "request"
+)
+
+// Exit reports how a job ended.
+type Exit struct {
+	// JobID is the job.
+	JobID string
+	// ExitCode is the command's exit code, or 128 + the signal number when
+	// a signal ended it (as a shell reports it); -1 when Lost.
+	ExitCode int
+	// Signaled is true when a signal ended the command; Signal is its
+	// number.
+	Signaled bool
+	Signal   int
+	// Killed is true when the executor ended the job (see Cause). A killed
+	// job may still have exited by itself in its grace period, with any
+	// ExitCode: decide by Killed and Cause, not by the code.
+	Killed bool
+	Cause  KillCause
+	// Lost is true when the job's outcome cannot be known: its supervisor
+	// vanished without recording it, or (Simulated) the executor that ran
+	// it is gone. The other fields but JobID and At are then meaningless.
+	Lost bool
+	// At is when the job ended (when it was found lost, if Lost), by the
+	// executor's clock.
+	At time.Time
+}
+
+// String describes the exit in a few words, for logs.
+func (e Exit) String() string {
+	switch {
+	case e.Lost:
+		return fmt.Sprintf("job %s lost", e.JobID)
+	case e.Killed:
+		return fmt.Sprintf("job %s killed (%s), exit %d", e.JobID, e.Cause, e.ExitCode)
+	}
+	return fmt.Sprintf("job %s exited %d", e.JobID, e.ExitCode)
+}
+
+// ValidJobID reports whether id can name a job's directory: 1 to 200
+// characters from [A-Za-z0-9._-], not starting with '.'.
+func ValidJobID(id string) bool {
+	if id == "" || len(id) > 200 || id[0] == '.' {
+		return false
+	}
+	for _, c := range []byte(id) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func checkJobID(id string) error {
+	if !ValidJobID(id) {
+		return fmt.Errorf("job id %q: %w", id, ErrInvalidSpec)
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ReadyFDEnv names the environment variable through which the executor
+// tells the supervisor which file descriptor to report readiness on.
+const ReadyFDEnv = "FEDSCHED_SUPERVISOR_READY_FD"
+
+// RunSupervisor is the body of the hidden `fedsched supervise <job dir>`
+// subcommand, which the Process executor runs once per job. It returns the
+// process's exit status: 0 once the job has ended and exit.json is written
+// (whatever the job's own status), 1 if the job could not be started, 2 for
+// bad arguments.
+//
+// The supervisor reads <job dir>/spec.json, starts the job's command in a
+// new process group with its output in <job dir>/stdout and stderr, records
+// its own pid and the group in supervisor.json, and tells the executor over
+// the file descriptor named by FEDSCHED_SUPERVISOR_READY_FD (if set) that
+// the job runs. It then waits. At the spec's deadline, or when it receives
+// SIGTERM, SIGINT or SIGHUP, it sends SIGTERM to the job's process group and
+// SIGKILL after the kill grace. When the job's first process ends it kills
+// what is left of the group, writes exit.json atomically and returns.
+//
+// It logs to its standard error; the Process executor points that at
+// <job dir>/supervisor.log.
+func RunSupervisor(args []string) int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if len(args) != 1 || args[0] == "" {
+		log.Error("usage: fedsched supervise <job dir>")
+		return 2
+	}
+	dir := args[0]
+	log = log.With("dir", dir)
+	ready := readyFile()
+	report := func(msg string) {
+		if ready != nil {
+			io.WriteString(ready, msg+"\n")
+			ready.Close()
+			ready = nil
+		}
+	}
+	failStart := func(err error) int {
+		log.Error("cannot start job", "err", err)
+		if werr := writeJSON(filepath.Join(dir, exitFile), exitState{ExitCode: 127, StartError: err.Error(), At: time.Now()}); werr != nil {
+			log.Error("cannot write exit file", "err", werr)
+		}
+		report("error " + err.Error())
+		return 1
+	}
+
+	var spec jobSpecFile
+	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
+		return failStart(fmt.Errorf("read spec: %w", err))
+	}
+	cmd, err := jobCommand(dir, spec)
+	if err != nil {
+		return failStart(err)
+	}
+	// Catch termination requests before the job exists, so that none is
+	// lost between start and the wait loop.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return failStart(err)
+	}
+	closeFiles(cmd)
+	pgid := cmd.Process.Pid
+	state := supervisorState{PID: os.Getpid(), PGID: pgid, StartedAt: time.Now()}
+	if ticks, err := procStartTicks(state.PID); err == nil {
+		state.PIDStart = ticks
+	}
+	if err := writeJSON(filepath.Join(dir, supervisorFile), state); err != nil {
+		// Without supervisor.json no later node could find the job: do not
+		// let it run unaccounted.
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		cmd.Wait()
+		return failStart(fmt.Errorf("write %s: %w", supervisorFile, err))
+	}
+	log.Info("job started", "job", spec.JobID, "pgid", pgid, "deadline", spec.Deadline)
+	report("ok")
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	var deadline <-chan time.Time
+	if !spec.Deadline.IsZero() {
+		t := time.NewTimer(time.Until(spec.Deadline))
+		defer t.Stop()
+		deadline = t.C
+	}
+	var grace <-chan time.Time
+	ex := exitState{}
+	terminate := func(cause KillCause) {
+		if ex.Killed {
+			return
+		}
+		ex.Killed, ex.Cause = true, cause
+		log.Info("terminating job", "cause", cause, "grace", spec.KillGrace)
+		signalGroup(log, pgid, syscall.SIGTERM)
+		t := time.NewTimer(spec.KillGrace)
+		grace = t.C
+	}
+	for {
+		select {
+		case err := <-done:
+			ex.At = time.Now()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				log.Error("wait for job", "err", err)
+			}
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if ws.Signaled() {
+				ex.Signaled, ex.Signal = true, int(ws.Signal())
+				ex.ExitCode = 128 + ex.Signal
+			} else {
+				ex.ExitCode = ws.ExitStatus()
+			}
+			// The group leader is gone; what it left behind goes too.
+			if err := syscall.Kill(-pgid, syscall.SIGKILL); err == nil {
+				log.Info("killed processes left in the job's group")
+			}
+			if err := writeJSON(filepath.Join(dir, exitFile), ex); err != nil {
+				log.Error("cannot write exit file", "err", err)
+				return 1
+			}
+			log.Info("job ended", "exit_code", ex.ExitCode, "signaled", ex.Signaled, "killed", ex.Killed, "cause", ex.Cause)
+			return 0
+		case <-deadline:
+			terminate(CauseDeadline)
+		case s := <-sigs:
+			log.Info("supervisor got signal", "signal", s)
+			terminate(CauseRequest)
+		case <-grace:
+			log.Info("grace over, killing job")
+			signalGroup(log, pgid, syscall.SIGKILL)
+			grace = nil
+		}
+	}
+}
+
+func signalGroup(log *slog.Logger, pgid int, sig syscall.Signal) {
+	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		log.Error("signal job's process group", "signal", sig, "err", err)
+	}
+}
+
+// readyFile returns the readiness pipe named by ReadyFDEnv, or nil.
+func readyFile() *os.File {
+	fd, err := strconv.Atoi(os.Getenv(ReadyFDEnv))
+	if err != nil || fd < 3 {
+		return nil
+	}
+	// The descriptor was inherited without close-on-exec; the job must not
+	// inherit it in turn, or the executor would wait for the job's end to
+	// see the pipe close.
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "ready")
+}
+
+// jobCommand builds the job's command from its spec. Its stdout and stderr
+// are open files that closeFiles closes once the command has started.
+func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("empty command")
+	}
+	env := make([]string, 0, len(spec.Env)+2)
+	path := DefaultPath
+	for k, v := range spec.Env {
+		if k == "FEDSCHED_JOB_ID" {
+			continue
+		}
+		if k == "PATH" {
+			path = v
+		}
+		env = append(env, k+"="+v)
+	}
+	if _, ok := spec.Env["PATH"]; !ok {
+		env = append(env, "PATH="+DefaultPath)
+	}
+	env = append(env, "FEDSCHED_JOB_ID="+spec.JobID)
+	workdir := spec.Workdir
+	if workdir == "" {
+		workdir = dir
+	}
+	prog, err := lookPath(spec.Argv[0], path, workdir)
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := os.OpenFile(filepath.Join(dir, stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		stdout.Close()
+		return nil, err
+	}
+	return &exec.Cmd{
+		Path:        prog,
+		Args:        spec.Argv,
+		Env:         env,
+		Dir:         workdir,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}, nil
+}
+
+func closeFiles(cmd *exec.Cmd) {
+	for _, w := range []io.Writer{cmd.Stdout, cmd.Stderr} {
+		if f, ok := w.(*os.File); ok {
+			f.Close()
+		}
+	}
+}
+
+// lookPath finds a program the way a shell does, in the job's PATH rather
+// than the supervisor's. A name with a slash is used as is (relative to the
+// working directory).
+func lookPath(name, path, workdir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(workdir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		return p, nil
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(workdir, d)
+		}
+		p := filepath.Join(d, name)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found in PATH %s", name, path)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package node
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/fedsched/fedsched/node/store"
+)
+
+// ErrorDomain is the domain of the google.rpc.ErrorInfo that every error
+// status of the node carries.
+const ErrorDomain = "fedsched.v1"
+
+// errorTable is THE mapping between the node's errors and gRPC: the status
+// code and the ErrorInfo reason of each sentinel. ToStatus uses the first
+// row whose error matches with errors.Is; FromStatus uses the first row with
+// the reason, so the node's own sentinels come before the store's.
+//
+// Choices:
+//   - A reused idempotency key with a different body is ALREADY_EXISTS: the
+//     key already names another request, so a retry cannot succeed;
+//     INVALID_ARGUMENT would say the request is bad in itself, which it is
+//     not (with a fresh key it is fine).
+//   - Cancelling a finished job is FAILED_PRECONDITION: the job's state,
+//     not the request, is in the way.
+//   - Load shedding is RESOURCE_EXHAUSTED (retry later, with backoff);
+//     starting or stopping is UNAVAILABLE (retry, perhaps elsewhere).
+var errorTable = []struct {
+	err    error
+	code   codes.Code
+	reason string
+}{
+	{ErrInvalidJob, codes.InvalidArgument, "INVALID_JOB"},
+	{ErrInvalidRequest, codes.InvalidArgument, "INVALID_REQUEST"},
+	{store.ErrInvalidPageToken, codes.InvalidArgument, "INVALID_PAGE_TOKEN"},
+	{ErrJobNotFound, codes.NotFound, "JOB_NOT_FOUND"},
+	{store.ErrNotFound, codes.NotFound, "NOT_FOUND"},
+	{ErrIdempotencyConflict, codes.AlreadyExists, "IDEMPOTENCY_KEY_REUSED"},
+	{store.ErrIdempotencyConflict, codes.AlreadyExists, "IDEMPOTENCY_KEY_REUSED"},
+	{ErrJobFinished, codes.FailedPrecondition, "JOB_FINISHED"},
+	{ErrOverloaded, codes.ResourceExhausted, "OVERLOADED"},
+	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
+	{store.ErrClosed, codes.Unavailable, "UNAVAILABLE"},
+	{context.DeadlineExceeded, codes.DeadlineExceeded, "DEADLINE_EXCEEDED"},
+	{context.Canceled, codes.Canceled, "CANCELLED"},
+}
+
+// reasonInternal is the ErrorInfo reason of an error in no row of the table.
+const reasonInternal = "INTERNAL"
+
+// ToStatus converts an error of a handler into the error a gRPC handler
+// returns: a status with the code of the first matching row of the table,
+// the error's text as message, and an ErrorInfo naming the sentinel. An
+// error already carrying a status (from a gRPC call the handler made) keeps
+// it. Any other error becomes INTERNAL. ToStatus(nil) is nil.
+func ToStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	code, reason := codes.Internal, reasonInternal
+	matched := false
+	for _, row := range errorTable {
+		if errors.Is(err, row.err) {
+			code, reason, matched = row.code, row.reason, true
+			break
+		}
+	}
+	if !matched {
+		if _, ok := status.FromError(err); ok {
+			return err
+		}
+	}
+	st := status.New(code, err.Error())
+	if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}); derr == nil {
+		st = withInfo
+	}
+	return st.Err()
+}
+
+// CodeOf returns the gRPC code ToStatus gives err.
+func CodeOf(err error) codes.Code {
+	return status.Code(ToStatus(err))
+}
+
+// FromStatus converts an error returned by a gRPC call to the node back into
+// one that errors.Is matches against the node's sentinels (ErrJobNotFound,
+// ErrIdempotencyConflict, ...), by the ErrorInfo reason the node attached.
+// It returns a *RemoteError for any status error, and err unchanged
+// otherwise (nil stays nil).
+func FromStatus(err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() == codes.OK {
+		return err
+	}
+	re := &RemoteError{status: st}
+	for _, d := range st.Details() {
+		info, ok := d.(*errdetails.ErrorInfo)
+		if !ok || info.GetDomain() != ErrorDomain {
+			continue
+		}
+		re.Reason = info.GetReason()
+		for _, row := range errorTable {
+			if row.reason == re.Reason {
+				re.sentinel = row.err
+				break
+			}
+		}
+		break
+	}
+	return re
+}
+
+// RemoteError is an error status received from a node. errors.Is matches it
+// against the sentinel its reason names; status.FromError still sees the
+// status.
+type RemoteError struct {
+	// Reason is the ErrorInfo reason ("JOB_NOT_FOUND", ...); empty if the
+	// status carried none (it did not come from a node).
+	Reason   string
+	status   *status.Status
+	sentinel error
+}
+
+// Error returns the status message.
+func (e *RemoteError) Error() string { return e.status.Message() }
+
+// Code returns the status code.
+func (e *RemoteError) Code() codes.Code { return e.status.Code() }
+
+// Unwrap returns the sentinel named by Reason, or nil.
+func (e *RemoteError) Unwrap() error { return e.sentinel }
+
+// GRPCStatus returns the status, for status.FromError and status.Code.
+func (e *RemoteError) GRPCStatus() *status.Status { return e.status }

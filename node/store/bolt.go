@@ -1,0 +1,824 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// The bucket tree of schema version 2:
+//
+//	meta/
+//	  schema_version  -> decimal ASCII, e.g. "2"
+//	  u/<key>         -> PutMeta values
+//	  (the bucket's own sequence is NextSequence's counter)
+//	jobs/             <job id> -> JobRecord
+//	jobs_by_state/    <state as 4-byte big-endian><job id> -> empty   (since v2)
+//	jobs_by_user/     <user> 0x00 <job id> -> empty                   (since v2)
+//	reservations/     <reservation id> -> ReservationRecord
+//	sla/              <job id> -> SlaRecord
+//	stats/            <name> -> format byte + blob
+//	idempotency/      <key> -> IdempotencyRecord
+var (
+	// bucketMeta holds the schema version, PutMeta values and the sequence.
+	bucketMeta = []byte("meta")
+	// keySchemaVersion is the key of the schema version in bucketMeta.
+	keySchemaVersion = []byte("schema_version")
+	// metaUserPrefix prefixes PutMeta keys in bucketMeta, away from ours.
+	metaUserPrefix = []byte("u/")
+	// bucketJobs holds the jobs by id.
+	bucketJobs = []byte("jobs")
+	// bucketJobsByState indexes job ids by state (schema v2).
+	bucketJobsByState = []byte("jobs_by_state")
+	// bucketJobsByUser indexes job ids by user (schema v2).
+	bucketJobsByUser = []byte("jobs_by_user")
+	// bucketReservations holds the reservations by id.
+	bucketReservations = []byte("reservations")
+	// bucketSLA holds the SLA records by job id.
+	bucketSLA = []byte("sla")
+	// bucketStats holds the statistics blobs by name.
+	bucketStats = []byte("stats")
+	// bucketIdempotency holds the idempotency keys.
+	bucketIdempotency = []byte("idempotency")
+)
+
+// v1Buckets are the buckets of schema version 1; migrations add the rest.
+var v1Buckets = [][]byte{bucketMeta, bucketJobs, bucketReservations, bucketSLA, bucketStats, bucketIdempotency}
+
+// Options configure OpenBolt. A nil *Options means the defaults.
+type Options struct {
+	// LockTimeout is how long OpenBolt waits for the file lock that another
+	// process (or another open in this process) holds before failing with
+	// ErrLocked. 0 means DefaultLockTimeout; it is never infinite.
+	LockTimeout time.Duration
+	// MaxBatchDelay is how long a write waits for concurrent writes to
+	// share its transaction and fsync (bbolt's DB.MaxBatchDelay). 0 means
+	// DefaultMaxBatchDelay. A lone writer (the event loop) pays the whole
+	// delay on every write; concurrent writers share one fsync. See
+	// BenchmarkBoltPutJob.
+	MaxBatchDelay time.Duration
+	// Logger receives migration and backup messages. nil discards them.
+	Logger *slog.Logger
+}
+
+// Defaults of Options.
+const (
+	// DefaultLockTimeout is the LockTimeout used when Options leaves it
+	// zero.
+	DefaultLockTimeout = time.Second
+	// DefaultMaxBatchDelay is the MaxBatchDelay used when Options leaves it
+	// zero. On the project's 2-core development machine (ext4),
+	// BenchmarkBoltPutJob measured 75 to 100 durable writes a second for a
+	// lone writer with bbolt's own default of 10 ms, 250 to 600 with 1 ms,
+	// and 11,000 to 14,000 a second with 16 concurrent writers at 1 ms
+	// (writes that arrive during one commit's fsync form the next batch).
+	DefaultMaxBatchDelay = time.Millisecond
+)
+
+// BoltStore is the durable Store: one bbolt file. Make one with OpenBolt.
+type BoltStore struct {
+	db     *bolt.DB
+	path   string
+	closed atomic.Bool
+}
+
+var _ Store = (*BoltStore)(nil)
+
+// OpenBolt opens (creating if needed) the store file of a data directory,
+// Path(dataDir), creating the directory with mode 0700 if it does not exist.
+// An older schema is migrated after a backup copy of the file is written
+// next to it; see the package doc. IMPORTANT: the file is locked for as long
+// as the store is open; Close it.
+func OpenBolt(dataDir string, opts *Options) (*BoltStore, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	path := Path(dataDir)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.LockTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: no lock after %v; is another fedsched node using data dir %s? %w",
+			path, o.LockTimeout, dataDir, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if o.MaxBatchDelay <= 0 {
+		o.MaxBatchDelay = DefaultMaxBatchDelay
+	}
+	db.MaxBatchDelay = o.MaxBatchDelay
+	s := &BoltStore{db: db, path: path}
+	if err := s.upgrade(o.Logger); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Name returns "bolt".
+func (s *BoltStore) Name() string { return "bolt" }
+
+// Path returns the path of the store's file.
+func (s *BoltStore) Path() string { return s.path }
+
+// Close closes the file and releases its lock. It is safe to call more than
+// once.
+func (s *BoltStore) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.db.Close()
+}
+
+// view runs fn in a read-only transaction.
+func (s *BoltStore) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return mapBoltErr(s.db.View(fn))
+}
+
+// batch runs fn in a write transaction shared with concurrent callers and
+// returns once it is durable. fn may run more than once: it must assign its
+// results afresh on every run.
+func (s *BoltStore) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return mapBoltErr(s.db.Batch(fn))
+}
+
+func mapBoltErr(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return fmt.Errorf("%w (%v)", ErrClosed, err)
+	}
+	return err
+}
+
+// bucket returns a top-level bucket that must exist.
+func bucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
+	b := tx.Bucket(name)
+	if b == nil {
+		return nil, fmt.Errorf("bucket %q missing: %w", name, ErrCorrupt)
+	}
+	return b, nil
+}
+
+func stateKey(state fedschedv1.JobState, id string) []byte {
+	k := make([]byte, 4, 4+len(id))
+	binary.BigEndian.PutUint32(k, uint32(state))
+	return append(k, id...)
+}
+
+func userKey(user, id string) []byte {
+	k := make([]byte, 0, len(user)+1+len(id))
+	k = append(k, user...)
+	k = append(k, 0)
+	return append(k, id...)
+}
+
+// GetJob implements JobStore.
+func (s *BoltStore) GetJob(ctx context.Context, id string) (JobRecord, error) {
+	var rec JobRecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		rec, err = getJob(tx, id)
+		return err
+	})
+	return rec, err
+}
+
+func getJob(tx *bolt.Tx, id string) (JobRecord, error) {
+	b, err := bucket(tx, bucketJobs)
+	if err != nil {
+		return JobRecord{}, err
+	}
+	v := b.Get([]byte(id))
+	if v == nil {
+		return JobRecord{}, fmt.Errorf("job %q: %w", id, ErrNotFound)
+	}
+	rec, err := decodeJobRecord(v)
+	if err != nil {
+		return JobRecord{}, fmt.Errorf("job %q: %w", id, err)
+	}
+	return rec, nil
+}
+
+// putJob writes an encoded job and keeps the indexes in step.
+func putJob(tx *bolt.Tx, rec JobRecord, enc []byte) error {
+	jobs, err := bucket(tx, bucketJobs)
+	if err != nil {
+		return err
+	}
+	if err := unindexJob(tx, rec.ID()); err != nil {
+		return err
+	}
+	if err := jobs.Put([]byte(rec.ID()), enc); err != nil {
+		return err
+	}
+	return indexJob(tx, rec)
+}
+
+func indexJob(tx *bolt.Tx, rec JobRecord) error {
+	byState, err := bucket(tx, bucketJobsByState)
+	if err != nil {
+		return err
+	}
+	byUser, err := bucket(tx, bucketJobsByUser)
+	if err != nil {
+		return err
+	}
+	if err := byState.Put(stateKey(rec.Job.GetState(), rec.ID()), nil); err != nil {
+		return err
+	}
+	return byUser.Put(userKey(rec.Job.GetSpec().GetUser(), rec.ID()), nil)
+}
+
+// unindexJob removes the index entries of the stored version of a job, if
+// any.
+func unindexJob(tx *bolt.Tx, id string) error {
+	old, err := getJob(tx, id)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
+		// Nothing to clean, or nothing we can read: a stale index entry is
+		// harmless, since ListJobs checks every candidate's record.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	byState, err := bucket(tx, bucketJobsByState)
+	if err != nil {
+		return err
+	}
+	byUser, err := bucket(tx, bucketJobsByUser)
+	if err != nil {
+		return err
+	}
+	if err := byState.Delete(stateKey(old.Job.GetState(), id)); err != nil {
+		return err
+	}
+	return byUser.Delete(userKey(old.Job.GetSpec().GetUser(), id))
+}
+
+func deleteJob(tx *bolt.Tx, id string) error {
+	old, err := getJob(tx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	if err := unindexJob(tx, id); err != nil {
+		return err
+	}
+	if old.IdempotencyKey != "" {
+		idem, err := bucket(tx, bucketIdempotency)
+		if err != nil {
+			return err
+		}
+		if v := idem.Get([]byte(old.IdempotencyKey)); v != nil {
+			if ir, err := decodeIdempotency(old.IdempotencyKey, v); err != nil || ir.JobID == id {
+				if err := idem.Delete([]byte(old.IdempotencyKey)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	jobs, err := bucket(tx, bucketJobs)
+	if err != nil {
+		return err
+	}
+	return jobs.Delete([]byte(id))
+}
+
+// PutJob implements JobStore.
+func (s *BoltStore) PutJob(ctx context.Context, rec JobRecord) error {
+	return s.Apply(ctx, Changes{PutJobs: []JobRecord{rec}})
+}
+
+// PutJobIfNewKey implements JobStore.
+func (s *BoltStore) PutJobIfNewKey(ctx context.Context, key string, bodyHash []byte, rec JobRecord) (JobRecord, bool, error) {
+	if key == "" {
+		return JobRecord{}, false, fmt.Errorf("empty idempotency key: %w", ErrInvalid)
+	}
+	rec.IdempotencyKey, rec.BodyHash = key, slices.Clone(bodyHash)
+	enc, err := encodeJobRecord(rec)
+	if err != nil {
+		return JobRecord{}, false, err
+	}
+	ienc, err := encodeIdempotency(IdempotencyRecord{JobID: rec.ID(), BodyHash: bodyHash, CreatedAt: keyCreatedAt(rec)})
+	if err != nil {
+		return JobRecord{}, false, err
+	}
+	var (
+		stored  JobRecord
+		created bool
+	)
+	err = s.batch(ctx, func(tx *bolt.Tx) error {
+		stored, created = JobRecord{}, false // fn may run twice
+		idem, err := bucket(tx, bucketIdempotency)
+		if err != nil {
+			return err
+		}
+		if v := idem.Get([]byte(key)); v != nil {
+			ir, err := decodeIdempotency(key, v)
+			if err != nil {
+				return fmt.Errorf("idempotency key %q: %w", key, err)
+			}
+			existing, err := getJob(tx, ir.JobID)
+			switch {
+			case err == nil:
+				if !bytes.Equal(ir.BodyHash, bodyHash) {
+					return fmt.Errorf("key %q (job %s): %w", key, ir.JobID, ErrIdempotencyConflict)
+				}
+				stored = existing
+				return nil
+			case !errors.Is(err, ErrNotFound):
+				return err
+			}
+			// A key whose job is gone no longer protects anything: reuse it.
+		}
+		if _, err := getJob(tx, rec.ID()); err == nil {
+			return fmt.Errorf("job %q: %w", rec.ID(), ErrJobExists)
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err := putJob(tx, rec, enc); err != nil {
+			return err
+		}
+		if err := idem.Put([]byte(key), ienc); err != nil {
+			return err
+		}
+		stored, created = rec, true
+		return nil
+	})
+	if err != nil {
+		return JobRecord{}, false, err
+	}
+	if created {
+		// Return a copy the caller owns, as decoded from what was written.
+		stored, err = decodeJobRecord(enc)
+	}
+	return stored, created, err
+}
+
+// DeleteJob implements JobStore.
+func (s *BoltStore) DeleteJob(ctx context.Context, id string) error {
+	return s.Apply(ctx, Changes{DeleteJobs: []string{id}})
+}
+
+// ListJobs implements JobStore. It walks the user index when a user is
+// given, the state index when only states are given, and the jobs bucket
+// otherwise; all three are ordered by job id.
+func (s *BoltStore) ListJobs(ctx context.Context, q JobQuery) ([]JobRecord, string, error) {
+	after, err := q.after()
+	if err != nil {
+		return nil, "", err
+	}
+	size := q.pageSize()
+	var (
+		out  []JobRecord
+		next string
+	)
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		ids, err := jobIDs(tx, q, after)
+		if err != nil {
+			return err
+		}
+		for id, ok := ids(); ok; id, ok = ids() {
+			rec, err := getJob(tx, id)
+			if errors.Is(err, ErrNotFound) {
+				continue // a stale index entry
+			}
+			if err != nil {
+				return err
+			}
+			if !q.matches(rec.Job) {
+				continue
+			}
+			if len(out) == size {
+				next = q.makePageToken(out[len(out)-1].ID())
+				return nil
+			}
+			out = append(out, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// jobIDs returns an iterator over candidate job ids > after in ascending
+// order: a superset of the jobs matching q, chosen from the best index.
+func jobIDs(tx *bolt.Tx, q JobQuery, after string) (func() (string, bool), error) {
+	switch {
+	case q.User != "":
+		b, err := bucket(tx, bucketJobsByUser)
+		if err != nil {
+			return nil, err
+		}
+		return prefixIDs(b.Cursor(), userKey(q.User, ""), after), nil
+	case len(q.States) > 0:
+		b, err := bucket(tx, bucketJobsByState)
+		if err != nil {
+			return nil, err
+		}
+		states := slices.Clone(q.States)
+		slices.Sort(states)
+		states = slices.Compact(states)
+		var its []func() (string, bool)
+		for _, st := range states {
+			its = append(its, prefixIDs(b.Cursor(), stateKey(st, ""), after))
+		}
+		return mergeIDs(its), nil
+	default:
+		b, err := bucket(tx, bucketJobs)
+		if err != nil {
+			return nil, err
+		}
+		return prefixIDs(b.Cursor(), nil, after), nil
+	}
+}
+
+// prefixIDs iterates the keys of c that start with prefix and whose rest (a
+// job id) is > after, yielding the rest.
+func prefixIDs(c *bolt.Cursor, prefix []byte, after string) func() (string, bool) {
+	seek := append(slices.Clone(prefix), after...)
+	k, _ := c.Seek(seek)
+	if k != nil && after != "" && bytes.Equal(k, seek) {
+		k, _ = c.Next()
+	}
+	return func() (string, bool) {
+		if k == nil || !bytes.HasPrefix(k, prefix) {
+			return "", false
+		}
+		id := string(k[len(prefix):])
+		k, _ = c.Next()
+		return id, true
+	}
+}
+
+// mergeIDs merges ascending iterators of distinct ids into one.
+func mergeIDs(its []func() (string, bool)) func() (string, bool) {
+	heads := make([]string, len(its))
+	live := make([]bool, len(its))
+	for i, it := range its {
+		heads[i], live[i] = it()
+	}
+	return func() (string, bool) {
+		best := -1
+		for i := range its {
+			if live[i] && (best < 0 || heads[i] < heads[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return "", false
+		}
+		id := heads[best]
+		heads[best], live[best] = its[best]()
+		return id, true
+	}
+}
+
+// GetReservation implements ReservationStore.
+func (s *BoltStore) GetReservation(ctx context.Context, id string) (ReservationRecord, error) {
+	var r ReservationRecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketReservations)
+		if err != nil {
+			return err
+		}
+		v := b.Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("reservation %q: %w", id, ErrNotFound)
+		}
+		r, err = decodeReservation(v)
+		return err
+	})
+	return r, err
+}
+
+// PutReservation implements ReservationStore.
+func (s *BoltStore) PutReservation(ctx context.Context, r ReservationRecord) error {
+	return s.Apply(ctx, Changes{PutReservations: []ReservationRecord{r}})
+}
+
+// DeleteReservation implements ReservationStore.
+func (s *BoltStore) DeleteReservation(ctx context.Context, id string) error {
+	return s.Apply(ctx, Changes{DeleteReservations: []string{id}})
+}
+
+// ListReservations implements ReservationStore.
+func (s *BoltStore) ListReservations(ctx context.Context) ([]ReservationRecord, error) {
+	var out []ReservationRecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketReservations)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
+			r, err := decodeReservation(v)
+			if err != nil {
+				return fmt.Errorf("reservation %q: %w", k, err)
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// GetSLAOutcome implements SLAStore.
+func (s *BoltStore) GetSLAOutcome(ctx context.Context, jobID string) (SLARecord, error) {
+	var r SLARecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketSLA)
+		if err != nil {
+			return err
+		}
+		v := b.Get([]byte(jobID))
+		if v == nil {
+			return fmt.Errorf("SLA of job %q: %w", jobID, ErrNotFound)
+		}
+		r, err = decodeSLA(v)
+		return err
+	})
+	return r, err
+}
+
+// PutSLAOutcome implements SLAStore.
+func (s *BoltStore) PutSLAOutcome(ctx context.Context, r SLARecord) error {
+	return s.Apply(ctx, Changes{PutSLAOutcomes: []SLARecord{r}})
+}
+
+// ListSLAOutcomes implements SLAStore.
+func (s *BoltStore) ListSLAOutcomes(ctx context.Context) ([]SLARecord, error) {
+	var out []SLARecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketSLA)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
+			r, err := decodeSLA(v)
+			if err != nil {
+				return fmt.Errorf("SLA of job %q: %w", k, err)
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// GetStats implements StatsStore.
+func (s *BoltStore) GetStats(ctx context.Context, name string) ([]byte, error) {
+	var blob []byte
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketStats)
+		if err != nil {
+			return err
+		}
+		v := b.Get([]byte(name))
+		if v == nil {
+			return fmt.Errorf("statistics %q: %w", name, ErrNotFound)
+		}
+		if len(v) == 0 || v[0] != recordFormat {
+			return fmt.Errorf("statistics %q: %w", name, ErrCorrupt)
+		}
+		blob = slices.Clone(v[1:])
+		return nil
+	})
+	return blob, err
+}
+
+// PutStats implements StatsStore.
+func (s *BoltStore) PutStats(ctx context.Context, name string, blob []byte) error {
+	return s.Apply(ctx, Changes{PutStats: map[string][]byte{name: blob}})
+}
+
+// GetIdempotencyKey implements IdempotencyStore.
+func (s *BoltStore) GetIdempotencyKey(ctx context.Context, key string) (IdempotencyRecord, error) {
+	var r IdempotencyRecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketIdempotency)
+		if err != nil {
+			return err
+		}
+		v := b.Get([]byte(key))
+		if v == nil {
+			return fmt.Errorf("idempotency key %q: %w", key, ErrNotFound)
+		}
+		r, err = decodeIdempotency(key, v)
+		return err
+	})
+	return r, err
+}
+
+// PruneIdempotencyKeys implements IdempotencyStore.
+func (s *BoltStore) PruneIdempotencyKeys(ctx context.Context, before time.Time) (int, error) {
+	var n int
+	err := s.batch(ctx, func(tx *bolt.Tx) error {
+		n = 0
+		b, err := bucket(tx, bucketIdempotency)
+		if err != nil {
+			return err
+		}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; {
+			r, err := decodeIdempotency(string(k), v)
+			if err != nil {
+				return fmt.Errorf("idempotency key %q: %w", k, err)
+			}
+			if !r.CreatedAt.Before(before) {
+				k, v = c.Next()
+				continue
+			}
+			// Cursor.Delete leaves the cursor on the next item in bbolt, but
+			// re-seeking is the documented-safe way to continue.
+			next := slices.Clone(k)
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			n++
+			k, v = c.Seek(next)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// SchemaVersion implements MetaStore.
+func (s *BoltStore) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		v, err = schemaVersion(tx)
+		return err
+	})
+	return v, err
+}
+
+// GetMeta implements MetaStore.
+func (s *BoltStore) GetMeta(ctx context.Context, key string) (string, error) {
+	var val string
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketMeta)
+		if err != nil {
+			return err
+		}
+		v := b.Get(append(slices.Clone(metaUserPrefix), key...))
+		if v == nil {
+			return fmt.Errorf("meta %q: %w", key, ErrNotFound)
+		}
+		val = string(v)
+		return nil
+	})
+	return val, err
+}
+
+// PutMeta implements MetaStore.
+func (s *BoltStore) PutMeta(ctx context.Context, key, value string) error {
+	if key == "" {
+		return fmt.Errorf("empty meta key: %w", ErrInvalid)
+	}
+	return s.batch(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketMeta)
+		if err != nil {
+			return err
+		}
+		return b.Put(append(slices.Clone(metaUserPrefix), key...), []byte(value))
+	})
+}
+
+// NextSequence implements MetaStore.
+func (s *BoltStore) NextSequence(ctx context.Context) (uint64, error) {
+	var n uint64
+	err := s.batch(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketMeta)
+		if err != nil {
+			return err
+		}
+		n, err = b.NextSequence()
+		return err
+	})
+	return n, err
+}
+
+// Apply implements Store.
+func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
+	if err := validateChanges(c); err != nil {
+		return err
+	}
+	type enc struct {
+		key, val []byte
+	}
+	encode := func(n int, f func(i int) (string, []byte, error)) ([]enc, error) {
+		out := make([]enc, 0, n)
+		for i := range n {
+			k, v, err := f(i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, enc{[]byte(k), v})
+		}
+		return out, nil
+	}
+	jobs, err := encode(len(c.PutJobs), func(i int) (string, []byte, error) {
+		b, err := encodeJobRecord(c.PutJobs[i])
+		return c.PutJobs[i].ID(), b, err
+	})
+	if err != nil {
+		return err
+	}
+	res, err := encode(len(c.PutReservations), func(i int) (string, []byte, error) {
+		b, err := encodeReservation(c.PutReservations[i])
+		return c.PutReservations[i].ID, b, err
+	})
+	if err != nil {
+		return err
+	}
+	sla, err := encode(len(c.PutSLAOutcomes), func(i int) (string, []byte, error) {
+		b, err := encodeSLA(c.PutSLAOutcomes[i])
+		return c.PutSLAOutcomes[i].JobID, b, err
+	})
+	if err != nil {
+		return err
+	}
+	return s.batch(ctx, func(tx *bolt.Tx) error {
+		for _, id := range c.DeleteJobs {
+			if err := deleteJob(tx, id); err != nil {
+				return err
+			}
+		}
+		for i, e := range jobs {
+			if err := putJob(tx, c.PutJobs[i], e.val); err != nil {
+				return err
+			}
+		}
+		rb, err := bucket(tx, bucketReservations)
+		if err != nil {
+			return err
+		}
+		for _, id := range c.DeleteReservations {
+			if err := rb.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		for _, e := range res {
+			if err := rb.Put(e.key, e.val); err != nil {
+				return err
+			}
+		}
+		sb, err := bucket(tx, bucketSLA)
+		if err != nil {
+			return err
+		}
+		for _, e := range sla {
+			if err := sb.Put(e.key, e.val); err != nil {
+				return err
+			}
+		}
+		stb, err := bucket(tx, bucketStats)
+		if err != nil {
+			return err
+		}
+		for name, blob := range c.PutStats {
+			if err := stb.Put([]byte(name), append([]byte{recordFormat}, blob...)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

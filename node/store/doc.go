@@ -1,0 +1,76 @@
+// Package store keeps the durable state of one site node: its jobs, the
+// reservations of its plan, the outcomes of its SLAs, the runtime statistics
+// of its overbooking model, the idempotency keys of submissions and a little
+// metadata.
+//
+// # Basics
+//
+// [Store] is the interface the node uses. It is split by aggregate
+// ([JobStore], [ReservationStore], [SLAStore], [StatsStore],
+// [IdempotencyStore], [MetaStore]) so that a consumer can ask for only the
+// part it needs. Two implementations pass the same conformance test:
+//
+//   - [BoltStore], the durable one: one bbolt file at <data dir>/fedsched.db
+//     ([Path]), opened by [OpenBolt]. The file is locked: a second OpenBolt of
+//     the same file (from another process, or from this one) fails after
+//     Options.LockTimeout with [ErrLocked].
+//   - [MemStore], in memory, for tests of the node and for the simulator.
+//
+// Records are plain Go structs ([JobRecord], [ReservationRecord],
+// [SLARecord], [IdempotencyRecord]); a JobRecord carries the API's
+// fedschedv1.Job message, which is the authoritative state of a job. The
+// store copies every record it is given and every record it returns: callers
+// own what they pass and what they get.
+//
+// Several changes that must happen together (a job accepted with its
+// reservation, a job ended with its SLA outcome) go through [Store.Apply] in
+// one transaction.
+//
+// # Encoding
+//
+// Every value is one byte of record format (currently 1) followed by a
+// protobuf message: fedschedv1.Job inside the store's own record messages
+// (node/store/internal/storepb/records.proto). Protobuf rather than JSON
+// because the job already is a protobuf message (one schema, no second
+// mapping to keep in sync), because its evolution rules (new field numbers,
+// unknown fields kept) let an older node read a newer record, and because it
+// is compact and fast. Decoding a corrupted value returns an error wrapping
+// [ErrCorrupt]; it never panics (see FuzzDecodeJobRecord).
+//
+// # Durability
+//
+// Every method that writes returns only after the write is durable: BoltStore
+// commits through bbolt's DB.Batch, and every bbolt commit writes the pages
+// and then the meta page with an fdatasync(2) after each (bbolt's NoSync is
+// never set). Concurrent writers are coalesced into one transaction and one
+// pair of syncs, after waiting at most Options.MaxBatchDelay (1 ms by
+// default), which is what gives throughput when many submissions arrive at
+// once. A node may
+// therefore acknowledge a request as soon as the store method returns.
+//
+// # Idempotency
+//
+// [JobStore.PutJobIfNewKey] stores a job under a client's idempotency key
+// atomically: the same key with the same body hash returns the job stored
+// first (created == false); the same key with a different body hash fails
+// with [ErrIdempotencyConflict], which the node maps to gRPC ALREADY_EXISTS
+// (the key already names another request; retrying cannot succeed, and
+// INVALID_ARGUMENT would wrongly say the request is bad in itself). Keys are
+// kept until [IdempotencyStore.PruneIdempotencyKeys] removes them.
+//
+// # Schema versions
+//
+// The bbolt layout has a version, kept in the "meta" bucket. [OpenBolt]
+// migrates an older file forward through an ordered list of migrations, in
+// one transaction, after copying the file to <path>.v<N>.<time>.bak. A file
+// newer than this code fails with [ErrSchemaTooNew]. Version history:
+//
+//	1: buckets meta, jobs, reservations, sla, stats, idempotency.
+//	2: adds the indexes jobs_by_state and jobs_by_user for ListJobs.
+//
+// # Caveats
+//
+// Job ids are ordered bytewise: ListJobs pages in that order, so the node
+// should make ids whose byte order is submission order (fixed-width
+// sequence numbers). A user name must not contain a NUL byte.
+package store

@@ -1,0 +1,270 @@
+package store
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fedsched/fedsched/node/store/internal/storepb"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// recordFormat is the first byte of every stored value: 1 = a storepb
+// message in protobuf wire format.
+const recordFormat byte = 1
+
+func marshalRecord(m proto.Message) ([]byte, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", m, err)
+	}
+	return append([]byte{recordFormat}, b...), nil
+}
+
+func unmarshalRecord(b []byte, m proto.Message) error {
+	if len(b) == 0 {
+		return fmt.Errorf("empty value: %w", ErrCorrupt)
+	}
+	if b[0] != recordFormat {
+		return fmt.Errorf("unknown record format %d: %w", b[0], ErrCorrupt)
+	}
+	if err := proto.Unmarshal(b[1:], m); err != nil {
+		return fmt.Errorf("decode %T: %v: %w", m, err, ErrCorrupt)
+	}
+	return nil
+}
+
+func ts(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func fromTS(t *timestamppb.Timestamp) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.AsTime()
+}
+
+func validateJob(rec JobRecord) error {
+	if rec.Job == nil {
+		return fmt.Errorf("job record without a job: %w", ErrInvalid)
+	}
+	if rec.Job.GetId() == "" {
+		return fmt.Errorf("job without an id: %w", ErrInvalid)
+	}
+	if strings.IndexByte(rec.Job.GetSpec().GetUser(), 0) >= 0 {
+		return fmt.Errorf("job %s: user name contains NUL: %w", rec.Job.GetId(), ErrInvalid)
+	}
+	return nil
+}
+
+// encodeJobRecord encodes a validated job record.
+func encodeJobRecord(rec JobRecord) ([]byte, error) {
+	if err := validateJob(rec); err != nil {
+		return nil, err
+	}
+	return marshalRecord(&storepb.JobRecord{
+		Job:            rec.Job,
+		IdempotencyKey: rec.IdempotencyKey,
+		BodyHash:       rec.BodyHash,
+	})
+}
+
+// decodeJobRecord decodes a stored job. It returns an error wrapping
+// ErrCorrupt for any value that is not a well-formed job record, and never
+// panics.
+func decodeJobRecord(b []byte) (JobRecord, error) {
+	var m storepb.JobRecord
+	if err := unmarshalRecord(b, &m); err != nil {
+		return JobRecord{}, err
+	}
+	if m.GetJob() == nil || m.GetJob().GetId() == "" {
+		return JobRecord{}, fmt.Errorf("job record without a job id: %w", ErrCorrupt)
+	}
+	return JobRecord{Job: m.Job, IdempotencyKey: m.IdempotencyKey, BodyHash: m.BodyHash}, nil
+}
+
+func validateReservation(r ReservationRecord) error {
+	if r.ID == "" {
+		return fmt.Errorf("reservation without an id: %w", ErrInvalid)
+	}
+	return nil
+}
+
+func encodeReservation(r ReservationRecord) ([]byte, error) {
+	if err := validateReservation(r); err != nil {
+		return nil, err
+	}
+	return marshalRecord(&storepb.ReservationRecord{
+		Id: r.ID, JobId: r.JobID, Procs: int32(r.Procs),
+		Start: ts(r.Start), End: ts(r.End),
+		Overbooked: r.Overbooked, Fixed: r.Fixed, Note: r.Note,
+	})
+}
+
+func decodeReservation(b []byte) (ReservationRecord, error) {
+	var m storepb.ReservationRecord
+	if err := unmarshalRecord(b, &m); err != nil {
+		return ReservationRecord{}, err
+	}
+	return ReservationRecord{
+		ID: m.Id, JobID: m.JobId, Procs: int(m.Procs),
+		Start: fromTS(m.Start), End: fromTS(m.End),
+		Overbooked: m.Overbooked, Fixed: m.Fixed, Note: m.Note,
+	}, nil
+}
+
+func validateSLA(r SLARecord) error {
+	if r.JobID == "" {
+		return fmt.Errorf("SLA record without a job id: %w", ErrInvalid)
+	}
+	return nil
+}
+
+func encodeSLA(r SLARecord) ([]byte, error) {
+	if err := validateSLA(r); err != nil {
+		return nil, err
+	}
+	return marshalRecord(&storepb.SlaRecord{
+		JobId: r.JobID, Outcome: r.Outcome, Fee: r.Fee, Penalty: r.Penalty,
+		Pof: r.PoF, DecideTime: ts(r.DecidedAt),
+	})
+}
+
+func decodeSLA(b []byte) (SLARecord, error) {
+	var m storepb.SlaRecord
+	if err := unmarshalRecord(b, &m); err != nil {
+		return SLARecord{}, err
+	}
+	return SLARecord{
+		JobID: m.JobId, Outcome: m.Outcome, Fee: m.Fee, Penalty: m.Penalty,
+		PoF: m.Pof, DecidedAt: fromTS(m.DecideTime),
+	}, nil
+}
+
+func encodeIdempotency(r IdempotencyRecord) ([]byte, error) {
+	return marshalRecord(&storepb.IdempotencyRecord{
+		JobId: r.JobID, BodyHash: r.BodyHash, CreateTime: ts(r.CreatedAt),
+	})
+}
+
+func decodeIdempotency(key string, b []byte) (IdempotencyRecord, error) {
+	var m storepb.IdempotencyRecord
+	if err := unmarshalRecord(b, &m); err != nil {
+		return IdempotencyRecord{}, err
+	}
+	return IdempotencyRecord{Key: key, JobID: m.JobId, BodyHash: m.BodyHash, CreatedAt: fromTS(m.CreateTime)}, nil
+}
+
+// keyCreatedAt is the creation time recorded for an idempotency key.
+func keyCreatedAt(rec JobRecord) time.Time {
+	if t := rec.Job.GetSubmitTime(); t != nil {
+		return t.AsTime()
+	}
+	return time.Now().UTC()
+}
+
+// validateChanges checks every record of c before anything is written.
+func validateChanges(c Changes) error {
+	for _, j := range c.PutJobs {
+		if err := validateJob(j); err != nil {
+			return err
+		}
+	}
+	for _, id := range c.DeleteJobs {
+		if id == "" {
+			return fmt.Errorf("delete job without an id: %w", ErrInvalid)
+		}
+	}
+	for _, r := range c.PutReservations {
+		if err := validateReservation(r); err != nil {
+			return err
+		}
+	}
+	for _, id := range c.DeleteReservations {
+		if id == "" {
+			return fmt.Errorf("delete reservation without an id: %w", ErrInvalid)
+		}
+	}
+	for _, r := range c.PutSLAOutcomes {
+		if err := validateSLA(r); err != nil {
+			return err
+		}
+	}
+	for name := range c.PutStats {
+		if name == "" {
+			return fmt.Errorf("statistics blob without a name: %w", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// matches reports whether a job passes the filters of q.
+func (q JobQuery) matches(job *fedschedv1.Job) bool {
+	if q.User != "" && job.GetSpec().GetUser() != q.User {
+		return false
+	}
+	return len(q.States) == 0 || slices.Contains(q.States, job.GetState())
+}
+
+func (q JobQuery) pageSize() int {
+	switch {
+	case q.PageSize <= 0:
+		return DefaultPageSize
+	case q.PageSize > MaxPageSize:
+		return MaxPageSize
+	}
+	return q.PageSize
+}
+
+// Page tokens are opaque to clients: base64url of
+// [format 1][8-byte digest of the filters][id of the last job returned].
+const pageTokenFormat byte = 1
+
+func (q JobQuery) filterDigest() uint64 {
+	states := slices.Clone(q.States)
+	slices.Sort(states)
+	states = slices.Compact(states)
+	h := fnv.New64a()
+	for _, s := range states {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(s))
+		h.Write(b[:])
+	}
+	h.Write([]byte{0})
+	h.Write([]byte(q.User))
+	return h.Sum64()
+}
+
+func (q JobQuery) makePageToken(lastID string) string {
+	b := make([]byte, 9, 9+len(lastID))
+	b[0] = pageTokenFormat
+	binary.BigEndian.PutUint64(b[1:], q.filterDigest())
+	b = append(b, lastID...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// after returns the id after which the page starts ("" for the first page).
+func (q JobQuery) after() (string, error) {
+	if q.PageToken == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(q.PageToken)
+	if err != nil || len(b) < 10 || b[0] != pageTokenFormat {
+		return "", ErrInvalidPageToken
+	}
+	if binary.BigEndian.Uint64(b[1:9]) != q.filterDigest() {
+		return "", fmt.Errorf("token was made for other filters: %w", ErrInvalidPageToken)
+	}
+	return string(b[9:]), nil
+}
