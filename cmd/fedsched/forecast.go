@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -17,9 +21,12 @@ import (
 type forecastFlags struct {
 	trace   string
 	jsonOut string
+	jobsCSV string
 	chain   string
 	selectB string
 	noCap   bool
+	logAR   bool
+	unwCV   bool
 	skipBad bool
 }
 
@@ -45,10 +52,13 @@ fractions (0.05 = 5 %) in the JSON and percentages in the table.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.trace, "trace", "", traceFlagHelp+"; names are case-insensitive")
-	fl.StringVar(&f.jsonOut, "json", "", "write the report as JSON to this file ('-' for stdout)")
+	fl.StringVar(&f.jsonOut, "json", "", "write the report as JSON to this file ('-' for stdout, instead of the table)")
+	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per evaluated job (id, submit, actual, estimate, forecast, ape, predictor, partition, cold_start) to this file")
 	fl.StringVar(&f.chain, "chain", "", "fixed partition chain instead of the automated search, finest first, comma-separated, e.g. user+estimate,user (attributes: user, group, app, queue, procs, estimate, week, weekday, hour)")
 	fl.StringVar(&f.selectB, "select", forecast.DefaultConfig().SelectBy.String(), "error measure that picks each partition's predictor: mae (the thesis's), ape or log")
 	fl.BoolVar(&f.noCap, "no-cap", false, "do not cap forecasts at the user's estimate")
+	fl.BoolVar(&f.logAR, "log-space", false, "fit AR and ARMA to log(runtime) instead of runtime")
+	fl.BoolVar(&f.unwCV, "unweighted-cv", false, "score partitionings by the thesis's unweighted mean CV over partitions instead of weighting by partition size")
 	fl.BoolVar(&f.skipBad, "skip-malformed", false, "skip and count malformed trace lines instead of failing")
 	return cmd
 }
@@ -67,6 +77,8 @@ func runForecast(cmd *cobra.Command, f forecastFlags) error {
 	}
 	cfg.Forecaster.SelectBy = sel
 	cfg.Forecaster.CapAtEstimate = !f.noCap
+	cfg.Forecaster.Predictor.LogSpace = f.logAR
+	cfg.Forecaster.Search.Weighted = !f.unwCV
 	if f.chain != "" {
 		cfg.Forecaster.NoSearch = true
 		for _, part := range strings.Split(f.chain, ",") {
@@ -84,12 +96,24 @@ func runForecast(cmd *cobra.Command, f forecastFlags) error {
 		return err
 	}
 	cfg.Forecaster.Search.Epoch = forecast.EpochFromHeader(tr.Header)
+	cfg.KeepJobs = f.jobsCSV != ""
 	rep, err := forecast.Evaluate(forecast.FromSWF(tr.Jobs), cfg)
+	if errors.Is(err, forecast.ErrNoJobs) {
+		return fmt.Errorf("InvalidArgument: trace %s (forecasts are evaluated against user estimates): %w", tr.Name, err)
+	}
 	if err != nil {
 		return fmt.Errorf("forecast %s: %w", tr.Name, err)
 	}
+	if f.jobsCSV != "" {
+		if err := writeForecastCSV(f.jobsCSV, rep.PerJob); err != nil {
+			return err
+		}
+		rep.PerJob = nil // not in the JSON: the CSV has them
+	}
 	out := forecastReport{Trace: tr.Name, Report: rep}
-	printForecastTable(cmd.OutOrStdout(), out)
+	if f.jsonOut != "-" {
+		printForecastTable(cmd.OutOrStdout(), out)
+	}
 	if f.jsonOut != "" {
 		b, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
@@ -127,7 +151,8 @@ func printForecastTable(w io.Writer, r forecastReport) {
 	fmt.Fprintf(tw, "unpartitioned (%s)\t%s\t%s\t%s\t\n", r.Unpartitioned.Predictor, pct(r.Unpartitioned.P25), pct(r.Unpartitioned.P50), pct(r.Unpartitioned.P75))
 	fmt.Fprintf(tw, "per-partition MdAPE (%d sequences)\t%s\t%s\t%s\t\n", r.Partitions.Sequences, pct(r.Partitions.P25), pct(r.Partitions.P50), pct(r.Partitions.P75))
 	tw.Flush()
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "\nratio samples (actual/estimate distribution, %d jobs): actual below p10 %s, below p50 %s, above p90 %s\n\n",
+		r.Ratios.Jobs, pct(r.Ratios.BelowP10), pct(r.Ratios.BelowP50), pct(r.Ratios.AboveP90))
 
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "predictor\tpercent best\tchosen\tMdAPE alone\tMdAPE unpartitioned\t\n")
@@ -139,4 +164,28 @@ func printForecastTable(w io.Writer, r forecastReport) {
 		fmt.Fprintf(tw, "%s\t%.1f %%\t%.1f %%\t%s\t%s\t\n", name, p.PercentBest, p.PercentChosen, pct(p.MdAPE), pct(r.Unpartitioned.ByPredictor[name]))
 	}
 	tw.Flush()
+}
+
+// writeForecastCSV writes the per-job results of an evaluation.
+func writeForecastCSV(path string, jobs []forecast.JobResult) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("jobs csv: %w", err)
+	}
+	w := csv.NewWriter(fh)
+	w.Write([]string{"id", "submit", "actual", "estimate", "forecast", "ape", "predictor", "partition", "cold_start"}) //nolint:errcheck // checked by Flush
+	for _, j := range jobs {
+		w.Write([]string{ //nolint:errcheck // checked by Flush
+			strconv.FormatInt(j.ID, 10), strconv.FormatInt(j.Submit, 10), strconv.FormatInt(j.Actual, 10),
+			strconv.FormatInt(j.Estimate, 10), strconv.FormatFloat(j.Forecast, 'f', 1, 64),
+			strconv.FormatFloat(math.Abs(float64(j.Actual)-j.Forecast)/float64(j.Actual), 'f', 4, 64),
+			j.Predictor, j.Partition, strconv.FormatBool(j.ColdStart),
+		})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		fh.Close()
+		return fmt.Errorf("jobs csv: %w", err)
+	}
+	return fh.Close()
 }
