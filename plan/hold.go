@@ -39,6 +39,7 @@ func (s *Site) Hold(now int64, j Job, expires int64) Placement {
 		return pl
 	}
 	s.seq++
+	s.inOrder++ // joins the queue through enqueue, at Confirm
 	e := &entry{job: j, seq: s.seq}
 	if err := s.reserve(e, pl); err != nil {
 		return Placement{Reason: ReasonRejectedNoGap}
@@ -71,7 +72,7 @@ func (s *Site) Confirm(now int64, id int64) (Placement, error) {
 		}
 		h.e.place = Placement{Reason: ReasonQueued}
 	}
-	s.waiting = append(s.waiting, h.e)
+	s.enqueue(h.e)
 	return h.e.place, nil
 }
 

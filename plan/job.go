@@ -10,6 +10,9 @@ import (
 // deadline (Deadline == Forever) is best-effort. Fee and Penalty are the
 // SLA's money, used by admission tests that weigh risk; User, Group and App
 // key runtime statistics.
+//
+// Under the deadline policies (EDF, LTTR) the deadline is soft: it orders
+// the queue, and a job that can no longer meet it still runs.
 type Job struct {
 	ID       int64
 	Procs    int
@@ -21,6 +24,12 @@ type Job struct {
 	User     string
 	Group    string
 	App      string
+	// Forecast is a runtime forecast in seconds made when the job was
+	// submitted (by the driver, e.g. from forecast.Forecaster); 0 (or
+	// less) means none: use Estimate. Only LTTR reads it, for its key
+	// deadline − forecast. The job is still reserved, and killed, at its
+	// estimate.
+	Forecast int64
 }
 
 // Window is the job's reservation window limits.
@@ -45,9 +54,21 @@ const (
 	// LIST: list scheduling: whenever processors are free, start the first
 	// waiting job, in submission order, that fits now; no reservations.
 	LIST
+	// EDF: earliest deadline first. EASY backfilling with the queue kept in
+	// deadline order (ties: submission order; jobs without a deadline
+	// last) instead of submission order. Deadlines are soft.
+	EDF
+	// LTTR: latest time to run first (Lazarević 2008, Eq. 6.1). As EDF,
+	// with the queue in order of deadline − forecast (Job.Forecast, else
+	// the estimate): the latest start that still meets the deadline.
+	LTTR
 )
 
-var policyNames = [...]string{"conservative", "easy", "fcfs", "list"}
+var policyNames = [...]string{"conservative", "easy", "fcfs", "list", "edf", "lttr"}
+
+// DeadlineOrdered reports whether the policy orders its queue by the jobs'
+// deadlines (EDF, LTTR) rather than by submission.
+func (p Policy) DeadlineOrdered() bool { return p == EDF || p == LTTR }
 
 func (p Policy) String() string {
 	if p >= 0 && int(p) < len(policyNames) {

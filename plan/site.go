@@ -20,6 +20,9 @@ type Config struct {
 	// exploited. This is the thesis's conservative-backfilling baseline
 	// (Birkenheuer 2012, §2.7); it turns off re-planning.
 	KeepUntilEstimate bool
+	// TrackMoves makes the site remember which waiting reservations
+	// re-planning moved, for Moved. Drivers that store reservations set it.
+	TrackMoves bool
 	// NoGrowBack stops re-planning from extending the reservations of
 	// overbooked jobs back towards their full estimate.
 	NoGrowBack bool
@@ -67,13 +70,15 @@ type Site struct {
 	cfg     Config
 	adm     Admission
 	plan    *Plan
-	waiting []*entry // submission order
+	waiting []*entry // submission order; key order under EDF and LTTR (deadline.go)
 	running map[int64]*entry
 	ghosts  ghostHeap // reservations kept until their end (KeepUntilEstimate)
 	seq     int64
+	inOrder int64           // seq values handed out by paths that keep the queue in key order (deadline.go)
 	dirty   bool            // a job ended early since the last pass: re-plan
 	short   []*entry        // scratch: running jobs shorter than their estimate
 	holds   map[int64]*hold // tentative reservations backing quotes (hold.go)
+	moved   []int64         // waiting jobs whose reservation re-planning changed
 	out     []Decision
 	fixed   fixedSet // fixed reservations (fixed.go)
 }
@@ -83,7 +88,7 @@ func NewSite(cfg Config) (*Site, error) {
 	if cfg.Procs <= 0 {
 		return nil, fmt.Errorf("site with %d processors: %w", cfg.Procs, ErrInvalid)
 	}
-	if cfg.Policy < Conservative || cfg.Policy > LIST {
+	if cfg.Policy < Conservative || cfg.Policy > LTTR {
 		return nil, fmt.Errorf("site policy %v: %w", cfg.Policy, ErrInvalid)
 	}
 	adm := cfg.Admission
@@ -122,10 +127,11 @@ func (s *Site) Submit(now int64, j Job) Placement {
 		return Placement{Reason: ReasonRejectedTooWide}
 	}
 	s.seq++
+	s.inOrder++
 	e := &entry{job: j, seq: s.seq}
 	if s.cfg.Policy != Conservative {
 		e.place = Placement{Reason: ReasonQueued}
-		s.waiting = append(s.waiting, e)
+		s.enqueue(e)
 		return e.place
 	}
 	pl := s.adm.Admit(s.plan, &e.job, now)
@@ -202,11 +208,14 @@ func (s *Site) Pass(now int64) []Decision {
 		}
 		s.startDue(now)
 	case FCFS:
-		s.startQueued(now, false, false)
+		s.startQueued(now, false, false, false)
 	case EASY:
-		s.startQueued(now, true, true)
+		s.startQueued(now, true, true, false)
 	case LIST:
-		s.startQueued(now, true, false)
+		s.startQueued(now, true, false, false)
+	case EDF, LTTR:
+		s.sortQueue()
+		s.startQueued(now, true, true, true)
 	}
 	s.dirty = false
 	return s.out
@@ -231,6 +240,9 @@ func (s *Site) replan(now int64) {
 		pl := s.adm.Replan(s.plan, &e.job, now, cur)
 		if !pl.OK() || s.reserve(e, pl) != nil {
 			s.reserve(e, cur) //nolint:errcheck // cur was free a moment ago
+		}
+		if s.cfg.TrackMoves && (e.place.Start != cur.Start || e.place.End != cur.End) {
+			s.moved = append(s.moved, e.job.ID)
 		}
 	}
 	if s.cfg.NoGrowBack {
@@ -278,10 +290,12 @@ func (s *Site) start(e *entry) {
 }
 
 // startQueued runs the queue policies. The head starts while it fits now.
-// If backfill, later jobs that fit now start too; if protectHead (EASY), the
-// head first gets a reservation at its earliest fit so that nobody who
-// starts out of order can delay it.
-func (s *Site) startQueued(now int64, backfill, protectHead bool) {
+// If backfill, later jobs that fit now start too; if protectHead (EASY, EDF,
+// LTTR), the head first gets a reservation at its earliest fit so that
+// nobody who starts out of order can delay it. If soft (EDF, LTTR), the
+// jobs' deadlines do not bound their reservations: a job that can no longer
+// meet its deadline still starts.
+func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 	prof := s.plan.prof
 	k := 0
 	head := true
@@ -296,7 +310,14 @@ func (s *Site) startQueued(now int64, backfill, protectHead bool) {
 			break
 		}
 		if j.Procs <= free && prof.Fits(j.Procs, now, now+j.Estimate) {
-			if err := s.reserve(e, Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}); err == nil {
+			pl := Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}
+			var err error
+			if soft {
+				err = s.reserveSoft(e, pl)
+			} else {
+				err = s.reserve(e, pl)
+			}
+			if err == nil {
 				s.start(e)
 				continue
 			}

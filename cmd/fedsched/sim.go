@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/fedsched/fedsched/forecast"
 	"github.com/fedsched/fedsched/plan"
 	"github.com/fedsched/fedsched/sim"
 	"github.com/fedsched/fedsched/swf"
@@ -31,6 +32,9 @@ type simFlags struct {
 	sla      slaFlags
 	scenario string
 	fixed    []string
+	deadline string
+	forecast string
+	offered  float64
 }
 
 func newSimCmd() *cobra.Command {
@@ -44,14 +48,26 @@ utilisation, makespan, bounded slowdown and wait percentiles.
 
 Jobs are killed at the end of their reservation (the scheduler knows only
 estimates). A trace without estimates gets exact estimates (the actual
-runtime). --json writes the schema documented in docs/simulation.md.`,
+runtime). --json writes the schema documented in docs/simulation.md.
+
+The deadline policies (--policy edf, lttr) need deadlines: --deadline-model
+draws them from each job's actual runtime (uniform: submit + runtime x f,
+f ~ U[1, 10]; modal: rounded values 5 min .. 24 h), seeded by --seed. They
+are soft (a late job still runs) and any policy can be measured against
+them: the share of jobs that met their deadline and the mean tardiness are
+reported. LTTR orders by deadline - forecast; --forecast online (default)
+predicts each job at its submission from the jobs completed before it
+(docs/forecasting.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.trace, "trace", "", traceFlagHelp)
 	fl.IntVar(&f.procs, "procs", 0, "site size in processors (default: the trace header's MaxProcs, falling back to MaxNodes)")
-	fl.StringVar(&f.policy, "policy", "conservative", "queue policy: conservative, easy, fcfs or list")
+	fl.StringVar(&f.policy, "policy", "conservative", "queue policy: conservative, easy, fcfs, list, edf or lttr")
+	fl.StringVar(&f.deadline, "deadline-model", "", "give jobs soft deadlines drawn from their runtimes and report deadline metrics: uniform (f-model, f ~ U[1,10]), modal (rounded human values) or none (default: uniform with --policy edf|lttr, none otherwise)")
+	fl.Float64Var(&f.offered, "offered-load", 0, "scale the arrival times so that the offered load at actual runtimes is this (0.9 = 90 %; 0 keeps the trace's times); not with --strategy, which has --load")
+	fl.StringVar(&f.forecast, "forecast", "online", "runtime forecast of --policy lttr: online (forecaster fed the completions so far), estimate (the user's estimate) or oracle (the actual runtime: an upper bound, not a forecast)")
 	fl.BoolVar(&f.sanitize, "sanitize", false, "apply the five sanitisation rules of the federation study (see docs/simulation.md)")
 	fl.StringVar(&f.rule4, "rule4", "clip", "with --sanitize, jobs that ran past their estimate: clip (cut to the estimate) or drop")
 	fl.BoolVar(&f.skipBad, "skip-malformed", false, "skip and count malformed trace lines instead of failing")
@@ -70,6 +86,12 @@ type siteReport struct {
 	Policy  string `json:"policy"`
 	Dropped int    `json:"dropped"`
 	sim.Metrics
+	// DeadlineModel, Forecast and the deadline metrics appear with
+	// deadlines (--deadline-model, --policy edf|lttr).
+	OfferedLoad   float64 `json:"offered_load,omitempty"`
+	DeadlineModel string  `json:"deadline_model,omitempty"`
+	Forecast      string  `json:"forecast,omitempty"`
+	*sim.DeadlineMetrics
 	Sanitize *swf.SanitizeReport `json:"sanitize,omitempty"`
 	SLA      *slaReport          `json:"sla,omitempty"`
 	Fixed    *sim.FixedReport    `json:"fixed,omitempty"`
@@ -108,6 +130,9 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		return err
 	}
 	if f.sla.strategy != "" {
+		if f.offered != 0 || f.deadline != "" {
+			return fmt.Errorf("InvalidArgument: --offered-load and --deadline-model are for plain replays; SLA experiments (--strategy) set load (--load) and deadlines themselves")
+		}
 		return runSLA(cmd, f, tr, procs, standing)
 	}
 	jobs := tr.Jobs
@@ -124,7 +149,18 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		rep.Sanitize = &sr
 	}
 	in := sim.FromSWF(jobs)
+	if f.offered < 0 {
+		return fmt.Errorf("InvalidArgument: --offered-load %v: want >= 0", f.offered)
+	}
+	if f.offered > 0 {
+		in = sim.ScaleToLoad(in, procs, f.offered)
+		rep.OfferedLoad = f.offered
+	}
 	cfg := sim.Config{Name: rep.Name, Site: plan.Config{Procs: procs, Policy: pol}, Standing: standing}
+	var fc *sim.OnlineForecast
+	if in, fc, err = deadlineSetup(f, tr, pol, in, &cfg, &rep); err != nil {
+		return err
+	}
 	bar := newProgress(cmd.ErrOrStderr(), len(in), "replaying "+rep.Name)
 	if bar != nil {
 		cfg.Progress = func(n int) { bar.Set(n) } //nolint:errcheck // progress display only
@@ -137,7 +173,11 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	if err != nil {
 		return err
 	}
+	if fc != nil && fc.Err() != nil {
+		return fmt.Errorf("forecast: %w", fc.Err())
+	}
 	rep.Metrics = sim.ComputeMetrics(res.Records, procs)
+	rep.DeadlineMetrics = sim.ComputeDeadlineMetrics(res.Records)
 	rep.Fixed = res.Fixed
 	out := simReport{Trace: tr.Name, Sites: []siteReport{rep}}
 	printSimTable(cmd.OutOrStdout(), out)
@@ -152,6 +192,54 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		}
 	}
 	return nil
+}
+
+// deadlineSetup gives the jobs deadlines (--deadline-model, default uniform
+// under the deadline policies) and, under LTTR, the runtime forecast
+// (--forecast), and records both in the report. It returns the jobs and the
+// online forecaster, if any.
+func deadlineSetup(f simFlags, tr *swf.Trace, pol plan.Policy, in []sim.Job, cfg *sim.Config, rep *siteReport) ([]sim.Job, *sim.OnlineForecast, error) {
+	name := f.deadline
+	if name == "" {
+		name = "none"
+		if pol.DeadlineOrdered() {
+			name = "uniform"
+		}
+	}
+	if name == "none" {
+		if pol.DeadlineOrdered() {
+			return nil, nil, fmt.Errorf("InvalidArgument: --policy %s orders by deadlines: give --deadline-model uniform or modal", pol)
+		}
+		return in, nil, nil
+	}
+	m, err := sim.DeadlineModelByName(name, in)
+	if err != nil {
+		return nil, nil, fmt.Errorf("InvalidArgument: --deadline-model: %w", err)
+	}
+	in = sim.WithDeadlines(in, m, f.sla.seed)
+	cfg.SoftDeadlines = true
+	rep.DeadlineModel = name
+	if pol != plan.LTTR {
+		return in, nil, nil
+	}
+	rep.Forecast = f.forecast
+	switch f.forecast {
+	case "online":
+		fcfg := forecast.DefaultConfig()
+		fcfg.Search.Epoch = forecast.EpochFromHeader(tr.Header)
+		fc, err := sim.NewOnlineForecast(fcfg, nil, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Predictor = fc
+		return in, fc, nil
+	case "estimate":
+	case "oracle":
+		cfg.Predictor = sim.Oracle{}
+	default:
+		return nil, nil, fmt.Errorf("InvalidArgument: --forecast %q: want online, estimate or oracle", f.forecast)
+	}
+	return in, nil, nil
 }
 
 // standingFlags parses --fixed-reservations values for a site of procs
@@ -194,8 +282,31 @@ func printSimTable(w io.Writer, r simReport) {
 	fmt.Fprintf(tw, "site\tpolicy\tprocs\tjobs\tdropped\tAWRT (s)\tAWWT (s)\tutilisation\tmakespan (s)\tbounded slowdown\twait p50 (s)\twait p90 (s)\twait p99 (s)\t\n")
 	for _, s := range r.Sites {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.1f %%\t%d\t%.2f\t%.0f\t%.0f\t%.0f\t\n",
-			s.Name, s.Policy, s.Procs, s.Jobs, s.Dropped, s.AWRT, s.AWWT, 100*s.Utilization, s.Makespan,
+			s.Name, s.Policy, s.Procs, s.Metrics.Jobs, s.Dropped, s.AWRT, s.AWWT, 100*s.Utilization, s.Makespan,
 			s.BoundedSlowdown, s.WaitP50, s.WaitP90, s.WaitP99)
+	}
+	tw.Flush()
+	deadlines := false
+	for _, s := range r.Sites {
+		deadlines = deadlines || s.DeadlineMetrics != nil
+	}
+	if !deadlines {
+		return
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "site\tpolicy\tdeadline model\tforecast\tjobs with deadlines\tdeadlines met\tmean tardiness (s)\tmean tardiness of late jobs (s)\tmax tardiness (s)\t\n")
+	for _, s := range r.Sites {
+		d := s.DeadlineMetrics
+		if d == nil {
+			continue
+		}
+		fc := s.Forecast
+		if fc == "" {
+			fc = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.2f %%\t%.0f\t%.0f\t%d\t\n", s.Name, s.Policy, s.DeadlineModel, fc,
+			d.Jobs, 100*d.Met, d.MeanTardiness, d.LateMeanTardiness, d.MaxTardiness)
 	}
 	tw.Flush()
 }
@@ -223,16 +334,23 @@ func writeJobsCSV(path string, recs []sim.Record) error {
 		return fmt.Errorf("jobs csv: %w", err)
 	}
 	w := csv.NewWriter(fh)
-	w.Write([]string{"id", "submit", "procs", "estimate", "runtime", "decision", "start", "end", "reserved", "killed"}) //nolint:errcheck // checked by Flush
+	w.Write([]string{"id", "submit", "procs", "estimate", "runtime", "decision", "start", "end", "reserved", "killed", "deadline", "forecast"}) //nolint:errcheck // checked by Flush
 	for _, r := range recs {
 		start, end := "", ""
 		if r.Started {
 			start, end = strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10)
 		}
+		deadline, fc := "", ""
+		if r.Deadline < plan.Forever {
+			deadline = strconv.FormatInt(r.Deadline, 10)
+		}
+		if r.Forecast > 0 {
+			fc = strconv.FormatInt(r.Forecast, 10)
+		}
 		w.Write([]string{ //nolint:errcheck // checked by Flush
 			strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.Submit, 10), strconv.Itoa(r.Procs),
 			strconv.FormatInt(r.Estimate, 10), strconv.FormatInt(r.Runtime, 10), r.Decision.Reason.String(),
-			start, end, strconv.FormatInt(r.Reserved, 10), strconv.FormatBool(r.Killed),
+			start, end, strconv.FormatInt(r.Reserved, 10), strconv.FormatBool(r.Killed), deadline, fc,
 		})
 	}
 	w.Flush()

@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/fedsched/fedsched/forecast"
 	"github.com/fedsched/fedsched/overbook"
 	"github.com/fedsched/fedsched/plan"
 	"github.com/fedsched/fedsched/sim"
@@ -37,6 +38,7 @@ type slaFlags struct {
 	seed         uint64
 	classes      string
 	learn        string
+	stats        string
 	gapChoice    string
 	sweep        string
 }
@@ -53,9 +55,10 @@ func (f *slaFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.trainJobs, "train-jobs", 0, "jobs right before the runs that train the runtime statistics (0: all of them)")
 	fl.Float64Var(&f.failureRate, "failure-rate", 0, "node failure rate per node per hour used in the PoF (thesis: 1.2904e-4; 0: no failures)")
 	fl.Float64Var(&f.repairRate, "repair-rate", 0, "node repair rate per node per hour (thesis: 0.4333)")
-	fl.Uint64Var(&f.seed, "seed", 1, "random seed (the replay itself is deterministic; reserved for failure draws)")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed of the deadline draws (--deadline-model); the replay itself is deterministic")
 	fl.StringVar(&f.classes, "classes", "runtime", "job classes of the runtime statistics: runtime, procs, user, app or general")
-	fl.StringVar(&f.learn, "learn", "static", "runtime statistics: static (trained once, as in the thesis) or online (updated as jobs finish)")
+	fl.StringVar(&f.learn, "learn", "static", "histogram statistics: static (trained once, as in the thesis) or online (updated as jobs finish)")
+	fl.StringVar(&f.stats, "stats", "histogram", "runtime-ratio distributions of the overbooking strategies: histogram (the thesis's per-class histograms) or forecast (per job, from the runtime forecaster's recent errors; always learns online)")
 	fl.StringVar(&f.gapChoice, "gap-choice", "first", "which acceptable gap to take: first (first fit) or best (highest PoS)")
 	fl.StringVar(&f.sweep, "sweep", "", "sweep PoF_max 0.05..1.0 and penalty ratios 0.5,1,2,4; write PREFIX.csv and PREFIX.svg")
 }
@@ -67,6 +70,9 @@ func (f *slaFlags) config(procs int) (sim.SLAConfig, error) {
 		return cfg, fmt.Errorf("InvalidArgument: --strategy: %w", err)
 	}
 	cfg.Strategy = st
+	if cfg.StatsSource, err = sim.ParseStatsSource(f.stats); err != nil {
+		return cfg, fmt.Errorf("InvalidArgument: --stats: %w", err)
+	}
 	if cfg.Stats.Classifier, err = overbook.ParseClassifier(f.classes); err != nil {
 		return cfg, fmt.Errorf("InvalidArgument: --classes: %w", err)
 	}
@@ -114,6 +120,7 @@ func (f *slaFlags) config(procs int) (sim.SLAConfig, error) {
 // are means per run; gain_runs lists every run's gain in order.
 type slaReport struct {
 	Strategy   string    `json:"strategy"`
+	Stats      string    `json:"stats"`
 	Runs       int       `json:"runs"`
 	Accepted   float64   `json:"accepted"`
 	Rejected   float64   `json:"rejected"`
@@ -137,8 +144,8 @@ type slaReport struct {
 	GainDiffCI95   *float64   `json:"gain_diff_ci95,omitempty"`
 }
 
-func summarise(st sim.Strategy, runs []sim.SLARun) *slaReport {
-	r := &slaReport{Strategy: st.String(), Runs: len(runs)}
+func summarise(st sim.Strategy, stats sim.StatsSource, runs []sim.SLARun) *slaReport {
+	r := &slaReport{Strategy: st.String(), Stats: stats.String(), Runs: len(runs)}
 	n := float64(len(runs))
 	for _, x := range runs {
 		r.Accepted += float64(x.Accepted) / n
@@ -167,6 +174,7 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 		return err
 	}
 	cfg.Standing = standing
+	cfg.Forecast.Search.Epoch = forecast.EpochFromHeader(tr.Header)
 	opts := swf.DefaultSanitizeOptions()
 	opts.Rule4, _ = swf.ParseRule4(f.rule4)
 	jobs, sr := swf.Sanitize(tr.Jobs, int64(procs), opts)
@@ -181,7 +189,7 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 	if err != nil {
 		return fmt.Errorf("InvalidArgument: %w", err)
 	}
-	rep := summarise(cfg.Strategy, runs)
+	rep := summarise(cfg.Strategy, cfg.StatsSource, runs)
 	if base := cfg.Strategy.Baseline(); base != cfg.Strategy {
 		bcfg := cfg
 		bcfg.Strategy = base
@@ -189,7 +197,7 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 		if err != nil {
 			return err
 		}
-		rep.Baseline = summarise(base, bruns)
+		rep.Baseline = summarise(base, cfg.StatsSource, bruns)
 		diffs := make([]float64, len(runs))
 		for i := range runs {
 			diffs[i] = runs[i].Gain - bruns[i].Gain
@@ -215,8 +223,8 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 }
 
 func printSLATable(w io.Writer, trace string, cfg sim.SLAConfig, r *slaReport) {
-	fmt.Fprintf(w, "%s: %d runs of %d jobs at %.0f %% offered load, %s, penalty ratio %g (means per run, ±95 %% CI)\n",
-		trace, cfg.Runs, cfg.JobsPerRun, 100*cfg.Load, testString(cfg.Test), cfg.PenaltyRatio)
+	fmt.Fprintf(w, "%s: %d runs of %d jobs at %.0f %% offered load, %s, penalty ratio %g, %s statistics (means per run, ±95 %% CI)\n",
+		trace, cfg.Runs, cfg.JobsPerRun, 100*cfg.Load, testString(cfg.Test), cfg.PenaltyRatio, cfg.StatsSource)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "strategy\taccepted\trejected\toverbooked\tmet\tviolated\tfees\tpenalties\tgain\t±CI95\tprofitability\treliability\t\n")
 	rows := []*slaReport{r}

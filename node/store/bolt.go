@@ -776,15 +776,35 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 	if err != nil {
 		return err
 	}
+	idems, err := encode(len(c.PutJobs), func(i int) (string, []byte, error) {
+		rec := c.PutJobs[i]
+		if rec.IdempotencyKey == "" {
+			return "", nil, nil
+		}
+		b, err := encodeIdempotency(IdempotencyRecord{JobID: rec.ID(), BodyHash: rec.BodyHash, CreatedAt: keyCreatedAt(rec)})
+		return rec.IdempotencyKey, b, err
+	})
+	if err != nil {
+		return err
+	}
 	return s.batch(ctx, func(tx *bolt.Tx) error {
 		for _, id := range c.DeleteJobs {
 			if err := deleteJob(tx, id); err != nil {
 				return err
 			}
 		}
+		idem, err := bucket(tx, bucketIdempotency)
+		if err != nil {
+			return err
+		}
 		for i, e := range jobs {
 			if err := putJob(tx, c.PutJobs[i], e.val); err != nil {
 				return err
+			}
+			if k := idems[i]; len(k.key) > 0 {
+				if err := idem.Put(k.key, k.val); err != nil {
+					return err
+				}
 			}
 		}
 		rb, err := bucket(tx, bucketReservations)

@@ -339,12 +339,20 @@ func (m *MemStore) Apply(ctx context.Context, c Changes) error {
 	}
 	// Encode everything first so that a failure writes nothing.
 	jobs := make(map[string][]byte, len(c.PutJobs))
+	idems := make(map[string][]byte)
 	for _, j := range c.PutJobs {
 		b, err := encodeJobRecord(j)
 		if err != nil {
 			return err
 		}
 		jobs[j.ID()] = b
+		if j.IdempotencyKey != "" {
+			ib, err := encodeIdempotency(IdempotencyRecord{JobID: j.ID(), BodyHash: j.BodyHash, CreatedAt: keyCreatedAt(j)})
+			if err != nil {
+				return err
+			}
+			idems[j.IdempotencyKey] = ib
+		}
 	}
 	res := make(map[string][]byte, len(c.PutReservations))
 	for _, r := range c.PutReservations {
@@ -375,6 +383,7 @@ func (m *MemStore) Apply(ctx context.Context, c Changes) error {
 		}
 	}
 	maps.Copy(m.jobs, jobs)
+	maps.Copy(m.idem, idems)
 	for _, id := range c.DeleteReservations {
 		delete(m.res, id)
 	}

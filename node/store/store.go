@@ -204,7 +204,10 @@ type JobQuery struct {
 }
 
 // Changes is a set of writes that Store.Apply makes in one transaction.
-// Deletions are applied before puts of the same kind.
+// Deletions are applied before puts of the same kind. A job put with an
+// IdempotencyKey also records the key (with the job's BodyHash), as
+// PutJobIfNewKey does, so that a node deciding many submissions at once can
+// make them durable together; the caller must have checked the keys.
 type Changes struct {
 	// PutJobs creates or replaces jobs.
 	PutJobs []JobRecord

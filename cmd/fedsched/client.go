@@ -1,0 +1,176 @@
+package main
+
+// The command-line client of a site node: submit, status, jobs, cancel,
+// watch and explain talk to one node's SiteService over gRPC. This file
+// holds what they share: the connection flags, dialing, per-call timeouts
+// and error wrapping. The commands live in client_submit.go and
+// client_jobs.go, the output formats in client_view.go, the argument
+// parsers in client_parse.go.
+//
+// Errors: every failure is an error carrying a gRPC status, so that
+// errorLine (main.go) prints "<Code>: <message>". Mistakes caught before any
+// call (bad flags, a deadline before release + estimate, ...) are
+// INVALID_ARGUMENT statuses made here (see invalidArg).
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/fedsched/fedsched/node"
+	"github.com/fedsched/fedsched/node/config"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// addrEnv names the environment variable that sets the default of --addr.
+const addrEnv = "FEDSCHED_ADDR"
+
+// defaultCallTimeout bounds each call unless --timeout says otherwise.
+const defaultCallTimeout = 10 * time.Second
+
+// connFlags are the flags every client command has.
+type connFlags struct {
+	addr    string
+	timeout durationValue
+	json    bool
+	// TLS goes here when the node serves it: --tls-ca, --tls-cert and
+	// --tls-key (config.TLS on the node's side), registered in register and
+	// turned into credentials by transportCredentials. Until then every
+	// connection is plaintext.
+}
+
+func (f *connFlags) register(cmd *cobra.Command, jsonHelp string) {
+	f.timeout.d = defaultCallTimeout
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", config.DefaultListen, "HOST:PORT of the site node's API; $"+addrEnv+" overrides the default")
+	fl.Var(&f.timeout, "timeout", "time limit of each call to the node (e.g. 10s, 1m); 0 for none")
+	fl.BoolVar(&f.json, "json", false, jsonHelp)
+}
+
+// target returns the node's address: --addr if given, else $FEDSCHED_ADDR,
+// else the node's default listen address.
+func (f *connFlags) target(cmd *cobra.Command) (string, error) {
+	addr := f.addr
+	if !cmd.Flags().Changed("addr") {
+		if env := strings.TrimSpace(os.Getenv(addrEnv)); env != "" {
+			addr = env
+		}
+	}
+	if strings.Contains(addr, "://") || strings.HasPrefix(addr, "unix:") {
+		return addr, nil // a gRPC target URI, passed through
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return "", invalidArg("--addr %q: want HOST:PORT", addr)
+	}
+	return addr, nil
+}
+
+// transportCredentials returns the credentials of the connection to the
+// node. Plaintext for now; TLS (--tls-ca/--tls-cert/--tls-key) will be
+// built here.
+func (f *connFlags) transportCredentials() (credentials.TransportCredentials, error) {
+	return insecure.NewCredentials(), nil
+}
+
+// siteClient is a connection to one node.
+type siteClient struct {
+	rpc     fedschedv1.SiteServiceClient
+	conn    *grpc.ClientConn
+	addr    string
+	timeout time.Duration
+}
+
+// dial validates the connection flags and makes a client. grpc connects
+// lazily: an unreachable node shows up as UNAVAILABLE on the first call.
+func (f *connFlags) dial(cmd *cobra.Command) (*siteClient, error) {
+	if f.timeout.d < 0 {
+		return nil, invalidArg("--timeout %v: must be >= 0", f.timeout.d)
+	}
+	addr, err := f.target(cmd)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := f.transportCredentials()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, invalidArg("--addr %q: %v", addr, err)
+	}
+	return &siteClient{rpc: fedschedv1.NewSiteServiceClient(conn), conn: conn, addr: addr, timeout: f.timeout.d}, nil
+}
+
+func (c *siteClient) Close() { c.conn.Close() } //nolint:errcheck // nothing to do about it
+
+// call runs one unary call under the per-call timeout and wraps its error.
+func call[Resp any](ctx context.Context, c *siteClient, fn func(context.Context) (Resp, error)) (Resp, error) {
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if c.timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, c.timeout)
+	}
+	defer cancel()
+	resp, err := fn(cctx)
+	if err != nil {
+		var zero Resp
+		return zero, c.wrap(ctx, err, true)
+	}
+	return resp, nil
+}
+
+// wrap turns the error of a call into one that errors.Is matches against
+// the node's sentinels (node.FromStatus) and whose message says which node
+// could not be reached, when that is the problem. timed says the call ran
+// under --timeout.
+func (c *siteClient) wrap(parent context.Context, err error, timed bool) error {
+	err = node.FromStatus(err)
+	switch status.Code(err) {
+	case codes.DeadlineExceeded:
+		// Our deadline travels with the call: the node may hit it a moment
+		// before we do, so any DEADLINE_EXCEEDED under --timeout is ours.
+		if timed && c.timeout > 0 && parent.Err() == nil {
+			return &callError{msg: fmt.Sprintf("%s: no answer within %v (--timeout)", c.addr, formatDuration(c.timeout)), err: err}
+		}
+		return &callError{msg: c.addr + ": " + err.Error(), err: err}
+	case codes.Unavailable:
+		return &callError{msg: c.addr + ": " + err.Error(), err: err}
+	}
+	return err
+}
+
+// callError is the error of a call with a message of our own; its status
+// (code) is that of the error it wraps.
+type callError struct {
+	msg string
+	err error
+}
+
+func (e *callError) Error() string { return e.msg }
+func (e *callError) Unwrap() error { return e.err }
+
+// invalidArg is an error the client finds before calling: an
+// INVALID_ARGUMENT status, printed like the node's own.
+func invalidArg(format string, args ...any) error {
+	return status.Errorf(codes.InvalidArgument, format, args...)
+}
+
+// usageArgs wraps a cobra positional-argument check so that its error is
+// INVALID_ARGUMENT.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return invalidArg("%s: %v (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// simCLI runs `fedsched sim` in-process.
+func simCLI(args ...string) (string, error) {
+	cmd := newSimCmd()
+	var out bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(io.Discard)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func readSimJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Sites []map[string]any `json:"sites"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Sites) != 1 {
+		t.Fatalf("%d sites", len(r.Sites))
+	}
+	return r.Sites[0]
+}
+
+func TestSimDeadlinePolicies(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"--policy", "edf", "--deadline-model", "modal"},
+		{"--policy", "lttr", "--forecast", "estimate", "--offered-load", "0.8"},
+	} {
+		path := filepath.Join(dir, "out.json")
+		out, err := simCLI(append([]string{"--trace", "kth", "--sanitize", "--json", path}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !strings.Contains(out, "deadlines met") {
+			t.Fatalf("%v: no deadline table:\n%s", args, out)
+		}
+		s := readSimJSON(t, path)
+		met, _ := s["deadlines_met"].(float64)
+		if s["deadline_jobs"] != s["jobs"] || !(met > 0 && met <= 1) || s["mean_tardiness_s"] == nil {
+			t.Fatalf("%v: site %v", args, s)
+		}
+		if want := map[string]string{"edf": "modal", "lttr": "uniform"}[args[1]]; s["deadline_model"] != want {
+			t.Fatalf("%v: deadline model %v, want %s", args, s["deadline_model"], want)
+		}
+	}
+	// Without deadlines nothing changes: no deadline fields.
+	// (FCFS is the fastest replay.)
+	path := filepath.Join(dir, "plain.json")
+	if _, err := simCLI("--trace", "kth", "--policy", "fcfs", "--json", path); err != nil {
+		t.Fatal(err)
+	}
+	if s := readSimJSON(t, path); s["deadlines_met"] != nil || s["deadline_model"] != nil {
+		t.Fatalf("deadline fields without deadlines: %v", s)
+	}
+}
+
+func TestSimDeadlineFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--policy", "edf", "--deadline-model", "none"},
+		{"--policy", "lttr", "--deadline-model", "tight"},
+		{"--policy", "lttr", "--forecast", "psychic"},
+		{"--policy", "easy", "--offered-load", "-1"},
+		{"--strategy", "heuristic-overbook", "--stats", "tea-leaves"},
+		{"--strategy", "heuristic-overbook", "--deadline-model", "modal"},
+	} {
+		_, err := simCLI(append([]string{"--trace", "kth"}, args...)...)
+		if err == nil || !strings.HasPrefix(err.Error(), "InvalidArgument") {
+			t.Fatalf("%v: %v, want InvalidArgument", args, err)
+		}
+	}
+}
+
+func TestSimSLAForecastStats(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sla.json")
+	out, err := simCLI("--trace", "kth", "--strategy", "heuristic-overbook", "--stats", "forecast", "--pof-max", "0.5",
+		"--runs", "1", "--jobs", "300", "--train-jobs", "800", "--json", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "forecast statistics") {
+		t.Fatalf("output:\n%s", out)
+	}
+	sla, _ := readSimJSON(t, path)["sla"].(map[string]any)
+	if sla["stats"] != "forecast" || sla["baseline"] == nil {
+		t.Fatalf("sla %v", sla)
+	}
+}

@@ -1,0 +1,469 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fedsched/fedsched/node/clock"
+	"github.com/fedsched/fedsched/node/config"
+	"github.com/fedsched/fedsched/node/executor"
+	"github.com/fedsched/fedsched/node/store"
+	"github.com/fedsched/fedsched/overbook"
+	"github.com/fedsched/fedsched/plan"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// statsBlob names the runtime statistics in the store.
+const statsBlob = "overbook"
+
+// maxBatch bounds how many requests one turn of the event loop decides and
+// makes durable together (group commit).
+const maxBatch = 256
+
+// Deps are the parts a node drives. All are required.
+type Deps struct {
+	Store    store.Store
+	Executor executor.Executor
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	// Version is reported by GetSite.
+	Version string
+}
+
+// Node is one site: it owns the scheduling core and is its only writer. Run
+// is its event loop; gRPC handlers, the executor and timers talk to it by
+// messages. Every state change a reply acknowledges is durable before the
+// reply.
+type Node struct {
+	cfg  config.Config
+	deps Deps
+	log  *slog.Logger
+
+	site  *plan.Site
+	adm   *overbook.Admission // nil when the site does not overbook
+	stats *overbook.Stats
+	pol   plan.Policy
+
+	ops   chan op
+	ready atomic.Bool
+	done  chan struct{} // closed when Run returns
+
+	// Owned by the loop goroutine:
+	live     map[int64]*liveJob // pending and running jobs, by core id
+	nextSeq  uint64
+	pending  changes
+	watchers map[int]*watcher
+	nextW    int
+	eventSeq uint64
+	procs    int
+}
+
+// liveJob is a job that still holds or may hold processors.
+type liveJob struct {
+	seq int64
+	job *fedschedv1.Job // authoritative state, as stored
+	rec store.JobRecord
+	pj  plan.Job
+	sla bool // the job has an SLA (a deadline)
+	// cancelled: the user cancelled the job while it ran; it stays until
+	// its process has ended so that its processors stay reserved.
+	cancelled bool
+}
+
+// op is a message to the event loop: run is called on the loop goroutine
+// with the loop's time; it records changes and returns a function that
+// delivers the reply once the changes are durable (or fails it).
+type op interface {
+	run(n *Node, now int64) (deliver func(err error))
+}
+
+// New builds a node from a validated configuration. It starts nothing; call
+// Run.
+func New(cfg config.Config, deps Deps) (*Node, error) {
+	if deps.Store == nil || deps.Executor == nil || deps.Clock == nil {
+		return nil, fmt.Errorf("node: store, executor and clock are required: %w", ErrInvalidRequest)
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	pol, err := plan.ParsePolicy(cfg.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs,
+		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), watchers: make(map[int]*watcher)}
+	if n.stats, err = overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime}); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	sc := plan.Config{Procs: cfg.Procs, Policy: pol, TrackMoves: true,
+		// The executor's supervisor enforces the kill time it was given at
+		// start, even while the node is down; it cannot be moved later, so
+		// running jobs never grow back (waiting ones still do).
+		NoGrowBack: true}
+	if cfg.Overbooking.Enabled {
+		n.adm = &overbook.Admission{Stats: n.stats, Learn: true}
+		if cfg.Overbooking.Mode == "comprehensive" {
+			n.adm.Mode = overbook.Comprehensive
+		}
+		if cfg.Overbooking.RiskTest == "risk" {
+			n.adm.Test = overbook.Risk{SecurityFactor: cfg.Overbooking.EffectiveSecurityFactor()}
+		} else {
+			n.adm.Test = overbook.Threshold{PoFMax: cfg.Overbooking.PoFMax}
+		}
+		sc.Admission = n.adm
+	}
+	if n.site, err = plan.NewSite(sc); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	return n, nil
+}
+
+// Ready reports whether recovery is complete and the node serves requests.
+func (n *Node) Ready() bool { return n.ready.Load() }
+
+// now is the core's time: whole seconds of the node's clock.
+func (n *Node) now() int64 { return n.deps.Clock.Now().Unix() }
+
+func toTime(sec int64) *timestamppb.Timestamp { return timestamppb.New(time.Unix(sec, 0)) }
+
+// Run recovers the node's state from its store and then runs the event loop
+// until ctx is cancelled. It returns an error if recovery fails or a write
+// to the store fails: the node's memory would no longer match its durable
+// state, so it stops, and a restart recovers from the store.
+func (n *Node) Run(ctx context.Context) error {
+	defer close(n.done)
+	if err := n.recover(ctx); err != nil {
+		return fmt.Errorf("node: recover: %w", err)
+	}
+	n.ready.Store(true)
+	n.log.Info("node ready", "procs", n.procs, "policy", n.pol.String(), "live_jobs", len(n.live))
+	var timer clock.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	batch := make([]op, 0, maxBatch)
+	for {
+		now := n.now()
+		if timer != nil {
+			timer.Stop()
+		}
+		var tick <-chan time.Time
+		if wake := n.site.NextWake(now); wake < plan.Forever {
+			timer = n.deps.Clock.NewTimer(time.Duration(max(wake-now, 0)) * time.Second)
+			tick = timer.C()
+		}
+		batch = batch[:0]
+		var exit *executor.Exit
+		select {
+		case <-ctx.Done():
+			n.closeWatchers()
+			return nil
+		case o := <-n.ops:
+			batch = append(batch, o)
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case o := <-n.ops:
+					batch = append(batch, o)
+				default:
+					break drain
+				}
+			}
+		case e := <-n.deps.Executor.Exits():
+			exit = &e
+		case <-tick:
+		}
+		now = n.now()
+		if exit != nil {
+			n.handleExit(*exit, now)
+		}
+		deliver := make([]func(error), 0, len(batch))
+		for _, o := range batch {
+			deliver = append(deliver, o.run(n, now))
+		}
+		n.pass(ctx, now)
+		err := n.commit(ctx)
+		for _, d := range deliver {
+			if d != nil {
+				d(err)
+			}
+		}
+		if err != nil {
+			n.closeWatchers()
+			return fmt.Errorf("node: commit: %w", err)
+		}
+		n.publishPending()
+	}
+}
+
+// send hands an op to the loop, waiting as long as ctx allows.
+func (n *Node) send(ctx context.Context, o op) error {
+	if !n.ready.Load() {
+		return fmt.Errorf("node is recovering its state: %w", ErrUnavailable)
+	}
+	select {
+	case n.ops <- o:
+		return nil
+	case <-n.done:
+		return fmt.Errorf("the site stopped: %w", ErrUnavailable)
+	case <-ctx.Done():
+		return fmt.Errorf("site busy: %w: %w", ErrOverloaded, ctx.Err())
+	}
+}
+
+// await waits for an op's reply, giving up when ctx ends or the loop stops.
+func await[T any](ctx context.Context, n *Node, ch <-chan T) (T, error) {
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-n.done:
+		var zero T
+		select {
+		case v := <-ch:
+			return v, nil
+		default:
+		}
+		return zero, fmt.Errorf("the site stopped: %w", ErrUnavailable)
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+	}
+}
+
+// changes are the writes of one loop turn, last write wins per key.
+type changes struct {
+	jobs   map[string]store.JobRecord
+	res    map[string]*store.ReservationRecord // nil value: delete
+	sla    map[string]store.SLARecord
+	stats  bool
+	events []*fedschedv1.JobEvent
+}
+
+func (c *changes) putJob(rec store.JobRecord) {
+	if c.jobs == nil {
+		c.jobs = make(map[string]store.JobRecord)
+	}
+	c.jobs[rec.ID()] = rec
+}
+
+func (c *changes) putRes(id string, r *store.ReservationRecord) {
+	if c.res == nil {
+		c.res = make(map[string]*store.ReservationRecord)
+	}
+	c.res[id] = r
+}
+
+func (c *changes) putSLA(r store.SLARecord) {
+	if c.sla == nil {
+		c.sla = make(map[string]store.SLARecord)
+	}
+	c.sla[r.JobID] = r
+}
+
+func (c *changes) empty() bool {
+	return len(c.jobs) == 0 && len(c.res) == 0 && len(c.sla) == 0 && !c.stats
+}
+
+// commit makes the pending changes durable in one transaction.
+func (n *Node) commit(ctx context.Context) error {
+	c := &n.pending
+	if c.empty() {
+		return nil
+	}
+	var ch store.Changes
+	for _, id := range slices.Sorted(maps.Keys(c.jobs)) {
+		ch.PutJobs = append(ch.PutJobs, c.jobs[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.res)) {
+		if r := c.res[id]; r != nil {
+			ch.PutReservations = append(ch.PutReservations, *r)
+		} else {
+			ch.DeleteReservations = append(ch.DeleteReservations, id)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.sla)) {
+		ch.PutSLAOutcomes = append(ch.PutSLAOutcomes, c.sla[id])
+	}
+	if c.stats {
+		if b, err := n.stats.MarshalJSON(); err == nil {
+			ch.PutStats = map[string][]byte{statsBlob: b}
+		} else {
+			n.log.Warn("runtime statistics not saved", "err", err)
+		}
+	}
+	// A commit must not be abandoned half way because the node is
+	// stopping: the replies waiting on it were promised durability.
+	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
+	c.jobs, c.res, c.sla, c.stats = nil, nil, nil, false
+	return err
+}
+
+// setState moves a live or new job to state with reason and message at now,
+// records the transition, queues the write and the event.
+func (n *Node) setState(j *fedschedv1.Job, rec store.JobRecord, state fedschedv1.JobState, reason fedschedv1.Reason, msg string, now int64) store.JobRecord {
+	prev := j.GetState()
+	j.State, j.Reason, j.Message = state, reason, msg
+	j.UpdateTime = toTime(now)
+	j.History = append(j.History, &fedschedv1.Transition{From: prev, To: state, Reason: reason, Message: msg, Time: toTime(now)})
+	rec.Job = j
+	n.pending.putJob(rec)
+	n.eventSeq++
+	n.pending.events = append(n.pending.events, &fedschedv1.JobEvent{Job: proto.Clone(j).(*fedschedv1.Job), PreviousState: prev, Time: toTime(now), Sequence: n.eventSeq})
+	return rec
+}
+
+// reservationOf returns the store record and API message of a placement.
+func (n *Node) reservationOf(id string, procs int, pl plan.Placement, estimate int64) (*store.ReservationRecord, *fedschedv1.Reservation) {
+	return &store.ReservationRecord{ID: id, JobID: id, Procs: procs, Start: time.Unix(pl.Start, 0), End: time.Unix(pl.End, 0),
+			Overbooked: pl.End-pl.Start < estimate},
+		&fedschedv1.Reservation{Start: toTime(pl.Start), End: toTime(pl.End), Procs: int32(procs), Site: n.cfg.Site}
+}
+
+// pass runs the scheduling pass and carries out its decisions: start jobs,
+// and store reservations that re-planning moved.
+func (n *Node) pass(ctx context.Context, now int64) {
+	for _, d := range n.site.Pass(now) {
+		lj := n.live[d.JobID]
+		if lj == nil || d.Kind != plan.DecideStart {
+			continue
+		}
+		n.start(ctx, lj, d, now)
+	}
+	for _, id := range n.site.Moved() {
+		lj := n.live[id]
+		if lj == nil || lj.job.GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
+			continue
+		}
+		pl, ok := n.site.Placement(id)
+		if !ok {
+			continue
+		}
+		r, api := n.reservationOf(lj.job.GetId(), lj.pj.Procs, pl, lj.pj.Estimate)
+		n.pending.putRes(lj.job.GetId(), r)
+		lj.job.Reservation, lj.job.Pof, lj.job.Overbooked = api, pl.PoF, r.Overbooked
+		lj.job.UpdateTime = toTime(now)
+		lj.rec.Job = lj.job
+		n.pending.putJob(lj.rec)
+	}
+}
+
+// start hands a job whose reservation begins to the executor.
+func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int64) {
+	spec := lj.job.GetSpec()
+	// The core's time is whole seconds; the job starts a fraction later.
+	// It gets its whole slot, measured from its actual start.
+	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
+		Deadline: n.deps.Clock.Now().Add(time.Duration(d.End-now) * time.Second), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
+		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
+	err := n.deps.Executor.Start(ctx, es)
+	if errors.Is(err, executor.ErrAlreadyStarted) {
+		// The node died after starting the job and before storing that:
+		// the job runs (or ran) under its supervisor; follow it.
+		err = n.deps.Executor.Reattach(es.JobID)
+	}
+	if err != nil {
+		n.log.Warn("job failed to start", "job", es.JobID, "err", err)
+		lj.job.StartTime, lj.job.EndTime = toTime(now), toTime(now)
+		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_START,
+			fmt.Sprintf("the executor could not start the command: %v", err), fedschedv1.SlaOutcome_SLA_OUTCOME_MET, now)
+		return
+	}
+	lj.job.StartTime = toTime(now)
+	r, api := n.reservationOf(lj.job.GetId(), lj.pj.Procs, plan.Placement{Start: d.Start, End: d.End}, lj.pj.Estimate)
+	lj.job.Reservation = api
+	n.pending.putRes(lj.job.GetId(), r)
+	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.Reason_REASON_STARTED,
+		fmt.Sprintf("started on %d processors; killed at %s if still running", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339)), now)
+}
+
+// finish ends a live job: it leaves the core and the store's reservations,
+// and its SLA is settled with outcome (for jobs with an SLA).
+func (n *Node) finish(lj *liveJob, state fedschedv1.JobState, reason fedschedv1.Reason, msg string, outcome fedschedv1.SlaOutcome, now int64) {
+	id := lj.job.GetId()
+	if !n.site.End(now, lj.seq) {
+		n.site.Cancel(now, lj.seq)
+	}
+	delete(n.live, lj.seq)
+	n.pending.putRes(id, nil)
+	if lj.sla {
+		lj.job.SlaOutcome = outcome
+		n.pending.putSLA(store.SLARecord{JobID: id, Outcome: outcome, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty, PoF: lj.job.GetPof(), DecidedAt: time.Unix(now, 0)})
+	}
+	if lj.job.GetEndTime() == nil {
+		lj.job.EndTime = toTime(now)
+	}
+	lj.rec = n.setState(lj.job, lj.rec, state, reason, msg, now)
+}
+
+// handleExit turns an executor's report into the end of a job.
+func (n *Node) handleExit(e executor.Exit, now int64) {
+	var lj *liveJob
+	for _, x := range n.live {
+		if x.job.GetId() == e.JobID {
+			lj = x
+			break
+		}
+	}
+	if lj == nil {
+		// Exits can be reported twice across restarts; the job is done.
+		return
+	}
+	end := e.At.Unix()
+	if e.At.IsZero() || end > now {
+		end = now
+	}
+	if lj.cancelled {
+		// Cancelled while running: the job is already CANCELLED; now its
+		// processors are free.
+		if !e.Lost {
+			code := int32(e.ExitCode)
+			lj.job.ExitCode = &code
+		}
+		lj.job.EndTime = toTime(end)
+		n.site.End(now, lj.seq)
+		delete(n.live, lj.seq)
+		n.pending.putRes(lj.job.GetId(), nil)
+		lj.rec.Job = lj.job
+		n.pending.putJob(lj.rec)
+		return
+	}
+	lj.job.EndTime = toTime(end)
+	start := lj.job.GetStartTime().AsTime().Unix()
+	ran := end - start
+	if !e.Lost {
+		code := int32(e.ExitCode)
+		lj.job.ExitCode = &code
+	}
+	switch {
+	case e.Lost:
+		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART,
+			"the job was running when the node stopped and its outcome could not be recovered", fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+	case e.Killed && e.Cause == executor.CauseDeadline:
+		outcome, msg := fedschedv1.SlaOutcome_SLA_OUTCOME_MET, "killed at the end of its reservation after receiving its full estimate (the estimate was short)"
+		if ran < lj.pj.Estimate {
+			outcome, msg = fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, fmt.Sprintf("killed at the end of its overbooked reservation after %d of %d estimated seconds", ran, lj.pj.Estimate)
+		}
+		n.finish(lj, fedschedv1.JobState_JOB_STATE_KILLED, fedschedv1.Reason_REASON_KILLED_END_OF_RESERVATION, msg, outcome, now)
+	case e.Killed:
+		n.finish(lj, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER,
+			"killed on request", fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED, now)
+	default:
+		if n.adm != nil {
+			n.adm.Finished(lj.seq, ran) //nolint:errcheck // a job without a usable estimate is not learnt from
+			n.pending.stats = true
+		}
+		n.finish(lj, fedschedv1.JobState_JOB_STATE_COMPLETED, fedschedv1.Reason_REASON_EXITED,
+			fmt.Sprintf("exited with status %d after %d s", e.ExitCode, ran), fedschedv1.SlaOutcome_SLA_OUTCOME_MET, now)
+	}
+}

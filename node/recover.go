@@ -1,0 +1,164 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/fedsched/fedsched/node/executor"
+	"github.com/fedsched/fedsched/node/store"
+	"github.com/fedsched/fedsched/plan"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// metaSite names the site a data directory belongs to.
+const metaSite = "site"
+
+// recover rebuilds the core from the store, exactly as it was acknowledged:
+//
+//   - the runtime statistics;
+//   - every PENDING job with its stored reservation, in submission order. A
+//     pending job whose reservation began while the node was down is
+//     re-planned from now inside its window; if no slot remains, it fails
+//     (FAILED_LOST_ON_RESTART, SLA violated: the provider was down);
+//   - every RUNNING job with its reservation, re-attached to its process
+//     through the executor (its supervisor outlives the node). A job the
+//     executor cannot find was never started: it failed with the node.
+//
+// The recovery's own decisions are made durable before the node serves.
+func (n *Node) recover(ctx context.Context) error {
+	st := n.deps.Store
+	switch site, err := st.GetMeta(ctx, metaSite); {
+	case errors.Is(err, store.ErrNotFound):
+		if err := st.PutMeta(ctx, metaSite, n.cfg.Site); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case site != n.cfg.Site:
+		return fmt.Errorf("data directory %s belongs to site %q, not %q: %w", n.cfg.DataDir, site, n.cfg.Site, ErrInvalidRequest)
+	}
+	if blob, err := st.GetStats(ctx, statsBlob); err == nil {
+		if err := n.stats.UnmarshalJSON(blob); err != nil {
+			n.log.Warn("stored runtime statistics unreadable; starting empty", "err", err)
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var live []store.JobRecord
+	token := ""
+	for {
+		page, next, err := st.ListJobs(ctx, store.JobQuery{PageSize: store.MaxPageSize, PageToken: token})
+		if err != nil {
+			return err
+		}
+		for _, rec := range page {
+			if seq, ok := seqOf(n.cfg.Site, rec.ID()); ok && seq > n.nextSeq {
+				n.nextSeq = seq
+			}
+			switch rec.Job.GetState() {
+			case fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.JobState_JOB_STATE_RUNNING:
+				live = append(live, rec)
+			case fedschedv1.JobState_JOB_STATE_CANCELLED:
+				// Cancelled while running and not yet ended: its process
+				// may still hold the processors.
+				if rec.Job.GetStartTime() != nil && rec.Job.GetEndTime() == nil {
+					live = append(live, rec)
+				}
+			}
+		}
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	slices.SortFunc(live, func(a, b store.JobRecord) int { return compareIDs(a.ID(), b.ID()) })
+	now := n.now()
+	for _, rec := range live {
+		n.restore(rec, now)
+	}
+	if err := n.commit(ctx); err != nil {
+		return err
+	}
+	n.publishPending()
+	return nil
+}
+
+func compareIDs(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// restore puts one stored live job back into the core.
+func (n *Node) restore(rec store.JobRecord, now int64) {
+	j := rec.Job
+	seq, _ := seqOf(n.cfg.Site, j.GetId())
+	spec := j.GetSpec()
+	pj := plan.Job{ID: int64(seq), Procs: int(spec.GetProcs()), Estimate: spec.GetEstimateSeconds(), Release: j.GetSubmitTime().AsTime().Unix(),
+		Deadline: plan.Forever, User: spec.GetUser(), App: spec.GetApp()}
+	if r := spec.GetRelease(); r != nil {
+		pj.Release = max(pj.Release, r.AsTime().Unix())
+	}
+	if d := spec.GetDeadline(); d != nil {
+		pj.Deadline, pj.Fee, pj.Penalty = d.AsTime().Unix(), spec.GetFee(), spec.GetPenalty()
+	}
+	lj := &liveJob{seq: int64(seq), job: j, rec: rec, pj: pj, sla: spec.GetDeadline() != nil}
+	var pl plan.Placement
+	if r := j.GetReservation(); r != nil {
+		pl = plan.Placement{Start: r.GetStart().AsTime().Unix(), End: r.GetEnd().AsTime().Unix(), PoF: j.GetPof(), Reason: plan.ReasonPlacedInFull}
+		if j.GetOverbooked() {
+			pl.Reason = plan.ReasonOverbooked
+		}
+	}
+	running := j.GetState() != fedschedv1.JobState_JOB_STATE_PENDING
+	if running {
+		lj.cancelled = j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED
+		if err := n.site.Restore(pj, pl, true); err != nil {
+			n.log.Warn("running job's reservation does not fit the recovered plan", "job", j.GetId(), "err", err)
+		}
+		n.live[lj.seq] = lj
+		if err := n.deps.Executor.Reattach(j.GetId()); err != nil {
+			if !errors.Is(err, executor.ErrUnknownJob) {
+				n.log.Warn("re-attach failed", "job", j.GetId(), "err", err)
+			}
+			if lj.cancelled {
+				n.handleExit(executor.Exit{JobID: j.GetId(), Lost: true}, now)
+				return
+			}
+			n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART,
+				"the job was running when the node stopped and its process cannot be found", fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+		}
+		return
+	}
+	if n.pol != plan.Conservative || pl.Start >= now {
+		if err := n.site.Restore(pj, pl, false); err == nil {
+			n.live[lj.seq] = lj
+			return
+		}
+	}
+	// Its slot began while the node was down (or no longer fits): plan it
+	// again from now, inside its window.
+	npl := n.site.Submit(now, pj)
+	if !npl.OK() {
+		n.live[lj.seq] = lj
+		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART,
+			"the node was down when the job's reservation began and no slot remains in its window", fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+		return
+	}
+	n.live[lj.seq] = lj
+	if npl.Reason != plan.ReasonQueued {
+		r, api := n.reservationOf(j.GetId(), pj.Procs, npl, pj.Estimate)
+		j.Reservation, j.Pof, j.Overbooked = api, npl.PoF, r.Overbooked
+		n.pending.putRes(j.GetId(), r)
+	}
+	lj.rec = n.setState(j, rec, fedschedv1.JobState_JOB_STATE_PENDING, j.GetReason(), "re-planned after the node restarted", now)
+}

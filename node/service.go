@@ -1,0 +1,289 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fedsched/fedsched/node/store"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// service implements fedschedv1.SiteServiceServer on top of a Node. Reads go
+// to the store, which holds exactly the acknowledged state; changes go
+// through the node's event loop.
+type service struct {
+	fedschedv1.UnimplementedSiteServiceServer
+	n *Node
+}
+
+// Serve registers the site's services (SiteService, the standard health
+// service and server reflection) on a new gRPC server, serves lis until ctx
+// is cancelled, then stops gracefully (waiting at most grace for calls in
+// flight). Health reports NOT_SERVING until the node has recovered.
+func (n *Node) Serve(ctx context.Context, lis net.Listener, grace time.Duration, opts ...grpc.ServerOption) error {
+	srv := grpc.NewServer(opts...)
+	fedschedv1.RegisterSiteServiceServer(srv, &service{n: n})
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	reflection.Register(srv)
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(fedschedv1.SiteService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for !n.Ready() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		hs.SetServingStatus(fedschedv1.SiteService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+		<-ctx.Done()
+		hs.Shutdown()
+		stopped := make(chan struct{})
+		go func() { srv.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(grace):
+			srv.Stop()
+		}
+	}()
+	err := srv.Serve(lis)
+	if ctx.Err() == nil && err != nil {
+		srv.Stop()
+		<-done
+		return fmt.Errorf("serve %s: %w", lis.Addr(), err)
+	}
+	srv.Stop()
+	<-done
+	return nil
+}
+
+func (s *service) SubmitJob(ctx context.Context, req *fedschedv1.SubmitJobRequest) (*fedschedv1.SubmitJobResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if err := s.n.validateSubmit(req, s.n.now()); err != nil {
+		return nil, ToStatus(err)
+	}
+	hash, err := SpecHash(req.GetSpec())
+	if err != nil {
+		return nil, ToStatus(fmt.Errorf("%w: %w", ErrInvalidJob, err))
+	}
+	o := &submitOp{ctx: context.WithoutCancel(ctx), req: req, hash: hash, reply: make(chan submitResult, 1)}
+	if err := s.n.send(ctx, o); err != nil {
+		return nil, ToStatus(err)
+	}
+	res, err := await(ctx, s.n, o.reply)
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	if res.err != nil {
+		return nil, ToStatus(res.err)
+	}
+	return &fedschedv1.SubmitJobResponse{Job: res.job, Replayed: res.replayed}, nil
+}
+
+func (s *service) GetJob(ctx context.Context, req *fedschedv1.GetJobRequest) (*fedschedv1.GetJobResponse, error) {
+	j, err := s.get(ctx, req.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	return &fedschedv1.GetJobResponse{Job: j}, nil
+}
+
+func (s *service) get(ctx context.Context, id string) (*fedschedv1.Job, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, ToStatus(fmt.Errorf("job_id is required: %w", ErrInvalidRequest))
+	}
+	rec, err := s.n.deps.Store.GetJob(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ToStatus(fmt.Errorf("site %s has no job %q: %w", s.n.cfg.Site, id, ErrJobNotFound))
+	}
+	if err != nil {
+		return nil, ToStatus(fmt.Errorf("%w: %w", ErrUnavailable, err))
+	}
+	return rec.Job, nil
+}
+
+func (s *service) ListJobs(ctx context.Context, req *fedschedv1.ListJobsRequest) (*fedschedv1.ListJobsResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if req.GetPageSize() < 0 {
+		return nil, ToStatus(fmt.Errorf("page_size must not be negative: %w", ErrInvalidRequest))
+	}
+	recs, next, err := s.n.deps.Store.ListJobs(ctx, store.JobQuery{States: req.GetStates(), User: req.GetUser(),
+		PageSize: int(req.GetPageSize()), PageToken: req.GetPageToken()})
+	if errors.Is(err, store.ErrInvalidPageToken) {
+		return nil, ToStatus(fmt.Errorf("page_token is not one this site issued for these filters: %w", ErrInvalidRequest))
+	}
+	if err != nil {
+		return nil, ToStatus(fmt.Errorf("%w: %w", ErrUnavailable, err))
+	}
+	out := &fedschedv1.ListJobsResponse{NextPageToken: next}
+	for _, r := range recs {
+		out.Jobs = append(out.Jobs, r.Job)
+	}
+	return out, nil
+}
+
+func (s *service) CancelJob(ctx context.Context, req *fedschedv1.CancelJobRequest) (*fedschedv1.CancelJobResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if len(req.GetMessage()) > maxMessageLen {
+		return nil, ToStatus(fmt.Errorf("message: at most %d bytes: %w", maxMessageLen, ErrInvalidRequest))
+	}
+	o := &cancelOp{id: req.GetJobId(), msg: req.GetMessage(), reply: make(chan submitResult, 1)}
+	if err := s.n.send(ctx, o); err != nil {
+		return nil, ToStatus(err)
+	}
+	res, err := await(ctx, s.n, o.reply)
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	if errors.Is(res.err, errJobNotLive) {
+		j, err := s.get(ctx, req.GetJobId())
+		if err != nil {
+			return nil, err
+		}
+		return nil, ToStatus(fmt.Errorf("job %s is already %s: %w", j.GetId(), stateName(j.GetState()), ErrJobFinished))
+	}
+	if res.err != nil {
+		return nil, ToStatus(res.err)
+	}
+	return &fedschedv1.CancelJobResponse{Job: res.job}, nil
+}
+
+func (s *service) WatchJobs(req *fedschedv1.WatchJobsRequest, stream fedschedv1.SiteService_WatchJobsServer) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	ctx := stream.Context()
+	w := &watcher{jobID: req.GetJobId(), ch: make(chan *fedschedv1.JobEvent, watchBuffer)}
+	o := &watchOp{w: w, initial: req.GetSendInitial(), reply: make(chan watchReply, 1)}
+	if err := s.n.send(ctx, o); err != nil {
+		return ToStatus(err)
+	}
+	reg, err := await(ctx, s.n, o.reply)
+	if err != nil {
+		return ToStatus(err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		s.n.send(rctx, &watchOp{remove: reg.id}) //nolint:errcheck // the loop may be gone; nothing to do then
+	}()
+	slices.SortFunc(reg.initial, func(a, b *fedschedv1.JobEvent) int { return compareIDs(a.GetJob().GetId(), b.GetJob().GetId()) })
+	for _, ev := range reg.initial {
+		if err := stream.Send(ev); err != nil {
+			return err
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.ch:
+			if !ok {
+				if w.lagged {
+					return ToStatus(fmt.Errorf("the watch fell %d events behind; reconnect with send_initial: %w", watchBuffer, ErrOverloaded))
+				}
+				return ToStatus(fmt.Errorf("the site is shutting down: %w", ErrUnavailable))
+			}
+			if err := stream.Send(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s *service) Explain(ctx context.Context, req *fedschedv1.ExplainRequest) (*fedschedv1.ExplainResponse, error) {
+	j, err := s.get(ctx, req.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	out := &fedschedv1.ExplainResponse{Job: j, Reservation: j.GetReservation(), Pof: j.GetPof(), PofMax: s.n.pofMax()}
+	seen := map[fedschedv1.Reason]bool{}
+	for i := len(j.GetHistory()) - 1; i >= 0; i-- {
+		r := j.GetHistory()[i].GetReason()
+		if r != fedschedv1.Reason_REASON_UNSPECIFIED && !seen[r] {
+			seen[r] = true
+			out.Reasons = append(out.Reasons, r)
+		}
+	}
+	out.Summary = explainSummary(j, s.n.pofMax())
+	return out, nil
+}
+
+// explainSummary says in a few sentences why a job is where it is.
+func explainSummary(j *fedschedv1.Job, pofMax float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Job %s is %s at site %s", j.GetId(), stateName(j.GetState()), j.GetSite())
+	if msg := j.GetMessage(); msg != "" {
+		fmt.Fprintf(&b, ": %s", msg)
+	}
+	b.WriteString(".")
+	if r := j.GetReservation(); r != nil {
+		fmt.Fprintf(&b, " It holds %d processors from %s to %s.", r.GetProcs(), r.GetStart().AsTime().UTC().Format(time.RFC3339), r.GetEnd().AsTime().UTC().Format(time.RFC3339))
+	}
+	if j.GetOverbooked() {
+		fmt.Fprintf(&b, " Its reservation is shorter than its estimate: it was overbooked with a probability of failure of %.3f (the site accepts below %.3f).", j.GetPof(), pofMax)
+	}
+	if o := j.GetSlaOutcome(); o != fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED {
+		fmt.Fprintf(&b, " SLA: %s.", strings.ToLower(strings.TrimPrefix(o.String(), "SLA_OUTCOME_")))
+	}
+	if len(j.GetRoute()) > 1 {
+		var hops []string
+		for _, h := range j.GetRoute() {
+			hops = append(hops, h.GetSite())
+		}
+		fmt.Fprintf(&b, " Route: %s.", strings.Join(hops, " → "))
+	}
+	return b.String()
+}
+
+func stateName(s fedschedv1.JobState) string {
+	return strings.TrimPrefix(s.String(), "JOB_STATE_")
+}
+
+func (s *service) GetSite(ctx context.Context, _ *fedschedv1.GetSiteRequest) (*fedschedv1.GetSiteResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	o := &siteOp{reply: make(chan *fedschedv1.Site, 1)}
+	if err := s.n.send(ctx, o); err != nil {
+		return nil, ToStatus(err)
+	}
+	site, err := await(ctx, s.n, o.reply)
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	return &fedschedv1.GetSiteResponse{Site: proto.Clone(site).(*fedschedv1.Site)}, nil
+}
+
+func (s *service) ready() error {
+	if !s.n.Ready() {
+		return ToStatus(fmt.Errorf("site %s is recovering its state; retry shortly: %w", s.n.cfg.Site, ErrUnavailable))
+	}
+	return nil
+}
