@@ -32,6 +32,7 @@ import (
 //	sla/              <job id> -> SlaRecord
 //	stats/            <name> -> format byte + blob
 //	idempotency/      <key> -> IdempotencyRecord
+//	agreements/       <agreement id> -> format byte + body               (since v3)
 var (
 	// bucketMeta holds the schema version, PutMeta values and the sequence.
 	bucketMeta = []byte("meta")
@@ -53,6 +54,8 @@ var (
 	bucketStats = []byte("stats")
 	// bucketIdempotency holds the idempotency keys.
 	bucketIdempotency = []byte("idempotency")
+	// bucketAgreements holds delegation agreements by id (schema v3).
+	bucketAgreements = []byte("agreements")
 )
 
 // v1Buckets are the buckets of schema version 1; migrations add the rest.
@@ -830,6 +833,15 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 				return err
 			}
 		}
+		ab, err := bucket(tx, bucketAgreements)
+		if err != nil {
+			return err
+		}
+		for _, a := range c.PutAgreements {
+			if err := ab.Put([]byte(a.ID), append([]byte{recordFormat}, a.Body...)); err != nil {
+				return err
+			}
+		}
 		stb, err := bucket(tx, bucketStats)
 		if err != nil {
 			return err
@@ -841,4 +853,42 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 		}
 		return nil
 	})
+}
+
+// GetAgreement returns one agreement, or ErrNotFound.
+func (s *BoltStore) GetAgreement(ctx context.Context, id string) (AgreementRecord, error) {
+	var out AgreementRecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketAgreements)
+		if err != nil {
+			return err
+		}
+		v := b.Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("agreement %q: %w", id, ErrNotFound)
+		}
+		out, err = decodeAgreement(id, v)
+		return err
+	})
+	return out, err
+}
+
+// ListAgreements returns every agreement in ascending order of id.
+func (s *BoltStore) ListAgreements(ctx context.Context) ([]AgreementRecord, error) {
+	var out []AgreementRecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketAgreements)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
+			a, err := decodeAgreement(string(k), v)
+			if err != nil {
+				return err
+			}
+			out = append(out, a)
+			return nil
+		})
+	})
+	return out, err
 }

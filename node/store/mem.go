@@ -22,6 +22,7 @@ type MemStore struct {
 	sla    map[string][]byte
 	stats  map[string][]byte
 	idem   map[string][]byte
+	agree  map[string][]byte
 	meta   map[string]string
 }
 
@@ -384,6 +385,12 @@ func (m *MemStore) Apply(ctx context.Context, c Changes) error {
 	}
 	maps.Copy(m.jobs, jobs)
 	maps.Copy(m.idem, idems)
+	if m.agree == nil {
+		m.agree = make(map[string][]byte)
+	}
+	for _, a := range c.PutAgreements {
+		m.agree[a.ID] = slices.Clone(a.Body)
+	}
 	for _, id := range c.DeleteReservations {
 		delete(m.res, id)
 	}
@@ -393,4 +400,30 @@ func (m *MemStore) Apply(ctx context.Context, c Changes) error {
 		m.stats[name] = slices.Clone(blob)
 	}
 	return nil
+}
+
+// GetAgreement returns one agreement, or ErrNotFound.
+func (m *MemStore) GetAgreement(ctx context.Context, id string) (AgreementRecord, error) {
+	if err := m.lock(ctx); err != nil {
+		return AgreementRecord{}, err
+	}
+	defer m.mu.Unlock()
+	b, ok := m.agree[id]
+	if !ok {
+		return AgreementRecord{}, fmt.Errorf("agreement %q: %w", id, ErrNotFound)
+	}
+	return AgreementRecord{ID: id, Body: slices.Clone(b)}, nil
+}
+
+// ListAgreements returns every agreement in ascending order of id.
+func (m *MemStore) ListAgreements(ctx context.Context) ([]AgreementRecord, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	out := make([]AgreementRecord, 0, len(m.agree))
+	for _, id := range slices.Sorted(maps.Keys(m.agree)) {
+		out = append(out, AgreementRecord{ID: id, Body: slices.Clone(m.agree[id])})
+	}
+	return out, nil
 }

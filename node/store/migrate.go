@@ -24,6 +24,15 @@ type migration struct {
 // and the last one's to is CurrentSchemaVersion.
 var migrations = []migration{
 	{from: 1, to: 2, name: "index jobs by state and by user", apply: migrateIndexJobs},
+	{from: 2, to: 3, name: "agreements bucket for delegation", apply: migrateAgreements},
+}
+
+// migrateAgreements adds the bucket of delegation agreements (v3).
+func migrateAgreements(tx *bolt.Tx) error {
+	if _, err := tx.CreateBucket(bucketAgreements); err != nil {
+		return fmt.Errorf("create %s: %w", bucketAgreements, err)
+	}
+	return nil
 }
 
 // migrateIndexJobs (v1 -> v2) builds the jobs_by_state and jobs_by_user

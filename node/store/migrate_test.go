@@ -45,7 +45,7 @@ func writeV1(t *testing.T, dir string, jobs []JobRecord) {
 	}
 }
 
-func TestMigrateV1ToV2(t *testing.T) {
+func TestMigrateV1ToCurrent(t *testing.T) {
 	P, R := fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.JobState_JOB_STATE_RUNNING
 	dir := t.TempDir()
 	writeV1(t, dir, []JobRecord{
@@ -60,8 +60,18 @@ func TestMigrateV1ToV2(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 2 {
+	if v, err := s.SchemaVersion(ctx); err != nil || v != CurrentSchemaVersion {
 		t.Fatalf("SchemaVersion after migration = %d, %v", v, err)
+	}
+	// v3 added the agreements bucket: it is there and empty, and usable.
+	if as, err := s.ListAgreements(ctx); err != nil || len(as) != 0 {
+		t.Fatalf("agreements after migration: %v %v", as, err)
+	}
+	if err := s.Apply(ctx, Changes{PutAgreements: []AgreementRecord{{ID: "a1", Body: []byte(`{"x":1}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.GetAgreement(ctx, "a1"); err != nil || string(a.Body) != `{"x":1}` {
+		t.Fatalf("agreement round trip: %v %v", a, err)
 	}
 	// The indexes exist and were built from the v1 jobs.
 	cases := map[string]struct {

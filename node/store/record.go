@@ -206,6 +206,11 @@ func validateChanges(c Changes) error {
 			return fmt.Errorf("statistics blob without a name: %w", ErrInvalid)
 		}
 	}
+	for _, a := range c.PutAgreements {
+		if a.ID == "" {
+			return fmt.Errorf("agreement without an id: %w", ErrInvalid)
+		}
+	}
 	return nil
 }
 
@@ -267,4 +272,13 @@ func (q JobQuery) after() (string, error) {
 		return "", fmt.Errorf("token was made for other filters: %w", ErrInvalidPageToken)
 	}
 	return string(b[9:]), nil
+}
+
+// decodeAgreement decodes a stored agreement: a format byte and the node's
+// body. It never panics.
+func decodeAgreement(id string, b []byte) (AgreementRecord, error) {
+	if len(b) == 0 || b[0] != recordFormat {
+		return AgreementRecord{}, fmt.Errorf("agreement %q: unknown record format: %w", id, ErrCorrupt)
+	}
+	return AgreementRecord{ID: id, Body: append([]byte(nil), b[1:]...)}, nil
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // CurrentSchemaVersion is the bbolt layout this code reads and writes.
-const CurrentSchemaVersion = 2
+const CurrentSchemaVersion = 3
 
 // Page sizes of ListJobs.
 const (
@@ -32,6 +32,7 @@ type Store interface {
 	StatsStore
 	IdempotencyStore
 	MetaStore
+	AgreementStore
 
 	// Apply makes all of c durable in one transaction: either every change
 	// is applied or none is. Records are validated before anything is
@@ -111,6 +112,24 @@ type IdempotencyStore interface {
 	// PruneIdempotencyKeys forgets every key created before the given time
 	// and returns how many it forgot. The jobs stay.
 	PruneIdempotencyKeys(ctx context.Context, before time.Time) (int, error)
+}
+
+// AgreementStore keeps delegation agreements, on both sides of one: the
+// origin's record of where it delegated a job and the peer's record of what
+// it promised. Bodies are owned and encoded by the node.
+type AgreementStore interface {
+	// GetAgreement returns one agreement, or ErrNotFound.
+	GetAgreement(ctx context.Context, id string) (AgreementRecord, error)
+	// ListAgreements returns every agreement in ascending order of id.
+	ListAgreements(ctx context.Context) ([]AgreementRecord, error)
+}
+
+// AgreementRecord is one stored agreement.
+type AgreementRecord struct {
+	// ID names the agreement. Required.
+	ID string
+	// Body is the node's encoding of the agreement.
+	Body []byte
 }
 
 // MetaStore keeps small facts about the store and the site.
@@ -221,6 +240,8 @@ type Changes struct {
 	PutSLAOutcomes []SLARecord
 	// PutStats replaces statistics blobs by name.
 	PutStats map[string][]byte
+	// PutAgreements creates or replaces agreements.
+	PutAgreements []AgreementRecord
 }
 
 // Path returns the path of the bbolt file in a data directory.
