@@ -26,7 +26,7 @@ PROTO_INCLUDE   ?= /usr/include
 GEN_OUT         ?= .
 
 # API protos live under proto/ and are imported as "fedsched/v1/...".
-API_PROTOS      := fedsched/v1/site.proto
+API_PROTOS      := fedsched/v1/site.proto fedsched/v1/federation.proto
 # Store records live next to the package that owns them.
 STORE_PROTOS    := node/store/internal/storepb/records.proto
 

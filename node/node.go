@@ -7,12 +7,16 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/discovery"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
@@ -37,6 +41,9 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Version is reported by GetSite.
 	Version string
+	// Federation configures delegation; its zero value (no Peers) runs the
+	// site alone.
+	Federation FederationConfig
 }
 
 // Node is one site: it owns the scheduling core and is its only writer. Run
@@ -65,6 +72,22 @@ type Node struct {
 	nextW    int
 	eventSeq uint64
 	procs    int
+
+	// Federation (federation.go). agreements, byOrigin and inflight are
+	// owned by the loop; history and conns are shared with the delegation
+	// goroutines under their mutexes.
+	fed        FederationConfig
+	agreements map[string]*agreementRec
+	byOrigin   map[string]string
+	inflight   map[int64]*inflight
+	launch     []int64
+	histMu     sync.Mutex
+	history    map[string]delegation.History
+	connMu     sync.Mutex
+	conns      map[string]*grpc.ClientConn
+	kick       chan struct{}
+	bg         sync.WaitGroup
+	digest     atomic.Pointer[discovery.Digest]
 }
 
 // liveJob is a job that still holds or may hold processors.
@@ -100,7 +123,13 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs,
-		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), watchers: make(map[int]*watcher)}
+		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), watchers: make(map[int]*watcher),
+		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
+		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1)}
+	n.fed.defaults()
+	if n.fed.Peers != nil && n.fed.Dial == nil {
+		return nil, fmt.Errorf("node: federation needs a dialer: %w", ErrInvalidRequest)
+	}
 	if n.stats, err = overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -144,8 +173,20 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.recover(ctx); err != nil {
 		return fmt.Errorf("node: recover: %w", err)
 	}
+	n.publishDigest(n.now())
 	n.ready.Store(true)
-	n.log.Info("node ready", "procs", n.procs, "policy", n.pol.String(), "live_jobs", len(n.live))
+	n.log.Info("node ready", "procs", n.procs, "policy", n.pol.String(), "live_jobs", len(n.live), "federated", n.federating())
+	defer n.closeConns()
+	defer n.bg.Wait()
+	if n.federating() {
+		n.bg.Add(1)
+		go func() { defer n.bg.Done(); n.report(ctx) }()
+		for seq := range n.inflight {
+			n.launch = append(n.launch, seq)
+		}
+		slices.Sort(n.launch)
+		n.launchDelegations(ctx)
+	}
 	var timer clock.Timer
 	defer func() {
 		if timer != nil {
@@ -188,6 +229,7 @@ func (n *Node) Run(ctx context.Context) error {
 		if exit != nil {
 			n.handleExit(*exit, now)
 		}
+		n.expireAgreements(now)
 		deliver := make([]func(error), 0, len(batch))
 		for _, o := range batch {
 			deliver = append(deliver, o.run(n, now))
@@ -204,6 +246,65 @@ func (n *Node) Run(ctx context.Context) error {
 			return fmt.Errorf("node: commit: %w", err)
 		}
 		n.publishPending()
+		n.launchDelegations(ctx)
+		n.publishDigest(now)
+	}
+}
+
+// launchDelegations starts the delegation protocol for jobs whose intent to
+// delegate is now durable.
+func (n *Node) launchDelegations(ctx context.Context) {
+	for _, seq := range n.launch {
+		fl := n.inflight[seq]
+		if fl == nil {
+			continue
+		}
+		cp := *fl
+		cp.job = proto.Clone(fl.job).(*fedschedv1.Job)
+		n.bg.Add(1)
+		go func() { defer n.bg.Done(); n.delegate(ctx, cp) }()
+	}
+	n.launch = n.launch[:0]
+}
+
+// publishDigest refreshes the capability digest gossip reads: processors
+// free now and in 1, 4 and 24 hours, rounded down to a sixteenth of the
+// site so that small changes do not flood the federation.
+func (n *Node) publishDigest(now int64) {
+	o := n.site.Outlook(now, 3600, 4*3600, 24*3600)
+	q := max(1, n.procs/16)
+	round := func(v int) int32 { return int32(v / q * q) }
+	d := discovery.Digest{Version: discovery.ProtocolVersion, Site: n.cfg.Site, Addr: n.advertise(), Procs: int32(n.procs), Policy: n.pol.String(),
+		FreeNow: round(o[0]), Free1h: round(o[1]), Free4h: round(o[2]), Free24h: round(o[3]), Overbooking: n.adm != nil}
+	if old := n.digest.Load(); old != nil && *old == d {
+		return
+	}
+	n.digest.Store(&d)
+}
+
+// Digest is the site's current capability digest, for gossip. Safe for
+// use by any goroutine.
+func (n *Node) Digest() discovery.Digest {
+	if d := n.digest.Load(); d != nil {
+		return *d
+	}
+	return discovery.Digest{Version: discovery.ProtocolVersion, Site: n.cfg.Site, Addr: n.advertise(), Procs: int32(n.procs), Policy: n.pol.String()}
+}
+
+// advertise is the API address peers dial.
+func (n *Node) advertise() string {
+	if n.cfg.Gossip.Advertise != "" {
+		return n.cfg.Gossip.Advertise
+	}
+	return n.cfg.Listen
+}
+
+func (n *Node) closeConns() {
+	n.connMu.Lock()
+	defer n.connMu.Unlock()
+	for addr, c := range n.conns {
+		c.Close()
+		delete(n.conns, addr)
 	}
 }
 
@@ -246,6 +347,7 @@ type changes struct {
 	jobs   map[string]store.JobRecord
 	res    map[string]*store.ReservationRecord // nil value: delete
 	sla    map[string]store.SLARecord
+	agree  map[string]*agreementRec
 	stats  bool
 	events []*fedschedv1.JobEvent
 }
@@ -272,7 +374,7 @@ func (c *changes) putSLA(r store.SLARecord) {
 }
 
 func (c *changes) empty() bool {
-	return len(c.jobs) == 0 && len(c.res) == 0 && len(c.sla) == 0 && !c.stats
+	return len(c.jobs) == 0 && len(c.res) == 0 && len(c.sla) == 0 && len(c.agree) == 0 && !c.stats
 }
 
 // commit makes the pending changes durable in one transaction.
@@ -295,6 +397,13 @@ func (n *Node) commit(ctx context.Context) error {
 	for _, id := range slices.Sorted(maps.Keys(c.sla)) {
 		ch.PutSLAOutcomes = append(ch.PutSLAOutcomes, c.sla[id])
 	}
+	for _, id := range slices.Sorted(maps.Keys(c.agree)) {
+		rec, err := encodeAgreement(c.agree[id])
+		if err != nil {
+			return fmt.Errorf("encode agreement %s: %w", id, err)
+		}
+		ch.PutAgreements = append(ch.PutAgreements, rec)
+	}
 	if c.stats {
 		if b, err := n.stats.MarshalJSON(); err == nil {
 			ch.PutStats = map[string][]byte{statsBlob: b}
@@ -305,7 +414,7 @@ func (n *Node) commit(ctx context.Context) error {
 	// A commit must not be abandoned half way because the node is
 	// stopping: the replies waiting on it were promised durability.
 	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
-	c.jobs, c.res, c.sla, c.stats = nil, nil, nil, false
+	c.jobs, c.res, c.sla, c.agree, c.stats = nil, nil, nil, nil, false
 	return err
 }
 
@@ -404,6 +513,9 @@ func (n *Node) finish(lj *liveJob, state fedschedv1.JobState, reason fedschedv1.
 		lj.job.EndTime = toTime(now)
 	}
 	lj.rec = n.setState(lj.job, lj.rec, state, reason, msg, now)
+	if lj.job.GetOriginSite() != n.cfg.Site {
+		n.peerJobEnded(lj, now)
+	}
 }
 
 // handleExit turns an executor's report into the end of a job.
@@ -436,6 +548,9 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		n.pending.putRes(lj.job.GetId(), nil)
 		lj.rec.Job = lj.job
 		n.pending.putJob(lj.rec)
+		if lj.job.GetOriginSite() != n.cfg.Site {
+			n.peerJobEnded(lj, now)
+		}
 		return
 	}
 	lj.job.EndTime = toTime(end)

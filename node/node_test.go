@@ -141,6 +141,9 @@ func TestJobLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := w.Header(); err != nil { // the watch is registered
+		t.Fatal(err)
+	}
 	// 60 virtual seconds is 60 ms of wall time at 1000x.
 	sp := spec(4, 120)
 	sp.SimRuntimeSeconds = 60

@@ -42,11 +42,21 @@ type submitResult struct {
 	job      *fedschedv1.Job
 	replayed bool
 	err      error
+	// deferred, if not 0, is the core id of a job being delegated: the
+	// reply comes when the delegation ends.
+	deferred int64
 }
 
 func (o *submitOp) run(n *Node, now int64) func(error) {
 	res := n.submit(o.ctx, o.req, o.hash, now)
 	return func(err error) {
+		if res.deferred != 0 && err == nil {
+			if fl := n.inflight[res.deferred]; fl != nil {
+				fl.reply = func(r submitResult) { o.reply <- r }
+				n.launch = append(n.launch, res.deferred)
+				return
+			}
+		}
 		if err != nil && res.err == nil {
 			res = submitResult{err: fmt.Errorf("storing the decision failed: %w: %w", ErrUnavailable, err)}
 		}
@@ -93,6 +103,14 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 	job.Route = []*fedschedv1.RouteHop{{Site: n.cfg.Site, Reason: fedschedv1.Reason_REASON_UNSPECIFIED, Message: "submitted", Time: toTime(now)}}
 	rec := store.JobRecord{Job: job, IdempotencyKey: key, BodyHash: hash}
 	pl := n.site.Submit(now, pj)
+	if !pl.OK() && n.federating() && (pl.Reason == plan.ReasonRejectedNoGap || pl.Reason == plan.ReasonRejectedRisk) {
+		// Transfer policy: a job the site cannot take goes to the peers.
+		// The reply waits for the protocol (bounded by the quote timeout).
+		lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
+		n.live[lj.seq] = lj
+		n.startDelegation(lj, pl, now)
+		return submitResult{deferred: lj.seq}
+	}
 	if !pl.OK() {
 		reason, msg := rejectReason(pl, pj, n.cfg.Site, now)
 		rec = n.setState(job, rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg, now)
@@ -171,7 +189,18 @@ func (o *cancelOp) run(n *Node, now int64) func(error) {
 func (n *Node) cancel(id, note string, now int64) submitResult {
 	seq, ok := seqOf(n.cfg.Site, id)
 	lj := n.live[int64(seq)]
-	if !ok || lj == nil || lj.cancelled {
+	if ok && lj == nil {
+		if rec, err := n.deps.Store.GetJob(context.Background(), id); err == nil && rec.Job.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED {
+			msg := "cancelled by the user"
+			if note != "" {
+				msg += ": " + note
+			}
+			if j, done := n.cancelDelegated(rec, msg, now); done {
+				return submitResult{job: j}
+			}
+		}
+	}
+	if !ok || lj == nil || lj.cancelled || n.inflight[int64(seq)] != nil {
 		return submitResult{err: errJobNotLive}
 	}
 	msg := "cancelled by the user"

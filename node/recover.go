@@ -2,10 +2,12 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
@@ -75,7 +77,14 @@ func (n *Node) recover(ctx context.Context) error {
 	}
 	slices.SortFunc(live, func(a, b store.JobRecord) int { return compareIDs(a.ID(), b.ID()) })
 	now := n.now()
+	if err := n.recoverAgreements(ctx, now); err != nil {
+		return err
+	}
 	for _, rec := range live {
+		if rec.Job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && rec.Job.GetReason() == fedschedv1.Reason_REASON_DELEGATED {
+			n.recoverInflight(rec, now)
+			continue
+		}
 		n.restore(rec, now)
 	}
 	if err := n.commit(ctx); err != nil {
@@ -161,4 +170,63 @@ func (n *Node) restore(rec store.JobRecord, now int64) {
 		n.pending.putRes(j.GetId(), r)
 	}
 	lj.rec = n.setState(j, rec, fedschedv1.JobState_JOB_STATE_PENDING, j.GetReason(), "re-planned after the node restarted", now)
+}
+
+// recoverAgreements loads the agreements. Holds are not restored: a
+// pending agreement (a quote not yet agreed when the node stopped) is
+// rejected, so that the origin's Agree fails and it looks elsewhere; the
+// job it would have created never existed.
+func (n *Node) recoverAgreements(ctx context.Context, now int64) error {
+	recs, err := n.deps.Store.ListAgreements(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		var a agreementRec
+		if err := json.Unmarshal(r.Body, &a); err != nil {
+			n.log.Warn("stored agreement unreadable; skipped", "agreement", r.ID, "err", err)
+			continue
+		}
+		n.agreements[a.ID] = &a
+		if a.Role == rolePeer {
+			n.byOrigin[originKey(a.Origin, a.JobID)] = a.ID
+			if uint64(a.Seq) > n.nextSeq {
+				n.nextSeq = uint64(a.Seq)
+			}
+			if a.State == delegation.Pending {
+				a.Apply(delegation.EventExpire, now) //nolint:errcheck // pending -> rejected is always allowed
+				n.putAgreement(&a, now)
+			}
+		}
+	}
+	return nil
+}
+
+// recoverInflight resumes a delegation that was in flight when the node
+// stopped. If the job's route says which peer the origin was agreeing
+// with, that peer alone is asked; otherwise the protocol starts over. The
+// job is not in the plan: it never had a local slot.
+func (n *Node) recoverInflight(rec store.JobRecord, now int64) {
+	j := rec.Job
+	seq, _ := seqOf(n.cfg.Site, j.GetId())
+	spec := j.GetSpec()
+	pj := planJob(spec, int64(seq), j.GetSubmitTime().AsTime().Unix())
+	lj := &liveJob{seq: int64(seq), job: j, rec: rec, pj: pj, sla: spec.GetDeadline() != nil}
+	n.live[lj.seq] = lj
+	fl := &inflight{seq: lj.seq, job: j}
+	for _, h := range j.GetRoute() {
+		if h.GetSite() == n.cfg.Site && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
+			fl.peer = h.GetPeerSite()
+		}
+	}
+	n.inflight[lj.seq] = fl
+	if !n.federating() && fl.peer == "" {
+		// Federation is off now and no peer was about to take the job:
+		// nobody can be asked, so it is rejected. (One that a peer may
+		// have taken stays in flight until federation is back.)
+		delete(n.inflight, lj.seq)
+		delete(n.live, lj.seq)
+		n.setState(j, rec, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_REJECTED_NO_GAP,
+			"the node restarted without federation while the job was being delegated", now)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/metadata"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/protobuf/proto"
@@ -34,6 +35,7 @@ type service struct {
 func (n *Node) Serve(ctx context.Context, lis net.Listener, grace time.Duration, opts ...grpc.ServerOption) error {
 	srv := grpc.NewServer(opts...)
 	fedschedv1.RegisterSiteServiceServer(srv, &service{n: n})
+	fedschedv1.RegisterFederationServiceServer(srv, &fedService{n: n})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	reflection.Register(srv)
@@ -193,6 +195,11 @@ func (s *service) WatchJobs(req *fedschedv1.WatchJobsRequest, stream fedschedv1.
 		defer cancel()
 		s.n.send(rctx, &watchOp{remove: reg.id}) //nolint:errcheck // the loop may be gone; nothing to do then
 	}()
+	// The response headers tell the client the watch is registered: every
+	// change after they arrive is delivered.
+	if err := stream.SendHeader(metadata.Pairs("fedsched-watch", "live")); err != nil {
+		return err
+	}
 	slices.SortFunc(reg.initial, func(a, b *fedschedv1.JobEvent) int { return compareIDs(a.GetJob().GetId(), b.GetJob().GetId()) })
 	for _, ev := range reg.initial {
 		if err := stream.Send(ev); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
@@ -35,9 +36,17 @@ func (n *Node) validateSubmit(req *fedschedv1.SubmitJobRequest, now int64) error
 	if k := req.GetIdempotencyKey(); len(k) > maxKeyLen || !utf8.ValidString(k) {
 		return fmt.Errorf("idempotency_key: at most %d bytes of UTF-8: %w", maxKeyLen, ErrInvalidJob)
 	}
-	s := req.GetSpec()
+	return n.validateSpec(req.GetSpec(), now)
+}
+
+// validateSpec checks a job spec against the site (for a submission or a
+// peer's quote request).
+func (n *Node) validateSpec(s *fedschedv1.JobSpec, now int64) error {
 	if s == nil {
 		return fmt.Errorf("spec is required: %w", ErrInvalidJob)
+	}
+	if err := noUnknownFields(s); err != nil {
+		return err
 	}
 	switch {
 	case s.GetProcs() <= 0:
@@ -56,12 +65,12 @@ func (n *Node) validateSubmit(req *fedschedv1.SubmitJobRequest, now int64) error
 		return fmt.Errorf("penalty must be a finite number >= 0, got %v: %w", s.GetPenalty(), ErrInvalidJob)
 	case s.GetUser() == "":
 		return fmt.Errorf("user is required: %w", ErrInvalidJob)
-	case len(s.GetUser()) > maxNameLen || !utf8.ValidString(s.GetUser()):
-		return fmt.Errorf("user: at most %d bytes of UTF-8: %w", maxNameLen, ErrInvalidJob)
-	case len(s.GetApp()) > maxNameLen || !utf8.ValidString(s.GetApp()):
-		return fmt.Errorf("app: at most %d bytes of UTF-8: %w", maxNameLen, ErrInvalidJob)
-	case len(s.GetWorkdir()) > maxPathLen:
-		return fmt.Errorf("workdir: at most %d bytes: %w", maxPathLen, ErrInvalidJob)
+	case len(s.GetUser()) > maxNameLen || !printable(s.GetUser()):
+		return fmt.Errorf("user: at most %d bytes of printable UTF-8: %w", maxNameLen, ErrInvalidJob)
+	case len(s.GetApp()) > maxNameLen || !printable(s.GetApp()):
+		return fmt.Errorf("app: at most %d bytes of printable UTF-8: %w", maxNameLen, ErrInvalidJob)
+	case len(s.GetWorkdir()) > maxPathLen || containsNUL(s.GetWorkdir()):
+		return fmt.Errorf("workdir: at most %d bytes without NUL: %w", maxPathLen, ErrInvalidJob)
 	case len(s.GetCommand()) > maxArgs:
 		return fmt.Errorf("command: at most %d arguments: %w", maxArgs, ErrInvalidJob)
 	case len(s.GetEnv()) > maxEnv:
@@ -143,6 +152,20 @@ func hasUnknown(m protoreflect.Message) bool {
 func finiteNonNegative(x float64) bool { return x >= 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
 
 func containsNUL(s string) bool { return containsByte(s, 0) }
+
+// printable reports whether s is valid UTF-8 without control characters
+// (names end up in index keys and tables).
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
 
 func containsByte(s string, b byte) bool {
 	for i := 0; i < len(s); i++ {

@@ -73,7 +73,9 @@ type SiteServiceClient interface {
 	// WatchJobs streams state changes of jobs until the client goes away or
 	// the server shuts down (then UNAVAILABLE). Events of one job arrive in
 	// order; a slow client may be disconnected with RESOURCE_EXHAUSTED and
-	// should reconnect with send_initial set.
+	// should reconnect with send_initial set. The server sends the response
+	// headers once the watch is registered: every change after the headers
+	// arrive is delivered.
 	WatchJobs(ctx context.Context, in *WatchJobsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobEvent], error)
 	// Explain tells why a job is where it is: its reason codes over time, its
 	// reservation, its probability of failure and its route between sites.
@@ -197,7 +199,9 @@ type SiteServiceServer interface {
 	// WatchJobs streams state changes of jobs until the client goes away or
 	// the server shuts down (then UNAVAILABLE). Events of one job arrive in
 	// order; a slow client may be disconnected with RESOURCE_EXHAUSTED and
-	// should reconnect with send_initial set.
+	// should reconnect with send_initial set. The server sends the response
+	// headers once the watch is registered: every change after the headers
+	// arrive is delivered.
 	WatchJobs(*WatchJobsRequest, grpc.ServerStreamingServer[JobEvent]) error
 	// Explain tells why a job is where it is: its reason codes over time, its
 	// reservation, its probability of failure and its route between sites.

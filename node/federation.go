@@ -1,0 +1,931 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/discovery"
+	"github.com/fedsched/fedsched/node/store"
+	"github.com/fedsched/fedsched/plan"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// Peers is what the node needs of membership: who is in the federation and
+// what they gossip. *discovery.Membership implements it.
+type Peers interface {
+	Members() []discovery.Member
+}
+
+// Dialer opens a client connection to a peer's gRPC address. Tests and the
+// e2e harness wrap it to cut links between chosen sites.
+type Dialer func(ctx context.Context, addr string) (*grpc.ClientConn, error)
+
+// FederationConfig configures delegation. The zero value of a field means
+// its default.
+type FederationConfig struct {
+	// Peers is the membership; nil turns federation off.
+	Peers Peers
+	// Dial opens connections to peers. Required with Peers.
+	Dial Dialer
+	// MaxCandidates is how many peers are asked for quotes in parallel
+	// (default 3).
+	MaxCandidates int
+	// QuoteTimeout bounds one quote round trip (default 2 s of wall time):
+	// SubmitJob answers within about twice this.
+	QuoteTimeout time.Duration
+	// HoldSeconds is how long a quote's hold lasts, in the site's clock
+	// (default 60).
+	HoldSeconds int64
+	// MaxHops limits how often a job is delegated (default 1).
+	MaxHops int
+	// CommunityShare is the share of processors kept for local users:
+	// remote jobs are not quoted into slots that would leave less free
+	// (default 0).
+	CommunityShare float64
+	// ReportInterval is how often unacknowledged outcomes and
+	// terminations are retried (default 1 s of wall time).
+	ReportInterval time.Duration
+}
+
+func (c *FederationConfig) defaults() {
+	if c.MaxCandidates <= 0 {
+		c.MaxCandidates = 3
+	}
+	if c.QuoteTimeout <= 0 {
+		c.QuoteTimeout = 2 * time.Second
+	}
+	if c.HoldSeconds <= 0 {
+		c.HoldSeconds = 60
+	}
+	if c.MaxHops <= 0 {
+		c.MaxHops = 1
+	}
+	if c.ReportInterval <= 0 {
+		c.ReportInterval = time.Second
+	}
+}
+
+// agreementRec is an agreement as the node stores it, on either side.
+type agreementRec struct {
+	delegation.Agreement
+	// Role is "origin" (this site delegated the job) or "peer" (this site
+	// executes it).
+	Role string `json:"role"`
+	// Seq is the core id: the hold and then the job at the peer, the job
+	// at the origin.
+	Seq int64 `json:"seq"`
+	// Spec and Route are the job as quoted (peer side), in protobuf
+	// encoding, so that Agree can create the job.
+	Spec  []byte `json:"spec,omitempty"`
+	Route []byte `json:"route,omitempty"`
+	// Pending says what must still be sent to the other side: "outcome"
+	// (peer to origin) or "terminate" (origin to peer); "" for nothing.
+	Pending string `json:"pending,omitempty"`
+	// PeerJob is the executing site's final job record (peer side, for
+	// the outcome report).
+	PeerJob []byte `json:"peer_job,omitempty"`
+}
+
+const (
+	roleOrigin = "origin"
+	rolePeer   = "peer"
+)
+
+func (n *Node) putAgreement(a *agreementRec, now int64) {
+	a.Updated = now
+	n.agreements[a.ID] = a
+	if n.pending.agree == nil {
+		n.pending.agree = make(map[string]*agreementRec)
+	}
+	n.pending.agree[a.ID] = a
+}
+
+func encodeAgreement(a *agreementRec) (store.AgreementRecord, error) {
+	b, err := json.Marshal(a)
+	return store.AgreementRecord{ID: a.ID, Body: b}, err
+}
+
+func originKey(site, job string) string { return site + "/" + job }
+
+// federating reports whether the node delegates and takes remote work.
+func (n *Node) federating() bool { return n.fed.Peers != nil }
+
+// ---------------------------------------------------------------------
+// Origin side: delegating a job the site cannot take.
+
+// delegation is one in-flight delegation: the job waits in PENDING with
+// reason DELEGATED until the protocol has run.
+type inflight struct {
+	seq   int64
+	job   *fedschedv1.Job
+	reply func(submitResult) // nil after recovery: nobody waits
+	// peer is the site the origin decided to agree with, once persisted.
+	peer, hold string
+}
+
+// startDelegation marks a job as being delegated; the protocol runs after
+// the mark is durable.
+func (n *Node) startDelegation(lj *liveJob, local plan.Placement, now int64) {
+	_, msg := rejectReason(local, lj.pj, n.cfg.Site, now)
+	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED,
+		"no local slot ("+msg+"): asking peers for quotes", now)
+	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job}
+}
+
+// delegationResult is what a delegation goroutine found.
+type delegationResult struct {
+	seq     int64
+	offer   *fedschedv1.Offer
+	agreed  *fedschedv1.Agreement
+	peer    string
+	asked   []string
+	refused []string
+	err     error
+	// intent: the goroutine has chosen and asks the loop to persist the
+	// choice before it agrees.
+	intent  bool
+	proceed chan bool
+}
+
+func (o *delegationResult) run(n *Node, now int64) func(error) {
+	fl := n.inflight[o.seq]
+	lj := n.live[o.seq]
+	if fl == nil || lj == nil {
+		if o.proceed != nil {
+			o.proceed <- false
+		}
+		return nil
+	}
+	if o.intent {
+		// Write ahead: the origin records which peer it is about to agree
+		// with, so that after a crash it asks that peer and no other.
+		fl.peer, fl.hold = o.peer, o.offer.GetHoldId()
+		lj.job.Route = append(lj.job.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: o.peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
+			Message: "agreeing to the quote of " + o.peer + " (hold " + o.offer.GetHoldId() + ")", Time: toTime(now)})
+		lj.rec.Job = lj.job
+		n.pending.putJob(lj.rec)
+		return func(err error) { o.proceed <- err == nil }
+	}
+	delete(n.inflight, o.seq)
+	if o.agreed != nil {
+		a := o.agreed
+		delete(n.live, o.seq)
+		lj.job.Site = a.GetPeerSite()
+		if off := a.GetOffer(); off != nil {
+			lj.job.Reservation = &fedschedv1.Reservation{Start: off.GetStart(), End: off.GetEnd(), Procs: lj.job.GetSpec().GetProcs(), Site: a.GetPeerSite()}
+			lj.job.Pof = off.GetPof()
+		}
+		lj.job.Route = append(lj.job.Route, &fedschedv1.RouteHop{Site: a.GetPeerSite(), PeerSite: n.cfg.Site, Reason: fedschedv1.Reason_REASON_RECEIVED_FROM_PEER,
+			Message: "accepted as " + a.GetPeerJobId(), Time: toTime(now)})
+		ag := &agreementRec{Role: roleOrigin, Seq: o.seq, Agreement: delegation.Agreement{ID: a.GetId(), JobID: lj.job.GetId(),
+			PeerJobID: a.GetPeerJobId(), Origin: n.cfg.Site, Peer: a.GetPeerSite(), State: delegation.Observed,
+			Quote: delegation.Quote{Site: a.GetPeerSite(), HoldID: a.GetId(), Start: a.GetOffer().GetStart().AsTime().Unix(),
+				End: a.GetOffer().GetEnd().AsTime().Unix(), PoF: a.GetOffer().GetPof(), Price: a.GetOffer().GetPrice()}}}
+		n.putAgreement(ag, now)
+		n.history[a.GetPeerSite()] = n.history[a.GetPeerSite()]
+		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_DELEGATED, fedschedv1.Reason_REASON_DELEGATED,
+			fmt.Sprintf("delegated to %s as %s (quotes asked of %v)", a.GetPeerSite(), a.GetPeerJobId(), o.asked), now)
+	} else {
+		msg := "no local slot, and no peer offered one"
+		if len(o.asked) == 0 {
+			msg = "no local slot, and no reachable peer could take the job"
+		} else if len(o.refused) > 0 {
+			msg += fmt.Sprintf(" (refused by %v)", o.refused)
+		}
+		if o.err != nil {
+			msg += ": " + o.err.Error()
+		}
+		delete(n.live, o.seq)
+		if lj.sla {
+			lj.job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED
+			n.pending.putSLA(store.SLARecord{JobID: lj.job.GetId(), Outcome: fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty})
+		}
+		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_REJECTED_NO_GAP, msg, now)
+	}
+	job := proto.Clone(lj.job).(*fedschedv1.Job)
+	return func(err error) {
+		if fl.reply == nil {
+			return
+		}
+		if err != nil {
+			fl.reply(submitResult{err: fmt.Errorf("storing the delegation failed: %w: %w", ErrUnavailable, err)})
+			return
+		}
+		fl.reply(submitResult{job: job})
+	}
+}
+
+// candidates ranks the reachable peers for a job.
+func (n *Node) candidates(job *fedschedv1.Job, seq int64) []delegation.Candidate {
+	var cands []delegation.Candidate
+	for _, m := range n.fed.Peers.Members() {
+		if m.Local || m.State != discovery.Alive || m.DigestErr != nil || m.Digest.Leaving || m.Digest.Addr == "" {
+			continue
+		}
+		d := m.Digest
+		cands = append(cands, delegation.Candidate{Site: d.Site, Addr: d.Addr, Procs: int(d.Procs), FreeNow: int(d.FreeNow),
+			Free1h: int(d.Free1h), Free4h: int(d.Free4h), Free24h: int(d.Free24h)})
+	}
+	route := routeOf(job)
+	n.histMu.Lock()
+	hist := maps2(n.history)
+	n.histMu.Unlock()
+	rng := rand.New(rand.NewPCG(uint64(seq), 0x5eed))
+	return delegation.Rank(cands, int(job.GetSpec().GetProcs()), route, hist, delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates}, rng)
+}
+
+func maps2(m map[string]delegation.History) map[string]delegation.History {
+	out := make(map[string]delegation.History, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func routeOf(j *fedschedv1.Job) delegation.Route {
+	var r delegation.Route
+	for _, h := range j.GetRoute() {
+		r = append(r, delegation.Hop{Site: h.GetSite()})
+		if h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
+			r = append(r, delegation.Hop{Site: h.GetPeerSite(), Action: delegation.ActionDelegated})
+		}
+	}
+	return r
+}
+
+// client returns a FederationService client for a peer address.
+func (n *Node) client(ctx context.Context, addr string) (fedschedv1.FederationServiceClient, error) {
+	n.connMu.Lock()
+	defer n.connMu.Unlock()
+	if c, ok := n.conns[addr]; ok {
+		return fedschedv1.NewFederationServiceClient(c), nil
+	}
+	c, err := n.fed.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	n.conns[addr] = c
+	return fedschedv1.NewFederationServiceClient(c), nil
+}
+
+func (n *Node) addrOf(site string) string {
+	for _, m := range n.fed.Peers.Members() {
+		if m.Name == site && m.DigestErr == nil {
+			return m.Digest.Addr
+		}
+	}
+	return ""
+}
+
+// delegate runs the protocol for one job off the loop: find an existing
+// agreement (after a restart), else ask the ranked candidates for quotes in
+// parallel, agree to the best, release the others. It reports back to the
+// loop through ops.
+func (n *Node) delegate(ctx context.Context, fl inflight) {
+	job := fl.job
+	res := &delegationResult{seq: fl.seq}
+	defer func() { n.send(context.WithoutCancel(ctx), res) }() //nolint:errcheck // the loop stopping ends the delegation anyway
+	// After a restart: a peer we were agreeing with is asked, and only it.
+	if fl.peer != "" {
+		a, err := n.findAgreement(ctx, fl.peer, job.GetId())
+		switch {
+		case err != nil:
+			res.err = fmt.Errorf("cannot reach %s to settle a delegation in flight: %w", fl.peer, err)
+			// Keep the job in flight; a later restart or retry settles it.
+			n.retryDelegation(ctx, fl)
+			res = &delegationResult{seq: -1}
+			return
+		case a != nil && a.GetState() == fedschedv1.AgreementState_AGREEMENT_STATE_OBSERVED:
+			res.agreed, res.peer = a, fl.peer
+			return
+		}
+	}
+	cands := n.candidates(job, fl.seq)
+	type quoted struct {
+		site  string
+		addr  string
+		offer *fedschedv1.Offer
+	}
+	var mu sync.Mutex
+	var offers []quoted
+	var wg sync.WaitGroup
+	spec := job.GetSpec()
+	for _, c := range cands {
+		res.asked = append(res.asked, c.Site)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
+			defer cancel()
+			cl, err := n.client(qctx, c.Addr)
+			if err != nil {
+				n.observeFailure(c.Site)
+				return
+			}
+			r, err := cl.Quote(qctx, &fedschedv1.QuoteRequest{OriginSite: n.cfg.Site, OriginJobId: job.GetId(), Spec: spec,
+				Route: job.GetRoute(), HoldSeconds: n.fed.HoldSeconds})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				n.observeFailure(c.Site)
+				return
+			}
+			if r.GetOffer() == nil {
+				res.refused = append(res.refused, c.Site)
+				return
+			}
+			offers = append(offers, quoted{site: c.Site, addr: c.Addr, offer: r.GetOffer()})
+		}()
+	}
+	wg.Wait()
+	slices.Sort(res.refused)
+	if len(offers) == 0 {
+		return
+	}
+	qs := make([]delegation.Quote, len(offers))
+	for i, o := range offers {
+		qs[i] = delegation.Quote{Site: o.site, HoldID: o.offer.GetHoldId(), Start: o.offer.GetStart().AsTime().Unix(),
+			End: o.offer.GetEnd().AsTime().Unix(), PoF: o.offer.GetPof(), Price: o.offer.GetPrice(), Expires: o.offer.GetExpires().AsTime().Unix()}
+	}
+	fee, pen := spec.GetFee(), spec.GetPenalty()
+	best := delegation.Best(qs, fee, pen, 0)
+	release := func(skip int) {
+		for i, o := range offers {
+			if i == skip {
+				continue
+			}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.fed.QuoteTimeout)
+			if cl, err := n.client(rctx, o.addr); err == nil {
+				cl.Release(rctx, &fedschedv1.ReleaseRequest{HoldId: o.offer.GetHoldId()}) //nolint:errcheck // holds expire by themselves
+			}
+			cancel()
+		}
+	}
+	win := offers[best]
+	// Persist the choice before agreeing (write-ahead).
+	intent := &delegationResult{seq: fl.seq, intent: true, peer: win.site, offer: win.offer, proceed: make(chan bool, 1)}
+	if err := n.send(ctx, intent); err != nil {
+		release(-1)
+		res = &delegationResult{seq: -1}
+		return
+	}
+	if ok, err := await(ctx, n, (<-chan bool)(intent.proceed)); err != nil || !ok {
+		release(-1)
+		res = &delegationResult{seq: -1}
+		return
+	}
+	release(best)
+	actx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
+	defer cancel()
+	cl, err := n.client(actx, win.addr)
+	if err == nil {
+		var r *fedschedv1.AgreeResponse
+		r, err = cl.Agree(actx, &fedschedv1.AgreeRequest{HoldId: win.offer.GetHoldId(), IdempotencyKey: job.GetId(),
+			OriginSite: n.cfg.Site, OriginJobId: job.GetId()})
+		if err == nil {
+			res.agreed, res.peer = r.GetAgreement(), win.site
+			return
+		}
+	}
+	// Agree failed. If the peer may have agreed (the reply was lost), ask;
+	// only a definite answer lets the job go elsewhere or be rejected.
+	a, ferr := n.findAgreement(ctx, win.site, job.GetId())
+	switch {
+	case ferr != nil:
+		n.retryDelegation(ctx, inflight{seq: fl.seq, job: job, peer: win.site, hold: win.offer.GetHoldId()})
+		res = &delegationResult{seq: -1}
+	case a != nil && a.GetState() == fedschedv1.AgreementState_AGREEMENT_STATE_OBSERVED:
+		res.agreed, res.peer = a, win.site
+	default:
+		res.err = fmt.Errorf("%s did not confirm its quote: %v", win.site, err)
+		n.observeFailure(win.site)
+	}
+}
+
+// findAgreement asks a peer for the agreement of an origin job: nil, nil if
+// the peer has none.
+func (n *Node) findAgreement(ctx context.Context, site, jobID string) (*fedschedv1.Agreement, error) {
+	addr := n.addrOf(site)
+	if addr == "" {
+		return nil, fmt.Errorf("%s is not a known member: %w", site, ErrUnavailable)
+	}
+	gctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
+	defer cancel()
+	cl, err := n.client(gctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	r, err := cl.GetAgreement(gctx, &fedschedv1.GetAgreementRequest{OriginSite: n.cfg.Site, OriginJobId: jobID})
+	if CodeOf(FromStatus(err)) == 5 { // NotFound
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.GetAgreement(), nil
+}
+
+// retryDelegation schedules another attempt to settle an in-flight
+// delegation whose peer was unreachable.
+func (n *Node) retryDelegation(ctx context.Context, fl inflight) {
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.fed.ReportInterval):
+		}
+		n.delegate(ctx, fl)
+	}()
+}
+
+func (n *Node) observeFailure(site string) {
+	n.histMu.Lock()
+	h := n.history[site]
+	h.Failures++
+	n.history[site] = h
+	n.histMu.Unlock()
+}
+
+// ---------------------------------------------------------------------
+// Peer side: quoting, agreeing, releasing.
+
+type quoteOp struct {
+	req   *fedschedv1.QuoteRequest
+	reply chan quoteResult
+}
+
+type quoteResult struct {
+	resp *fedschedv1.QuoteResponse
+	err  error
+}
+
+func (o *quoteOp) run(n *Node, now int64) func(error) {
+	resp, err := n.quote(o.req, now)
+	return func(cerr error) {
+		if cerr != nil && err == nil {
+			err = fmt.Errorf("storing the hold failed: %w: %w", ErrUnavailable, cerr)
+		}
+		o.reply <- quoteResult{resp: resp, err: err}
+	}
+}
+
+func refuse(reason fedschedv1.Reason, msg string) *fedschedv1.QuoteResponse {
+	return &fedschedv1.QuoteResponse{Refusal: reason, Message: msg}
+}
+
+func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.QuoteResponse, error) {
+	for _, h := range req.GetRoute() {
+		if h.GetSite() == n.cfg.Site || h.GetPeerSite() == n.cfg.Site {
+			return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "the job has been at "+n.cfg.Site+" before"), nil
+		}
+	}
+	key := originKey(req.GetOriginSite(), req.GetOriginJobId())
+	if id, ok := n.byOrigin[key]; ok {
+		if a := n.agreements[id]; a != nil && a.State == delegation.Pending {
+			return &fedschedv1.QuoteResponse{Offer: offerOf(a, n.cfg.Site)}, nil
+		} else if a != nil && a.State == delegation.Observed {
+			return refuse(fedschedv1.Reason_REASON_RECEIVED_FROM_PEER, "this site already runs the job under agreement "+a.ID), nil
+		}
+	}
+	spec := req.GetSpec()
+	if err := n.validateSpec(spec, now); err != nil {
+		return nil, err
+	}
+	n.nextSeq++
+	seq := int64(n.nextSeq)
+	pj := planJob(spec, seq, now)
+	hold := n.fed.HoldSeconds
+	if req.GetHoldSeconds() > 0 {
+		hold = min(hold, req.GetHoldSeconds())
+	}
+	pl := n.site.Hold(now, pj, now+hold)
+	if !pl.OK() {
+		reason, msg := rejectReason(pl, pj, n.cfg.Site, now)
+		return refuse(reason, msg), nil
+	}
+	if share := (delegation.CommunityShare{Share: n.fed.CommunityShare}); share.Share > 0 {
+		free := n.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
+		if !share.Allows(pj.Procs, free, n.procs) {
+			n.site.Unhold(now, seq)
+			return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)), nil
+		}
+	}
+	specB, _ := proto.Marshal(spec)
+	routeB, _ := proto.Marshal(&fedschedv1.Job{Route: req.GetRoute()})
+	a := &agreementRec{Role: rolePeer, Seq: seq, Spec: specB, Route: routeB, Agreement: delegation.Agreement{
+		ID: jobID(n.cfg.Site, uint64(seq)), JobID: req.GetOriginJobId(), Origin: req.GetOriginSite(), Peer: n.cfg.Site, State: delegation.Pending,
+		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: jobID(n.cfg.Site, uint64(seq)), Start: pl.Start, End: pl.End, PoF: pl.PoF, Expires: now + hold}}}
+	n.putAgreement(a, now)
+	n.byOrigin[key] = a.ID
+	return &fedschedv1.QuoteResponse{Offer: offerOf(a, n.cfg.Site)}, nil
+}
+
+func offerOf(a *agreementRec, site string) *fedschedv1.Offer {
+	q := a.Quote
+	return &fedschedv1.Offer{HoldId: a.ID, Site: site, Start: toTime(q.Start), End: toTime(q.End), Pof: q.PoF, Price: q.Price, Expires: toTime(q.Expires)}
+}
+
+// planJob is the core's view of a spec submitted (or quoted) at now.
+func planJob(spec *fedschedv1.JobSpec, seq, now int64) plan.Job {
+	pj := plan.Job{ID: seq, Procs: int(spec.GetProcs()), Estimate: spec.GetEstimateSeconds(), Release: now,
+		Deadline: plan.Forever, User: spec.GetUser(), App: spec.GetApp()}
+	if r := spec.GetRelease(); r != nil {
+		pj.Release = max(now, r.AsTime().Unix())
+	}
+	if d := spec.GetDeadline(); d != nil {
+		pj.Deadline, pj.Fee, pj.Penalty = d.AsTime().Unix(), spec.GetFee(), spec.GetPenalty()
+	}
+	return pj
+}
+
+type agreeOp struct {
+	req   *fedschedv1.AgreeRequest
+	reply chan agreeResult
+}
+
+type agreeResult struct {
+	a   *fedschedv1.Agreement
+	err error
+}
+
+func (o *agreeOp) run(n *Node, now int64) func(error) {
+	a, err := n.agree(o.req, now)
+	return func(cerr error) {
+		if cerr != nil && err == nil {
+			err = fmt.Errorf("storing the agreement failed: %w: %w", ErrUnavailable, cerr)
+		}
+		o.reply <- agreeResult{a: a, err: err}
+	}
+}
+
+func (n *Node) agree(req *fedschedv1.AgreeRequest, now int64) (*fedschedv1.Agreement, error) {
+	a := n.agreements[req.GetHoldId()]
+	if a == nil || a.Role != rolePeer {
+		return nil, fmt.Errorf("no hold %q at %s: %w", req.GetHoldId(), n.cfg.Site, ErrJobNotFound)
+	}
+	switch a.State {
+	case delegation.Observed, delegation.Complete, delegation.ObservedAndTerminating, delegation.Terminated:
+		if a.IdempotencyKey != req.GetIdempotencyKey() {
+			return nil, fmt.Errorf("hold %s was agreed with another key: %w", a.ID, ErrIdempotencyConflict)
+		}
+		return n.agreementMsg(a), nil
+	case delegation.Pending:
+	default:
+		return nil, fmt.Errorf("hold %s is %v (expired or released): %w", a.ID, a.State, ErrJobFinished)
+	}
+	pl, err := n.site.Confirm(now, a.Seq)
+	if err != nil {
+		a.Apply(delegation.EventExpire, now) //nolint:errcheck // pending -> rejected is always allowed
+		n.putAgreement(a, now)
+		return nil, fmt.Errorf("hold %s expired before the agreement: %w", a.ID, ErrJobFinished)
+	}
+	if err := a.Apply(delegation.EventAgree, now); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJobFinished, err)
+	}
+	a.IdempotencyKey = req.GetIdempotencyKey()
+	var spec fedschedv1.JobSpec
+	var routeJob fedschedv1.Job
+	if err := proto.Unmarshal(a.Spec, &spec); err != nil {
+		return nil, fmt.Errorf("stored hold %s: %w: %w", a.ID, ErrUnavailable, err)
+	}
+	proto.Unmarshal(a.Route, &routeJob) //nolint:errcheck // a route is provenance only
+	id := jobID(n.cfg.Site, uint64(a.Seq))
+	a.PeerJobID = id
+	job := &fedschedv1.Job{Id: id, Spec: &spec, Site: n.cfg.Site, OriginSite: a.Origin, SubmitTime: toTime(now), Route: routeJob.GetRoute()}
+	job.Route = append(job.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: a.Origin, Reason: fedschedv1.Reason_REASON_RECEIVED_FROM_PEER,
+		Message: fmt.Sprintf("received from %s (its job %s) under agreement %s", a.Origin, a.JobID, a.ID), Time: toTime(now)})
+	pj := planJob(&spec, a.Seq, now)
+	lj := &liveJob{seq: a.Seq, job: job, pj: pj, sla: spec.GetDeadline() != nil}
+	if pl.Reason != plan.ReasonQueued {
+		r, api := n.reservationOf(id, pj.Procs, pl, pj.Estimate)
+		job.Reservation, job.Pof, job.Overbooked = api, pl.PoF, r.Overbooked
+		n.pending.putRes(id, r)
+	}
+	if lj.sla {
+		job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_OPEN
+		n.pending.putSLA(store.SLARecord{JobID: id, Outcome: job.SlaOutcome, Fee: pj.Fee, Penalty: pj.Penalty, PoF: pl.PoF})
+	}
+	lj.rec = n.setState(job, store.JobRecord{Job: job}, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_RECEIVED_FROM_PEER,
+		fmt.Sprintf("received from %s under agreement %s", a.Origin, a.ID), now)
+	n.live[a.Seq] = lj
+	n.putAgreement(a, now)
+	return n.agreementMsg(a), nil
+}
+
+func (n *Node) agreementMsg(a *agreementRec) *fedschedv1.Agreement {
+	out := &fedschedv1.Agreement{Id: a.ID, OriginSite: a.Origin, OriginJobId: a.JobID, PeerSite: a.Peer, PeerJobId: a.PeerJobID,
+		State: fedschedv1.AgreementState(a.State), Offer: offerOf(a, a.Peer), UpdateTime: toTime(a.Updated)}
+	if lj := n.live[a.Seq]; lj != nil && a.Role == rolePeer {
+		out.Job = proto.Clone(lj.job).(*fedschedv1.Job)
+	}
+	return out
+}
+
+type releaseOp struct {
+	id    string
+	reply chan error
+}
+
+func (o *releaseOp) run(n *Node, now int64) func(error) {
+	a := n.agreements[o.id]
+	if a != nil && a.Role == rolePeer && a.State == delegation.Pending {
+		n.site.Unhold(now, a.Seq)
+		a.Apply(delegation.EventRelease, now) //nolint:errcheck // pending -> rejected is always allowed
+		n.putAgreement(a, now)
+	}
+	return func(err error) { o.reply <- err }
+}
+
+// expireHolds marks agreements whose hold ran out as rejected (the core
+// already dropped the holds in its pass).
+func (n *Node) expireAgreements(now int64) {
+	for _, a := range n.agreements {
+		if a.Role == rolePeer && a.State == delegation.Pending && a.Quote.Expires <= now {
+			a.Apply(delegation.EventExpire, now) //nolint:errcheck // pending -> rejected is always allowed
+			n.putAgreement(a, now)
+		}
+	}
+}
+
+type getAgreementOp struct {
+	req   *fedschedv1.GetAgreementRequest
+	reply chan agreeResult
+}
+
+func (o *getAgreementOp) run(n *Node, _ int64) func(error) {
+	id := o.req.GetAgreementId()
+	if id == "" {
+		id = n.byOrigin[originKey(o.req.GetOriginSite(), o.req.GetOriginJobId())]
+	}
+	a := n.agreements[id]
+	var res agreeResult
+	if a == nil {
+		res.err = fmt.Errorf("no agreement %q at %s: %w", id, n.cfg.Site, ErrJobNotFound)
+	} else {
+		res.a = n.agreementMsg(a)
+	}
+	return func(error) { o.reply <- res }
+}
+
+// ---------------------------------------------------------------------
+// Ends: the peer reports outcomes to the origin; the origin terminates.
+
+// peerJobEnded is called when a job received from a peer ends: its
+// agreement completes (or is terminated) and the outcome is queued for the
+// origin.
+func (n *Node) peerJobEnded(lj *liveJob, now int64) {
+	id, ok := n.byOrigin[originKey(lj.job.GetOriginSite(), "")]
+	_ = id
+	_ = ok
+	for _, a := range n.agreements {
+		if a.Role != rolePeer || a.Seq != lj.seq {
+			continue
+		}
+		ev := delegation.EventFinish
+		if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED {
+			if a.State == delegation.Observed {
+				a.Apply(delegation.EventTerminate, now) //nolint:errcheck // observed -> terminating is allowed
+			}
+			ev = delegation.EventTerminated
+		}
+		a.Apply(ev, now) //nolint:errcheck // observed/terminating -> complete/terminated are allowed
+		a.Outcome = outcomeOf(lj.job)
+		a.PeerJob, _ = proto.Marshal(lj.job)
+		a.Pending = "outcome"
+		n.putAgreement(a, now)
+		n.kickReporter()
+		return
+	}
+}
+
+func outcomeOf(j *fedschedv1.Job) delegation.Outcome {
+	switch {
+	case j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED:
+		return delegation.OutcomeCancelled
+	case j.GetSlaOutcome() == fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED:
+		return delegation.OutcomeViolated
+	case j.GetState() == fedschedv1.JobState_JOB_STATE_KILLED:
+		return delegation.OutcomeKilled
+	}
+	return delegation.OutcomeMet
+}
+
+type reportOp struct {
+	req   *fedschedv1.ReportOutcomeRequest
+	reply chan error
+}
+
+func (o *reportOp) run(n *Node, now int64) func(error) {
+	err := n.applyReport(o.req, now)
+	return func(cerr error) {
+		if err == nil {
+			err = cerr
+		}
+		o.reply <- err
+	}
+}
+
+// applyReport settles a delegated job at the origin from the peer's report.
+func (n *Node) applyReport(req *fedschedv1.ReportOutcomeRequest, now int64) error {
+	a := n.agreements[req.GetAgreementId()]
+	if a == nil || a.Role != roleOrigin {
+		return fmt.Errorf("no agreement %q at %s: %w", req.GetAgreementId(), n.cfg.Site, ErrJobNotFound)
+	}
+	if a.State == delegation.Complete || a.State == delegation.Terminated {
+		return nil // a retried report
+	}
+	rec, err := n.deps.Store.GetJob(context.Background(), a.JobID)
+	if err != nil {
+		return fmt.Errorf("job %s: %w: %w", a.JobID, ErrUnavailable, err)
+	}
+	pj := req.GetJob()
+	j := rec.Job
+	j.StartTime, j.EndTime, j.ExitCode = pj.GetStartTime(), pj.GetEndTime(), pj.ExitCode
+	if pj.GetReservation() != nil {
+		j.Reservation = pj.GetReservation()
+	}
+	if j.GetSpec().GetDeadline() != nil {
+		j.SlaOutcome = pj.GetSlaOutcome()
+		n.pending.putSLA(store.SLARecord{JobID: j.GetId(), Outcome: j.SlaOutcome, Fee: j.GetSpec().GetFee(), Penalty: j.GetSpec().GetPenalty(),
+			PoF: j.GetPof(), DecidedAt: time.Unix(now, 0)})
+	}
+	ev := delegation.EventFinish
+	if pj.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED {
+		if a.State == delegation.Observed {
+			a.Apply(delegation.EventTerminate, now) //nolint:errcheck // observed -> terminating is allowed
+		}
+		ev = delegation.EventTerminated
+	}
+	a.Apply(ev, now) //nolint:errcheck // from observed or terminating both are allowed
+	a.Outcome = outcomeOf(pj)
+	a.Settled = true
+	n.putAgreement(a, now)
+	if j.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED {
+		if pj.GetStartTime() != nil && pj.GetEndTime() != nil && j.GetSpec().GetEstimateSeconds() > 0 {
+			n.histMu.Lock()
+			h := n.history[a.Peer]
+			h.Observe(float64(pj.GetEndTime().AsTime().Sub(j.GetSubmitTime().AsTime()).Seconds()) / float64(j.GetSpec().GetEstimateSeconds()))
+			n.history[a.Peer] = h
+			n.histMu.Unlock()
+		}
+		n.setState(j, rec, pj.GetState(), pj.GetReason(), fmt.Sprintf("at %s: %s", a.Peer, pj.GetMessage()), now)
+	} else {
+		rec.Job = j
+		n.pending.putJob(rec)
+	}
+	return nil
+}
+
+// cancelDelegated cancels a job the site delegated: the job is CANCELLED at
+// once and the peer is told (and retried) to terminate it.
+func (n *Node) cancelDelegated(rec store.JobRecord, msg string, now int64) (*fedschedv1.Job, bool) {
+	for _, a := range n.agreements {
+		if a.Role != roleOrigin || a.JobID != rec.ID() || a.State != delegation.Observed {
+			continue
+		}
+		a.Apply(delegation.EventTerminate, now) //nolint:errcheck // observed -> terminating is allowed
+		a.Pending = "terminate"
+		n.putAgreement(a, now)
+		j := rec.Job
+		if j.GetSpec().GetDeadline() != nil {
+			j.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED
+			n.pending.putSLA(store.SLARecord{JobID: j.GetId(), Outcome: j.SlaOutcome, Fee: j.GetSpec().GetFee(), Penalty: j.GetSpec().GetPenalty(), DecidedAt: time.Unix(now, 0)})
+		}
+		rec = n.setState(j, rec, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER, msg+" (termination sent to "+a.Peer+")", now)
+		n.kickReporter()
+		return proto.Clone(rec.Job).(*fedschedv1.Job), true
+	}
+	return nil, false
+}
+
+type terminateOp struct {
+	req   *fedschedv1.TerminateRequest
+	reply chan agreeResult
+}
+
+func (o *terminateOp) run(n *Node, now int64) func(error) {
+	a := n.agreements[o.req.GetAgreementId()]
+	var res agreeResult
+	switch {
+	case a == nil || a.Role != rolePeer:
+		res.err = fmt.Errorf("no agreement %q at %s: %w", o.req.GetAgreementId(), n.cfg.Site, ErrJobNotFound)
+	case a.State == delegation.Observed:
+		if lj := n.live[a.Seq]; lj != nil && !lj.cancelled {
+			n.cancel(lj.job.GetId(), "terminated by the origin "+a.Origin+": "+o.req.GetMessage(), now)
+		}
+		res.a = n.agreementMsg(a)
+	default:
+		res.a = n.agreementMsg(a)
+	}
+	return func(err error) {
+		if err != nil && res.err == nil {
+			res.err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		o.reply <- res
+	}
+}
+
+// outboxItem is one message the reporter must deliver.
+type outboxItem struct {
+	id, kind, site string
+	req            proto.Message
+}
+
+// outbox lists what must still be sent to other sites.
+func (n *Node) outbox() []outboxItem {
+	var out []outboxItem
+	for _, a := range n.agreements {
+		switch a.Pending {
+		case "outcome":
+			var j fedschedv1.Job
+			proto.Unmarshal(a.PeerJob, &j) //nolint:errcheck // written by this node
+			out = append(out, outboxItem{id: a.ID, kind: a.Pending, site: a.Origin,
+				req: &fedschedv1.ReportOutcomeRequest{AgreementId: a.ID, OriginJobId: a.JobID, Job: &j}})
+		case "terminate":
+			out = append(out, outboxItem{id: a.ID, kind: a.Pending, site: a.Peer, req: &fedschedv1.TerminateRequest{AgreementId: a.ID}})
+		}
+	}
+	slices.SortFunc(out, func(x, y outboxItem) int { return compareIDs(x.id, y.id) })
+	return out
+}
+
+type deliveredOp struct{ id, kind string }
+
+func (o *deliveredOp) run(n *Node, now int64) func(error) {
+	if a := n.agreements[o.id]; a != nil && a.Pending == o.kind {
+		a.Pending = ""
+		if o.kind == "terminate" {
+			a.Apply(delegation.EventTerminated, now) //nolint:errcheck // terminating -> terminated is allowed
+		}
+		n.putAgreement(a, now)
+	}
+	return nil
+}
+
+type outboxOp struct{ reply chan []outboxItem }
+
+func (o *outboxOp) run(n *Node, _ int64) func(error) {
+	items := n.outbox()
+	return func(error) { o.reply <- items }
+}
+
+func (n *Node) kickReporter() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// report delivers the outbox until ctx ends: outcomes to origins,
+// terminations to peers, each retried until acknowledged.
+func (n *Node) report(ctx context.Context) {
+	t := time.NewTicker(n.fed.ReportInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-n.kick:
+		}
+		o := &outboxOp{reply: make(chan []outboxItem, 1)}
+		if n.send(ctx, o) != nil {
+			continue
+		}
+		items, err := await(ctx, n, (<-chan []outboxItem)(o.reply))
+		if err != nil {
+			continue
+		}
+		for _, it := range items {
+			addr := n.addrOf(it.site)
+			if addr == "" {
+				continue
+			}
+			rctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
+			cl, err := n.client(rctx, addr)
+			if err == nil {
+				switch r := it.req.(type) {
+				case *fedschedv1.ReportOutcomeRequest:
+					_, err = cl.ReportOutcome(rctx, r)
+				case *fedschedv1.TerminateRequest:
+					_, err = cl.Terminate(rctx, r)
+				}
+			}
+			cancel()
+			if err == nil || CodeOf(FromStatus(err)) == 5 { // delivered, or the other side forgot it
+				n.send(ctx, &deliveredOp{id: it.id, kind: it.kind}) //nolint:errcheck // retried next round if lost
+			}
+		}
+	}
+}
