@@ -23,6 +23,22 @@ func (m Mode) String() string {
 	return "heuristic"
 }
 
+// RatioStats is what an Admission needs of its runtime statistics: the
+// distribution of a job's ratio actual/estimated runtime, and the runtime of
+// each job that finished (for statistics that learn online). *Stats, the
+// thesis's per-class histograms, is the default implementation; the
+// simulator also has one built from runtime forecasts (sim.OnlineForecast).
+//
+// Histogram may be asked several times for the same job (at admission, at
+// re-planning, while it runs); JobInfo.ID identifies the job for statistics
+// that keep per-job distributions. The returned histogram is read-only.
+type RatioStats interface {
+	Histogram(j JobInfo) *Histogram
+	Observe(j JobInfo, actual int64) error
+}
+
+var _ RatioStats = (*Stats)(nil)
+
 // GapChoice selects which acceptable gap an Admission takes.
 type GapChoice int
 
@@ -46,8 +62,10 @@ const (
 // tell it when jobs finish (Finished). Not safe for concurrent use; the
 // site's goroutine owns it.
 type Admission struct {
-	// Stats gives the runtime-ratio histogram of a job's class. Required.
-	Stats *Stats
+	// Stats gives the runtime-ratio histogram of a job (of its class, for
+	// *Stats). Nil means empty *Stats: the conservative prior that every
+	// job uses its full estimate, until Learn teaches it otherwise.
+	Stats RatioStats
 	// Failures is the node-failure model; the zero value means none.
 	Failures FailureModel
 	// Test decides whether an overbooked placement is acceptable. Nil
@@ -61,6 +79,8 @@ type Admission struct {
 	// runtime (online learning). Off, the statistics stay as trained, as in
 	// the thesis.
 	Learn bool
+
+	defaultStats *Stats // Stats when nil
 
 	jobs  map[int64]JobInfo
 	dists map[int64]EndDist
@@ -78,8 +98,19 @@ func (a *Admission) test() Test {
 	return a.Test
 }
 
+// stats returns Stats, or the default empty statistics when it is nil.
+func (a *Admission) stats() RatioStats {
+	if a.Stats != nil {
+		return a.Stats
+	}
+	if a.defaultStats == nil {
+		a.defaultStats = new(Stats)
+	}
+	return a.defaultStats
+}
+
 func info(j *plan.Job) JobInfo {
-	return JobInfo{Procs: j.Procs, Estimate: j.Estimate, User: j.User, App: j.App}
+	return JobInfo{ID: j.ID, Procs: j.Procs, Estimate: j.Estimate, User: j.User, App: j.App}
 }
 
 // Admit places j: in full at its earliest fit if one exists inside its
@@ -99,7 +130,7 @@ func (a *Admission) Admit(p *plan.Plan, j *plan.Job, now int64) plan.Placement {
 		a.remember(p, j, ji, pl, from, now)
 		return pl
 	}
-	h := a.Stats.Histogram(ji)
+	h := a.stats().Histogram(ji)
 	a.gaps = p.Gaps(a.gaps[:0], j.Procs, from, to)
 	best := plan.Placement{Reason: plan.ReasonRejectedNoGap}
 	if len(a.gaps) > 0 {
@@ -147,7 +178,7 @@ func (a *Admission) Replan(p *plan.Plan, j *plan.Job, now int64, cur plan.Placem
 	if end-s >= j.Estimate {
 		pl.Reason, pl.PoF = plan.ReasonPlacedInFull, 1-a.Failures.Reliability(j.Procs, j.Estimate)
 	} else {
-		pl.PoF = a.pof(p, a.Stats.Histogram(ji), j, plan.Gap{Start: s, End: end}, from, now)
+		pl.PoF = a.pof(p, a.stats().Histogram(ji), j, plan.Gap{Start: s, End: end}, from, now)
 	}
 	a.remember(p, j, ji, pl, from, now)
 	return pl
@@ -160,7 +191,7 @@ func (a *Admission) Finished(id int64, actual int64) error {
 	delete(a.jobs, id)
 	delete(a.dists, id)
 	if ok && a.Learn {
-		return a.Stats.Observe(ji, actual)
+		return a.stats().Observe(ji, actual)
 	}
 	return nil
 }
@@ -202,7 +233,7 @@ func (a *Admission) endDist(r plan.Reservation, now int64) EndDist {
 	}
 	if r.Start <= now {
 		// Running: its start is known; condition on it still running.
-		d, err := ReservationDist(a.Stats.Histogram(ji), r.Start, ji.Estimate, r.End, DefaultStep(r.End-r.Start))
+		d, err := ReservationDist(a.stats().Histogram(ji), r.Start, ji.Estimate, r.End, DefaultStep(r.End-r.Start))
 		if err != nil {
 			return FixedEnd(r.End)
 		}
@@ -221,7 +252,7 @@ func (a *Admission) remember(p *plan.Plan, j *plan.Job, ji JobInfo, pl plan.Plac
 	if a.Mode != Comprehensive {
 		return
 	}
-	h := a.Stats.Histogram(ji)
+	h := a.stats().Histogram(ji)
 	step := DefaultStep(max(j.Deadline, pl.End) - from)
 	var sd StartDist
 	var err error

@@ -17,7 +17,10 @@
 // Stats keeps one histogram per job class (runtime band, processor band,
 // user, application) plus a general one, learns them from finished jobs
 // (Train, Observe), ages old samples if configured, falls back to the
-// general histogram for thin classes, and serialises to JSON.
+// general histogram for thin classes, and serialises to JSON. Admission
+// takes its histograms through the small interface RatioStats, of which
+// Stats is the default; the simulator plugs in per-job histograms built
+// from runtime forecasts (Histogram.AddRatio).
 //
 // Node failures follow FailureModel, independent exponential failures and
 // repairs with rates per node per hour: availability (μ/(λ+μ))^n at start,

@@ -69,6 +69,28 @@ func (h *Histogram) Add(actual, estimate int64) error {
 	return nil
 }
 
+// AddRatio records one sample of the ratio actual/estimate itself, with
+// weight 1, into the bin RatioBin would give it: floor(100·ratio) for a
+// ratio in [0, 1), bin 100 for every ratio >= 1 (clipped: the job would use
+// its full estimate), bin 0 for a negative ratio. It serves distributions
+// that come as ratio samples rather than runtimes (forecast errors). It
+// returns ErrBadSample (and records nothing) for NaN. The ratio is first
+// rounded to a multiple of 1e-9, so that a decimal ratio such as 0.29 lands
+// in its bin (29) although 100·0.29 is 28.999… in binary floating point.
+func (h *Histogram) AddRatio(ratio float64) error {
+	if math.IsNaN(ratio) {
+		return fmt.Errorf("%w: ratio NaN", ErrBadSample)
+	}
+	bin := NumBins - 1
+	if ratio < 1 {
+		nano := int64(math.Round(max(ratio, 0) * 1e9)) // in [0, 1e9]
+		bin = min(NumBins-2, int(nano/10_000_000))     // just below 1 stays in bin 99
+	}
+	h.w[bin]++
+	h.ready = false
+	return nil
+}
+
 // Age multiplies every weight by factor, which must be in (0, 1]; it is the
 // exponential ageing of old samples (a later Add counts 1/factor times as
 // much as the samples present now). It returns ErrBadFactor otherwise.

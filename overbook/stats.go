@@ -12,6 +12,7 @@ import (
 
 // JobInfo is what the statistics need to know about a job to pick its class.
 type JobInfo struct {
+	ID       int64  // the job's id; Stats ignores it, per-job statistics (RatioStats) key on it
 	Procs    int    // requested processors (nodes)
 	Estimate int64  // the user's runtime estimate, seconds
 	User     string // user name; "" = unknown (the job then only has the general class for ByUser)

@@ -8,7 +8,8 @@ import "fmt"
 // A running job, or a waiting one under Conservative, reserves exactly
 // pl's slot; Restore fails, leaving the site unchanged, if that slot is not
 // free or outside the job's window. Restore jobs in submission order: the
-// order of the calls is the queue order.
+// order of the calls is the queue order (under EDF and LTTR, the order among
+// equal keys: the next pass sorts the queue by key).
 func (s *Site) Restore(j Job, pl Placement, running bool) error {
 	if _, ok := s.running[j.ID]; ok {
 		return fmt.Errorf("restore %d: %w", j.ID, ErrDuplicate)

@@ -44,7 +44,8 @@ type ScenarioSite struct {
 	Trace string `yaml:"trace"`
 	// Procs is the site size; default the trace header's.
 	Procs int `yaml:"procs"`
-	// Policy: conservative, easy (default), fcfs or list.
+	// Policy: conservative, easy (default), fcfs, list, edf or lttr
+	// (scenario jobs have no deadlines: edf and lttr then run as easy).
 	Policy string `yaml:"policy"`
 	// Skip drops this many jobs from the start of the sanitised trace,
 	// to choose a window.

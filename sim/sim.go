@@ -23,6 +23,7 @@ type Job struct {
 	User     string
 	Group    string
 	App      string
+	Queue    string // the trace's queue; only runtime forecasts use it
 }
 
 func (j Job) planJob() plan.Job {
@@ -39,6 +40,9 @@ type Record struct {
 	End      int64 // when it stopped running, if started
 	Reserved int64 // length of its reservation when it stopped (after any growth)
 	Killed   bool  // cut at the end of its reservation before it finished
+	// Forecast is the runtime forecast the core was given at submission
+	// (Config.Predictor); 0 for none.
+	Forecast int64
 }
 
 // Ran is how long the job actually occupied its processors.
@@ -51,6 +55,17 @@ type Observer interface {
 	Finished(now int64, r *Record)
 }
 
+// Predictor forecasts a job's runtime when it is submitted, for the LTTR
+// policy's key (plan.Job.Forecast). It learns of finished jobs like an
+// Observer, and Run calls Predict at a job's submission after every job that
+// finished by then, so a forecast can only use jobs completed before it.
+// Predict must not read the job's Runtime (only the simulator knows it);
+// it returns seconds, 0 for no forecast (the core then uses the estimate).
+type Predictor interface {
+	Observer
+	Predict(now int64, j *Job) int64
+}
+
 // Config configures a single-site replay.
 type Config struct {
 	// Name names the site in reports.
@@ -59,6 +74,17 @@ type Config struct {
 	Site plan.Config
 	// Observer, if not nil, is told of every finished job.
 	Observer Observer
+	// Predictor, if not nil, forecasts every job's runtime at its
+	// submission (Record.Forecast, plan.Job.Forecast) and is told of every
+	// finished job, after Observer.
+	Predictor Predictor
+	// SoftDeadlines makes the jobs' deadlines targets to measure
+	// (ComputeDeadlineMetrics) rather than windows: the core sees them only
+	// under a deadline policy (EDF, LTTR), which orders by them and never
+	// holds a job back for one; under the other policies jobs are submitted
+	// without a deadline. Off, every policy gets the deadlines as they are
+	// (conservative rejects a job whose deadline it cannot meet).
+	SoftDeadlines bool
 	// Progress, if not nil, is called now and then with the number of jobs
 	// submitted so far.
 	Progress func(submitted int)
@@ -141,6 +167,7 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 		index[j.ID] = int32(i)
 		res.Records[i].Job = j
 	}
+	soft := cfg.SoftDeadlines && !cfg.Site.Policy.DeadlineOrdered()
 	gens := make([]int32, len(jobs))
 	var pending completions
 	next := 0
@@ -177,12 +204,24 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 			if cfg.Observer != nil {
 				cfg.Observer.Finished(t, r)
 			}
+			if cfg.Predictor != nil {
+				cfg.Predictor.Finished(t, r)
+			}
 		}
 		for next < len(jobs) && jobs[next].Submit == t {
 			if fx != nil && fx.Excludes(jobs[next]) {
 				res.Records[next].Decision = plan.Placement{Reason: plan.ReasonRejectedNoGap}
 			} else {
-				res.Records[next].Decision = site.Submit(t, jobs[next].planJob())
+				pj := jobs[next].planJob()
+				if soft {
+					pj.Deadline = plan.Forever
+				}
+				if cfg.Predictor != nil {
+					j := jobs[next] // a copy: the predictor cannot change the input
+					pj.Forecast = max(0, cfg.Predictor.Predict(t, &j))
+					res.Records[next].Forecast = pj.Forecast
+				}
+				res.Records[next].Decision = site.Submit(t, pj)
 			}
 			next++
 		}

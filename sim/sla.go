@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/fedsched/fedsched/forecast"
 	"github.com/fedsched/fedsched/overbook"
 	"github.com/fedsched/fedsched/plan"
 )
@@ -67,6 +68,41 @@ func (s Strategy) Baseline() Strategy {
 	return s
 }
 
+// StatsSource selects where the overbooking strategies of an SLA
+// experiment take a job's distribution of actual/estimated runtime from.
+type StatsSource int
+
+const (
+	// StatsHistogram: the thesis's per-class histograms (overbook.Stats),
+	// trained on the training jobs; with Learn they also learn each run's
+	// completions.
+	StatsHistogram StatsSource = iota
+	// StatsForecast: a per-job histogram of runtime-forecast ratio samples
+	// (OnlineForecast), fixed at the job's submission. Each run's
+	// forecaster learns the training jobs, then every completion of the
+	// run as it happens, whatever Learn says.
+	StatsForecast
+)
+
+var statsSourceNames = [...]string{"histogram", "forecast"}
+
+func (s StatsSource) String() string {
+	if s >= 0 && int(s) < len(statsSourceNames) {
+		return statsSourceNames[s]
+	}
+	return fmt.Sprintf("StatsSource(%d)", int(s))
+}
+
+// ParseStatsSource parses a statistics source name as String writes it.
+func ParseStatsSource(name string) (StatsSource, error) {
+	for i, n := range statsSourceNames {
+		if strings.EqualFold(name, n) {
+			return StatsSource(i), nil
+		}
+	}
+	return 0, fmt.Errorf("statistics %q: want one of %s: %w", name, strings.Join(statsSourceNames[:], ", "), ErrBadConfig)
+}
+
 // SLAConfig configures an SLA experiment in the thesis's protocol: a trace
 // split into a training prefix and consecutive runs, arrivals compressed to
 // a target offered load, deadlines and fees derived from the estimates.
@@ -78,8 +114,15 @@ type SLAConfig struct {
 	// Stats configures the runtime-ratio statistics (classifier, ageing).
 	Stats overbook.StatsConfig
 	// Learn updates the statistics online as jobs finish; off, they stay
-	// as trained on the prefix (the thesis).
+	// as trained on the prefix (the thesis). Histogram statistics only.
 	Learn bool
+	// StatsSource selects the runtime-ratio distributions of the
+	// overbooking strategies: histogram (default) or forecast.
+	StatsSource StatsSource
+	// Forecast configures the forecaster of StatsForecast
+	// (forecast.DefaultConfig() in DefaultSLAConfig; set Search.Epoch to
+	// the trace's, forecast.EpochFromHeader, for its calendar keys).
+	Forecast forecast.Config
 	// Choice selects among acceptable gaps.
 	Choice overbook.GapChoice
 	// Failures is the node-failure model used in the PoF.
@@ -109,7 +152,7 @@ type SLAConfig struct {
 func DefaultSLAConfig(procs int) SLAConfig {
 	return SLAConfig{Procs: procs, Strategy: HeuristicOverbook, Test: overbook.Threshold{PoFMax: 0.1},
 		Stats: overbook.StatsConfig{Classifier: overbook.ByRuntime}, Load: 2, DeadlineFactor: 2,
-		PenaltyRatio: 1, Runs: 20, JobsPerRun: 1000}
+		PenaltyRatio: 1, Runs: 20, JobsPerRun: 1000, Forecast: forecast.DefaultConfig()}
 }
 
 // SLARun is the outcome of one run.
@@ -184,8 +227,9 @@ func (f finisher) Finished(_ int64, r *Record) {
 	f.adm.Finished(r.ID, r.Runtime) //nolint:errcheck // a job with a bad estimate is not learnt from; nothing else can fail
 }
 
-// siteConfig builds the site and admission for a strategy from trained stats.
-func siteConfig(cfg SLAConfig, trained *overbook.Stats) (plan.Config, Observer, error) {
+// siteConfig builds the site and admission for a strategy from trained
+// stats, or from the run's forecaster fc under StatsForecast.
+func siteConfig(cfg SLAConfig, trained *overbook.Stats, fc *OnlineForecast) (plan.Config, Observer, error) {
 	sc := plan.Config{Procs: cfg.Procs, Policy: plan.Conservative}
 	st, err := overbook.NewStats(cfg.Stats)
 	if err != nil {
@@ -201,6 +245,9 @@ func siteConfig(cfg SLAConfig, trained *overbook.Stats) (plan.Config, Observer, 
 		}
 	}
 	adm := &overbook.Admission{Stats: st, Failures: cfg.Failures, Test: cfg.Test, Choice: cfg.Choice, Learn: cfg.Learn}
+	if fc != nil {
+		adm.Stats = fc
+	}
 	switch cfg.Strategy {
 	case Backfill:
 		sc.KeepUntilEstimate = true
@@ -234,15 +281,46 @@ func Train(jobs []Job, cfg overbook.StatsConfig) (*overbook.Stats, error) {
 	return st, nil
 }
 
-// RunSLA replays one prepared run under cfg's strategy and settles every SLA.
+// RunSLA replays one prepared run under cfg's strategy and settles every
+// SLA. Under StatsForecast use RunSLAForecast: this one fails.
 func RunSLA(ctx context.Context, jobs []Job, cfg SLAConfig, trained *overbook.Stats) (SLARun, []Record, error) {
-	sc, obs, err := siteConfig(cfg, trained)
+	if cfg.StatsSource == StatsForecast && cfg.Strategy.Overbooks() {
+		return SLARun{}, nil, fmt.Errorf("RunSLA with forecast statistics: use RunSLAForecast: %w", ErrBadConfig)
+	}
+	return runSLA(ctx, jobs, cfg, trained, nil)
+}
+
+// RunSLAForecast replays one prepared run under cfg's strategy with
+// forecast statistics (whatever cfg.StatsSource says): a forecaster
+// configured by cfg.Forecast learns history (the training jobs, with their
+// trace times), then predicts each job of the run at its submission and
+// learns each completion (NewOnlineForecast). It settles every SLA.
+func RunSLAForecast(ctx context.Context, jobs []Job, cfg SLAConfig, history []Job) (SLARun, []Record, error) {
+	var fc *OnlineForecast
+	if cfg.Strategy.Overbooks() {
+		var err error
+		if fc, err = NewOnlineForecast(cfg.Forecast, history, true); err != nil {
+			return SLARun{}, nil, err
+		}
+	}
+	return runSLA(ctx, jobs, cfg, nil, fc)
+}
+
+func runSLA(ctx context.Context, jobs []Job, cfg SLAConfig, trained *overbook.Stats, fc *OnlineForecast) (SLARun, []Record, error) {
+	sc, obs, err := siteConfig(cfg, trained, fc)
 	if err != nil {
 		return SLARun{}, nil, err
 	}
-	res, err := Run(ctx, jobs, Config{Name: cfg.Strategy.String(), Site: sc, Observer: obs, Standing: cfg.Standing})
+	rc := Config{Name: cfg.Strategy.String(), Site: sc, Observer: obs, Standing: cfg.Standing}
+	if fc != nil {
+		rc.Predictor = fc
+	}
+	res, err := Run(ctx, jobs, rc)
 	if err != nil {
 		return SLARun{}, nil, err
+	}
+	if fc != nil && fc.Err() != nil {
+		return SLARun{}, nil, fmt.Errorf("sim: forecast: %w", fc.Err())
 	}
 	return Settle(res.Records, cfg.Procs), res.Records, nil
 }
@@ -291,9 +369,12 @@ func Experiment(ctx context.Context, jobs []Job, cfg SLAConfig) ([]SLARun, error
 	if err != nil {
 		return nil, err
 	}
-	trained, err := Train(train, cfg.Stats)
-	if err != nil {
-		return nil, err
+	var trained *overbook.Stats
+	forecasts := cfg.StatsSource == StatsForecast && cfg.Strategy.Overbooks()
+	if !forecasts {
+		if trained, err = Train(train, cfg.Stats); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]SLARun, len(runs))
 	errs := make([]error, len(runs))
@@ -305,7 +386,11 @@ func Experiment(ctx context.Context, jobs []Job, cfg SLAConfig) ([]SLARun, error
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[i], _, errs[i] = RunSLA(ctx, PrepareRun(run, cfg), cfg, trained)
+			if forecasts {
+				out[i], _, errs[i] = RunSLAForecast(ctx, PrepareRun(run, cfg), cfg, train)
+			} else {
+				out[i], _, errs[i] = RunSLA(ctx, PrepareRun(run, cfg), cfg, trained)
+			}
 		}()
 	}
 	wg.Wait()

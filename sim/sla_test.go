@@ -139,3 +139,60 @@ func TestMeanCI95(t *testing.T) {
 		t.Fatal("one value has an interval")
 	}
 }
+
+// TestSLAForecastStats runs the overbooking strategies with forecast
+// statistics: deterministic, counts that add up, jobs accepted in full
+// never cut, and some overbooking at a loose threshold.
+func TestSLAForecastStats(t *testing.T) {
+	jobs := kth(t)
+	for _, st := range []Strategy{HeuristicOverbook, ComprehensiveOverbook} {
+		cfg := slaConfig(st, 0.8)
+		cfg.StatsSource, cfg.Runs, cfg.JobsPerRun, cfg.TrainJobs = StatsForecast, 2, 300, 1000
+		if raceEnabled {
+			cfg.Runs, cfg.JobsPerRun, cfg.TrainJobs = 1, 200, 500
+		}
+		a, err := Experiment(context.Background(), jobs, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Experiment(context.Background(), jobs, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%v: two experiments differ", st)
+		}
+		overbooked := 0
+		for _, r := range a {
+			if r.Accepted+r.Rejected != cfg.JobsPerRun || r.Met+r.Violated != r.Accepted {
+				t.Fatalf("%v: counts do not add up: %+v", st, r)
+			}
+			overbooked += r.Overbooked
+		}
+		if overbooked == 0 {
+			t.Fatalf("%v with forecast statistics at PoF_max 0.8 overbooked nothing", st)
+		}
+		train, runs, err := Split(jobs, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, recs, err := RunSLAForecast(context.Background(), PrepareRun(runs[0], cfg), cfg, train)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Decision.OK() && r.Killed && r.Ran() < r.Estimate && r.Decision.Reason != plan.ReasonOverbooked {
+				t.Fatalf("%v: job %d accepted in full was cut", st, r.ID)
+			}
+		}
+		if _, _, err := RunSLA(context.Background(), PrepareRun(runs[0], cfg), cfg, nil); !errorsIs(err, ErrBadConfig) {
+			t.Fatalf("RunSLA with forecast statistics: %v", err)
+		}
+	}
+	if _, err := ParseStatsSource("forecast"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseStatsSource("oracle"); !errorsIs(err, ErrBadConfig) {
+		t.Fatalf("ParseStatsSource(oracle): %v", err)
+	}
+}

@@ -66,6 +66,7 @@ func FromSWF(in []swf.Job) []Job {
 			User:     idString(j.User),
 			Group:    idString(j.Group),
 			App:      idString(j.Executable),
+			Queue:    idString(j.Queue),
 		}
 	}
 	return out

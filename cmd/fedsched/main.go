@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 		newForecastCmd(),
 		newNodeCmd(),
 		newSuperviseCmd(),
+		newPeersCmd(),
 		newSubmitCmd(), // the client commands: client*.go
 		newStatusCmd(),
 		newJobsCmd(),

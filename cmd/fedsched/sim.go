@@ -67,7 +67,7 @@ predicts each job at its submission from the jobs completed before it
 	fl.StringVar(&f.policy, "policy", "conservative", "queue policy: conservative, easy, fcfs, list, edf or lttr")
 	fl.StringVar(&f.deadline, "deadline-model", "", "give jobs soft deadlines drawn from their runtimes and report deadline metrics: uniform (f-model, f ~ U[1,10]), modal (rounded human values) or none (default: uniform with --policy edf|lttr, none otherwise)")
 	fl.Float64Var(&f.offered, "offered-load", 0, "scale the arrival times so that the offered load at actual runtimes is this (0.9 = 90 %; 0 keeps the trace's times); not with --strategy, which has --load")
-	fl.StringVar(&f.forecast, "forecast", "online", "runtime forecast of --policy lttr: online (forecaster fed the completions so far), estimate (the user's estimate) or oracle (the actual runtime: an upper bound, not a forecast)")
+	fl.StringVar(&f.forecast, "forecast", "online", "runtime forecast of --policy lttr: online (forecaster fed the completions so far), estimate (the user's estimate) or oracle (the actual runtime: a perfect forecast, for comparison)")
 	fl.BoolVar(&f.sanitize, "sanitize", false, "apply the five sanitisation rules of the federation study (see docs/simulation.md)")
 	fl.StringVar(&f.rule4, "rule4", "clip", "with --sanitize, jobs that ran past their estimate: clip (cut to the estimate) or drop")
 	fl.BoolVar(&f.skipBad, "skip-malformed", false, "skip and count malformed trace lines instead of failing")

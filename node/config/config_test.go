@@ -181,7 +181,7 @@ func TestPrecedence(t *testing.T) {
 			want: want{d.Site, 1, 0.1, nil, 10 * time.Second},
 		},
 		"list flag": {
-			args: []string{"--gossip-addr=h:1", "--gossip-join=x:1,y:2", "--gossip-join=z:3"},
+			args: []string{"--gossip=h:1", "--join=x:1,y:2", "--join=z:3"},
 			want: want{d.Site, d.Procs, 0.1, []string{"x:1", "y:2", "z:3"}, 10 * time.Second},
 		},
 		"config file named by env": {

@@ -50,9 +50,22 @@ var fields = []field{
 	{"tls.ca", "PEM CA that client and peer certificates must chain to (mutual TLS)", func(c *Config) any { return &c.TLS.CA }},
 }
 
+// shortFlags are the flags the command-line contract names differently
+// from their YAML path.
+var shortFlags = map[string]string{
+	"data_dir":    "data",
+	"gossip.addr": "gossip",
+	"gossip.join": "join",
+}
+
 // FlagName returns the flag of a YAML path: "overbooking.pof_max" ->
-// "overbooking-pof-max".
+// "overbooking-pof-max"; a few have the short names of the command-line
+// contract ("data_dir" -> "data", "gossip.addr" -> "gossip", "gossip.join"
+// -> "join").
 func FlagName(path string) string {
+	if f, ok := shortFlags[path]; ok {
+		return f
+	}
 	return strings.NewReplacer(".", "-", "_", "-").Replace(path)
 }
 
