@@ -51,7 +51,8 @@ func (n *Node) validateSpec(s *fedschedv1.JobSpec, now int64) error {
 	switch {
 	case s.GetProcs() <= 0:
 		return fmt.Errorf("procs must be at least 1, got %d: %w", s.GetProcs(), ErrInvalidJob)
-	case int(s.GetProcs()) > n.procs:
+	case int(s.GetProcs()) > n.procs && !n.federating():
+		// A federated site may delegate a job wider than itself.
 		return fmt.Errorf("procs %d exceeds the site's %d processors: %w", s.GetProcs(), n.procs, ErrInvalidJob)
 	case s.GetEstimateSeconds() <= 0:
 		return fmt.Errorf("estimate_seconds must be at least 1, got %d: %w", s.GetEstimateSeconds(), ErrInvalidJob)

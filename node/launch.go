@@ -1,0 +1,230 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/fedsched/fedsched/discovery"
+	"github.com/fedsched/fedsched/node/clock"
+	"github.com/fedsched/fedsched/node/config"
+	"github.com/fedsched/fedsched/node/executor"
+	"github.com/fedsched/fedsched/node/store"
+)
+
+// LaunchOptions are the parts of a site's wiring that callers other than
+// `fedsched node` (tests, the e2e harness, the demo) need to choose. The
+// zero value is what `fedsched node` uses.
+type LaunchOptions struct {
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Listener serves the gRPC API; nil listens on cfg.Listen.
+	Listener net.Listener
+	// Ready, if not nil, receives the site's API address once it serves
+	// (after recovery).
+	Ready chan<- string
+	// Supervisor is the command the process executor runs each job's
+	// supervisor with; nil means this binary with "supervise".
+	Supervisor []string
+	// GossipTransport wraps memberlist's transport (the e2e harness cuts
+	// links with it); nil uses memberlist's own.
+	GossipTransport func(discovery.Config) (memberlist.Transport, error)
+	// Dial opens connections to peers; nil dials plaintext gRPC.
+	Dial Dialer
+	// GossipAddr, if not nil, receives the bound gossip address.
+	GossipAddr chan<- string
+	// Federation overrides delegation settings (its Peers and Dial are
+	// set by Launch).
+	Federation FederationConfig
+	// Clock overrides the node's clock (tests); nil means real time, scaled
+	// by cfg.TimeScale.
+	Clock clock.Clock
+}
+
+// Launch runs one site until ctx ends: it opens the store, builds the
+// executor, the node, gossip membership (when cfg.Gossip.Addr is set) and
+// the gRPC server, and runs them all under one errgroup. On return every
+// goroutine it started has stopped, the site has left the federation and
+// the store is closed.
+func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data directory: %w: %w", ErrInvalidRequest, err)
+	}
+	st, err := store.OpenBolt(cfg.DataDir, &store.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer st.Close()
+	clk := opt.Clock
+	if clk == nil {
+		clk = clock.Real()
+		if cfg.TimeScale != 1 {
+			clk = clock.Scaled(time.Now(), cfg.TimeScale)
+		}
+	}
+	var ex executor.Executor
+	switch cfg.Executor {
+	case "simulated":
+		ex = executor.NewSimulated(executor.SimulatedConfig{Clock: clk, Logger: log})
+	default:
+		sup := opt.Supervisor
+		if sup == nil {
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("locate own binary for job supervisors: %w", err)
+			}
+			sup = []string{self, "supervise"}
+		}
+		p, err := executor.NewProcess(executor.ProcessConfig{DataDir: cfg.DataDir, SupervisorCommand: sup, KillGrace: cfg.KillGrace, Logger: log})
+		if err != nil {
+			return err
+		}
+		ex = p
+	}
+	lis := opt.Listener
+	if lis == nil {
+		if lis, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return fmt.Errorf("listen on %s: %w: %w", cfg.Listen, ErrUnavailable, err)
+		}
+	}
+	if cfg.Gossip.Advertise == "" {
+		cfg.Gossip.Advertise = lis.Addr().String()
+	}
+	fed := opt.Federation
+	var members *discovery.Membership
+	peers := &lazyPeers{}
+	if cfg.Gossip.Addr != "" {
+		fed.Peers = peers
+		fed.Dial = opt.Dial
+		if fed.Dial == nil {
+			fed.Dial = func(_ context.Context, addr string) (*grpc.ClientConn, error) {
+				return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			}
+		}
+	}
+	n, err := New(cfg, Deps{Store: st, Executor: ex, Clock: clk, Logger: log, Version: Version, Federation: fed})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	if cfg.Gossip.Addr != "" {
+		if members, err = startMembership(cfg, n, opt, log); err != nil {
+			lis.Close()
+			return err
+		}
+		peers.m.Store(members)
+		if opt.GossipAddr != nil {
+			opt.GossipAddr <- members.LocalAddr()
+		}
+	}
+	if cfg.TLS.Cert == "" {
+		log.Warn("serving plaintext gRPC: no TLS certificate configured", "listen", lis.Addr().String())
+	}
+	log.Info("node starting", "site", cfg.Site, "listen", lis.Addr().String(), "data", cfg.DataDir, "procs", cfg.Procs,
+		"executor", cfg.Executor, "policy", cfg.Policy, "time_scale", cfg.TimeScale, "gossip", cfg.Gossip.Addr)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ex.Run(gctx) })
+	g.Go(func() error { return n.Run(gctx) })
+	g.Go(func() error { return n.Serve(gctx, lis, 5*time.Second) })
+	if members != nil {
+		g.Go(func() error {
+			if _, err := members.Join(nil); err != nil && len(cfg.Gossip.Join) > 0 {
+				log.Warn("joining the federation failed; retrying in the background", "seeds", cfg.Gossip.Join, "err", err)
+			}
+			err := members.Run(gctx)
+			members.Leave(2 * time.Second) //nolint:errcheck // leaving is best effort; peers notice the silence
+			members.Shutdown()             //nolint:errcheck // idempotent
+			return err
+		})
+	}
+	if opt.Ready != nil {
+		g.Go(func() error { return awaitServing(gctx, lis.Addr().String(), opt.Ready) })
+	}
+	err = g.Wait()
+	log.Info("node stopped", "site", cfg.Site)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// Version is the software version nodes report.
+const Version = "0.1.0-dev"
+
+// lazyPeers lets the node be built before the membership that gossips its
+// digest: it answers no members until the membership is set.
+type lazyPeers struct {
+	m atomicMembership
+}
+
+func (p *lazyPeers) Members() []discovery.Member {
+	if m := p.m.Load(); m != nil {
+		return m.Members()
+	}
+	return nil
+}
+
+func startMembership(cfg config.Config, n *Node, opt LaunchOptions, log *slog.Logger) (*discovery.Membership, error) {
+	host, port, err := net.SplitHostPort(cfg.Gossip.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("gossip address %q: %w: %w", cfg.Gossip.Addr, ErrInvalidRequest, err)
+	}
+	dc := discovery.DefaultConfig()
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		dc = discovery.DefaultLocalConfig(cfg.Site)
+	}
+	dc.NodeName, dc.BindAddr, dc.Seeds, dc.Logger = cfg.Site, host, cfg.Gossip.Join, log
+	if dc.BindPort, err = strconv.Atoi(port); err != nil {
+		return nil, fmt.Errorf("gossip port %q: %w: %w", port, ErrInvalidRequest, err)
+	}
+	if opt.GossipTransport != nil {
+		if dc.Transport, err = opt.GossipTransport(dc); err != nil {
+			return nil, err
+		}
+	}
+	return discovery.New(dc, n.Digest)
+}
+
+// awaitServing reports addr on ready once the site's health service says
+// SERVING.
+func awaitServing(ctx context.Context, addr string, ready chan<- string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	for {
+		r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil && r.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			select {
+			case ready <- addr:
+			case <-ctx.Done():
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+type atomicMembership = atomic.Pointer[discovery.Membership]
