@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/fedsched/fedsched/discovery"
@@ -106,6 +106,11 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	if cfg.Gossip.Advertise == "" {
 		cfg.Gossip.Advertise = lis.Addr().String()
 	}
+	serverCreds, clientCreds, secure, err := TLSCredentials(cfg.TLS)
+	if err != nil {
+		lis.Close()
+		return err
+	}
 	fed := opt.Federation
 	var members *discovery.Membership
 	peers := &lazyPeers{}
@@ -114,7 +119,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		fed.Dial = opt.Dial
 		if fed.Dial == nil {
 			fed.Dial = func(_ context.Context, addr string) (*grpc.ClientConn, error) {
-				return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+				return grpc.NewClient(addr, grpc.WithTransportCredentials(clientCreds))
 			}
 		}
 	}
@@ -133,15 +138,15 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 			opt.GossipAddr <- members.LocalAddr()
 		}
 	}
-	if cfg.TLS.Cert == "" {
-		log.Warn("serving plaintext gRPC: no TLS certificate configured", "listen", lis.Addr().String())
+	if !secure {
+		log.Warn("serving plaintext gRPC: no TLS certificate configured (set tls.cert, tls.key and tls.ca for mutual TLS)", "listen", lis.Addr().String())
 	}
 	log.Info("node starting", "site", cfg.Site, "listen", lis.Addr().String(), "data", cfg.DataDir, "procs", cfg.Procs,
 		"executor", cfg.Executor, "policy", cfg.Policy, "time_scale", cfg.TimeScale, "gossip", cfg.Gossip.Addr)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ex.Run(gctx) })
 	g.Go(func() error { return n.Run(gctx) })
-	g.Go(func() error { return n.Serve(gctx, lis, 5*time.Second) })
+	g.Go(func() error { return n.Serve(gctx, lis, 5*time.Second, grpc.Creds(serverCreds)) })
 	if members != nil {
 		g.Go(func() error {
 			if _, err := members.Join(nil); err != nil && len(cfg.Gossip.Join) > 0 {
@@ -154,7 +159,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		})
 	}
 	if opt.Ready != nil {
-		g.Go(func() error { return awaitServing(gctx, lis.Addr().String(), opt.Ready) })
+		g.Go(func() error { return awaitServing(gctx, lis.Addr().String(), clientCreds, opt.Ready) })
 	}
 	err = g.Wait()
 	log.Info("node stopped", "site", cfg.Site)
@@ -203,8 +208,8 @@ func startMembership(cfg config.Config, n *Node, opt LaunchOptions, log *slog.Lo
 
 // awaitServing reports addr on ready once the site's health service says
 // SERVING.
-func awaitServing(ctx context.Context, addr string, ready chan<- string) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func awaitServing(ctx context.Context, addr string, creds credentials.TransportCredentials, ready chan<- string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err
 	}

@@ -46,15 +46,18 @@ func (n *Node) Serve(ctx context.Context, lis net.Listener, grace time.Duration,
 		defer close(done)
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
+	wait:
 		for !n.Ready() {
 			select {
 			case <-ctx.Done():
-				return
+				break wait
 			case <-t.C:
 			}
 		}
-		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-		hs.SetServingStatus(fedschedv1.SiteService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+		if ctx.Err() == nil {
+			hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+			hs.SetServingStatus(fedschedv1.SiteService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+		}
 		<-ctx.Done()
 		hs.Shutdown()
 		stopped := make(chan struct{})

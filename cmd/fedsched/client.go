@@ -14,6 +14,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -43,10 +45,10 @@ type connFlags struct {
 	addr    string
 	timeout durationValue
 	json    bool
-	// TLS goes here when the node serves it: --tls-ca, --tls-cert and
-	// --tls-key (config.TLS on the node's side), registered in register and
-	// turned into credentials by transportCredentials. Until then every
-	// connection is plaintext.
+	// tls holds --tls-ca, --tls-cert and --tls-key: with a CA the client
+	// verifies the node against it, and presents its own certificate to a
+	// node that requires one (mutual TLS). Without any, plaintext.
+	tls config.TLS
 }
 
 func (f *connFlags) register(cmd *cobra.Command, jsonHelp string) {
@@ -55,6 +57,9 @@ func (f *connFlags) register(cmd *cobra.Command, jsonHelp string) {
 	fl.StringVar(&f.addr, "addr", config.DefaultListen, "HOST:PORT of the site node's API; $"+addrEnv+" overrides the default")
 	fl.Var(&f.timeout, "timeout", "time limit of each call to the node (e.g. 10s, 1m); 0 for none")
 	fl.BoolVar(&f.json, "json", false, jsonHelp)
+	fl.StringVar(&f.tls.CA, "tls-ca", os.Getenv("FEDSCHED_TLS_CA"), "PEM CA the node's certificate must chain to; enables TLS (env FEDSCHED_TLS_CA)")
+	fl.StringVar(&f.tls.Cert, "tls-cert", os.Getenv("FEDSCHED_TLS_CERT"), "PEM client certificate for nodes that require one (env FEDSCHED_TLS_CERT)")
+	fl.StringVar(&f.tls.Key, "tls-key", os.Getenv("FEDSCHED_TLS_KEY"), "PEM private key of --tls-cert (env FEDSCHED_TLS_KEY)")
 }
 
 // target returns the node's address: --addr if given, else $FEDSCHED_ADDR,
@@ -76,10 +81,33 @@ func (f *connFlags) target(cmd *cobra.Command) (string, error) {
 }
 
 // transportCredentials returns the credentials of the connection to the
-// node. Plaintext for now; TLS (--tls-ca/--tls-cert/--tls-key) will be
-// built here.
+// node: TLS when --tls-ca is given (with the client certificate if
+// --tls-cert is), plaintext otherwise.
 func (f *connFlags) transportCredentials() (credentials.TransportCredentials, error) {
-	return insecure.NewCredentials(), nil
+	if f.tls.CA == "" {
+		if f.tls.Cert != "" {
+			return nil, invalidArg("--tls-cert needs --tls-ca to verify the node")
+		}
+		return insecure.NewCredentials(), nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	pem, err := os.ReadFile(f.tls.CA)
+	if err != nil {
+		return nil, invalidArg("--tls-ca: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, invalidArg("--tls-ca %s holds no PEM certificate", f.tls.CA)
+	}
+	cfg.RootCAs = pool
+	if f.tls.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tls.Cert, f.tls.Key)
+		if err != nil {
+			return nil, invalidArg("--tls-cert/--tls-key: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return credentials.NewTLS(cfg), nil
 }
 
 // siteClient is a connection to one node.
