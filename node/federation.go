@@ -93,6 +93,10 @@ type agreementRec struct {
 	// PeerJob is the executing site's final job record (peer side, for
 	// the outcome report).
 	PeerJob []byte `json:"peer_job,omitempty"`
+	// stored is set once the agreement has been written. A hold is kept in
+	// memory only: after a restart it would be rejected anyway (holds are
+	// not restored), so writing it would only slow every quote down.
+	stored bool
 }
 
 const (
@@ -102,6 +106,7 @@ const (
 
 func (n *Node) putAgreement(a *agreementRec, now int64) {
 	a.Updated = now
+	a.stored = true
 	n.agreements[a.ID] = a
 	if n.pending.agree == nil {
 		n.pending.agree = make(map[string]*agreementRec)
@@ -383,7 +388,10 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 		res = &delegationResult{seq: -1}
 		return
 	}
-	release(best)
+	// The losers' holds are released off the critical path (they expire
+	// by themselves if this fails).
+	n.bg.Add(1)
+	go func() { defer n.bg.Done(); release(best) }()
 	actx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
 	defer cancel()
 	cl, err := n.client(actx, win.addr)
@@ -526,7 +534,8 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 	a := &agreementRec{Role: rolePeer, Seq: seq, Spec: specB, Route: routeB, Agreement: delegation.Agreement{
 		ID: jobID(n.cfg.Site, uint64(seq)), JobID: req.GetOriginJobId(), Origin: req.GetOriginSite(), Peer: n.cfg.Site, State: delegation.Pending,
 		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: jobID(n.cfg.Site, uint64(seq)), Start: pl.Start, End: pl.End, PoF: pl.PoF, Expires: now + hold}}}
-	n.putAgreement(a, now)
+	a.Updated = now
+	n.agreements[a.ID] = a // a hold: memory only (see agreementRec.stored)
 	n.byOrigin[key] = a.ID
 	return &fedschedv1.QuoteResponse{Offer: offerOf(a, n.cfg.Site)}, nil
 }
@@ -571,8 +580,10 @@ func (o *agreeOp) run(n *Node, now int64) func(error) {
 
 func (n *Node) agree(req *fedschedv1.AgreeRequest, now int64) (*fedschedv1.Agreement, error) {
 	a := n.agreements[req.GetHoldId()]
-	if a == nil || a.Role != rolePeer {
-		return nil, fmt.Errorf("no hold %q at %s: %w", req.GetHoldId(), n.cfg.Site, ErrJobNotFound)
+	// A hold is only this origin job's: after a restart a hold id may name
+	// another job's hold, which must not be taken by mistake.
+	if a == nil || a.Role != rolePeer || a.Origin != req.GetOriginSite() || a.JobID != req.GetOriginJobId() {
+		return nil, fmt.Errorf("no hold %q for job %s of %s at %s: %w", req.GetHoldId(), req.GetOriginJobId(), req.GetOriginSite(), n.cfg.Site, ErrJobNotFound)
 	}
 	switch a.State {
 	case delegation.Observed, delegation.Complete, delegation.ObservedAndTerminating, delegation.Terminated:
@@ -587,7 +598,7 @@ func (n *Node) agree(req *fedschedv1.AgreeRequest, now int64) (*fedschedv1.Agree
 	pl, err := n.site.Confirm(now, a.Seq)
 	if err != nil {
 		a.Apply(delegation.EventExpire, now) //nolint:errcheck // pending -> rejected is always allowed
-		n.putAgreement(a, now)
+		n.dropHold(a, now)
 		return nil, fmt.Errorf("hold %s expired before the agreement: %w", a.ID, ErrJobFinished)
 	}
 	if err := a.Apply(delegation.EventAgree, now); err != nil {
@@ -642,9 +653,22 @@ func (o *releaseOp) run(n *Node, now int64) func(error) {
 	if a != nil && a.Role == rolePeer && a.State == delegation.Pending {
 		n.site.Unhold(now, a.Seq)
 		a.Apply(delegation.EventRelease, now) //nolint:errcheck // pending -> rejected is always allowed
-		n.putAgreement(a, now)
+		n.dropHold(a, now)
 	}
 	return func(err error) { o.reply <- err }
+}
+
+// dropHold records a rejected hold: a hold never written is forgotten; one
+// written (restored state) is stored as rejected.
+func (n *Node) dropHold(a *agreementRec, now int64) {
+	if a.stored {
+		n.putAgreement(a, now)
+		return
+	}
+	delete(n.agreements, a.ID)
+	if n.byOrigin[originKey(a.Origin, a.JobID)] == a.ID {
+		delete(n.byOrigin, originKey(a.Origin, a.JobID))
+	}
 }
 
 // expireHolds marks agreements whose hold ran out as rejected (the core
@@ -653,7 +677,7 @@ func (n *Node) expireAgreements(now int64) {
 	for _, a := range n.agreements {
 		if a.Role == rolePeer && a.State == delegation.Pending && a.Quote.Expires <= now {
 			a.Apply(delegation.EventExpire, now) //nolint:errcheck // pending -> rejected is always allowed
-			n.putAgreement(a, now)
+			n.dropHold(a, now)
 		}
 	}
 }

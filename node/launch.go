@@ -66,7 +66,9 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data directory: %w: %w", ErrInvalidRequest, err)
 	}
-	st, err := store.OpenBolt(cfg.DataDir, &store.Options{Logger: log})
+	// The event loop groups its own commits; the store need not wait for
+	// more writers.
+	st, err := store.OpenBolt(cfg.DataDir, &store.Options{Logger: log, MaxBatchDelay: -1})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}

@@ -69,9 +69,10 @@ type Options struct {
 	LockTimeout time.Duration
 	// MaxBatchDelay is how long a write waits for concurrent writes to
 	// share its transaction and fsync (bbolt's DB.MaxBatchDelay). 0 means
-	// DefaultMaxBatchDelay. A lone writer (the event loop) pays the whole
-	// delay on every write; concurrent writers share one fsync. See
-	// BenchmarkBoltPutJob.
+	// DefaultMaxBatchDelay; negative means no wait: each write commits at
+	// once, for a single writer that groups its own commits (the node's
+	// event loop). A lone writer otherwise pays the whole delay on every
+	// write; concurrent writers share one fsync. See BenchmarkBoltPutJob.
 	MaxBatchDelay time.Duration
 	// Logger receives migration and backup messages. nil discards them.
 	Logger *slog.Logger
@@ -128,10 +129,14 @@ func OpenBolt(dataDir string, opts *Options) (*BoltStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if o.MaxBatchDelay <= 0 {
-		o.MaxBatchDelay = DefaultMaxBatchDelay
+	switch {
+	case o.MaxBatchDelay == 0:
+		db.MaxBatchDelay = DefaultMaxBatchDelay
+	case o.MaxBatchDelay < 0:
+		db.MaxBatchDelay = 0
+	default:
+		db.MaxBatchDelay = o.MaxBatchDelay
 	}
-	db.MaxBatchDelay = o.MaxBatchDelay
 	s := &BoltStore{db: db, path: path}
 	if err := s.upgrade(o.Logger); err != nil {
 		db.Close()
