@@ -79,6 +79,8 @@ type Site struct {
 	short   []*entry        // scratch: running jobs shorter than their estimate
 	holds   map[int64]*hold // tentative reservations backing quotes (hold.go)
 	moved   []int64         // waiting jobs whose reservation re-planning changed
+	down    []int64         // reservations holding failed processors (failure.go)
+	downs   int64           // failed-processor reservations made so far
 	out     []Decision
 	fixed   fixedSet // fixed reservations (fixed.go)
 }

@@ -43,6 +43,11 @@ type Record struct {
 	// Forecast is the runtime forecast the core was given at submission
 	// (Config.Predictor); 0 for none.
 	Forecast int64
+	// NodeFailed is set when a processor failed under the job, or a
+	// failure took its reservation away; Restarts counts how often it was
+	// placed again after a failure hit it while running.
+	NodeFailed bool
+	Restarts   int
 }
 
 // Ran is how long the job actually occupied its processors.
@@ -92,6 +97,9 @@ type Config struct {
 	// laid over the replay as fixed reservations. Jobs whose window they
 	// leave no room in are rejected at submission. Default: none.
 	Standing []plan.Standing
+	// Failures, if its rates are set, makes processors fail and be
+	// repaired during the replay (see failures.go). Default: none.
+	Failures FailureConfig
 }
 
 // Result is the outcome of a replay.
@@ -168,6 +176,7 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 		res.Records[i].Job = j
 	}
 	soft := cfg.SoftDeadlines && !cfg.Site.Policy.DeadlineOrdered()
+	fails := newFailureProcess(cfg.Failures, cfg.Site.Procs)
 	gens := make([]int32, len(jobs))
 	var pending completions
 	next := 0
@@ -182,6 +191,10 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 		}
 		if t == plan.Forever {
 			break
+		}
+		// Failures and repairs only happen while there is work to do.
+		if ft := fails.next(); ft < t {
+			t = ft
 		}
 		res.Events++
 		if res.Events&0x3ff == 0 {
@@ -206,6 +219,33 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 			}
 			if cfg.Predictor != nil {
 				cfg.Predictor.Finished(t, r)
+			}
+		}
+		for fails.due(t) {
+			if fails.isRepair() {
+				site.NodeUp(t)
+				fails.repaired(t)
+				continue
+			}
+			hit, lost := site.NodeDown(t, fails.pick(site.Down()))
+			fails.failed(t)
+			if hit != 0 {
+				i := index[hit]
+				r := &res.Records[i]
+				gens[i]++ // its completion will not come
+				r.End, r.Killed, r.NodeFailed = t, true, true
+				// The job is placed again from now inside its window, to
+				// run from the start (the thesis's restart of disabled
+				// jobs); if it cannot be, its SLA is violated.
+				pj := jobs[i].planJob()
+				pj.Release = t
+				if pl := site.Submit(t, pj); pl.OK() {
+					r.Restarts++
+					r.Started = false
+				}
+			}
+			for _, id := range lost {
+				res.Records[index[id]].NodeFailed = true
 			}
 		}
 		for next < len(jobs) && jobs[next].Submit == t {

@@ -125,8 +125,11 @@ type SLAConfig struct {
 	Forecast forecast.Config
 	// Choice selects among acceptable gaps.
 	Choice overbook.GapChoice
-	// Failures is the node-failure model used in the PoF.
-	Failures overbook.FailureModel
+	// Failures is the node-failure model: it enters the PoF, and with
+	// both rates set processors really fail and are repaired during each
+	// run (drawn with FailureSeed plus the run's number).
+	Failures    overbook.FailureModel
+	FailureSeed uint64
 	// Load is the offered load at estimates each run is compressed to
 	// (2.0 = 200 %); <= 0 keeps the trace's arrival times.
 	Load float64
@@ -157,6 +160,8 @@ func DefaultSLAConfig(procs int) SLAConfig {
 
 // SLARun is the outcome of one run.
 type SLARun struct {
+	// FailureViolations counts the violations a node failure caused.
+	FailureViolations int
 	Accepted, Rejected, Overbooked int
 	Met, Violated                  int
 	Fees, Penalties, Gain          float64
@@ -311,7 +316,8 @@ func runSLA(ctx context.Context, jobs []Job, cfg SLAConfig, trained *overbook.St
 	if err != nil {
 		return SLARun{}, nil, err
 	}
-	rc := Config{Name: cfg.Strategy.String(), Site: sc, Observer: obs, Standing: cfg.Standing}
+	rc := Config{Name: cfg.Strategy.String(), Site: sc, Observer: obs, Standing: cfg.Standing,
+		Failures: FailureConfig{Lambda: cfg.Failures.Lambda, Mu: cfg.Failures.Mu, Seed: cfg.FailureSeed}}
 	if fc != nil {
 		rc.Predictor = fc
 	}
@@ -347,7 +353,10 @@ func Settle(recs []Record, procs int) SLARun {
 				got = r.Runtime
 			}
 		}
-		s := overbook.Settle(terms, got, r.Runtime, false)
+		s := overbook.Settle(terms, got, r.Runtime, r.NodeFailed)
+		if r.NodeFailed && s.Outcome == overbook.Violated {
+			out.FailureViolations++
+		}
 		switch s.Outcome {
 		case overbook.Met:
 			out.Met++
@@ -386,10 +395,14 @@ func Experiment(ctx context.Context, jobs []Job, cfg SLAConfig) ([]SLARun, error
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			rcfg := cfg
+			// Each run draws its own failures; the strategy and its
+			// baseline see the same ones.
+			rcfg.FailureSeed = cfg.FailureSeed + uint64(i)
 			if forecasts {
-				out[i], _, errs[i] = RunSLAForecast(ctx, PrepareRun(run, cfg), cfg, train)
+				out[i], _, errs[i] = RunSLAForecast(ctx, PrepareRun(run, rcfg), rcfg, train)
 			} else {
-				out[i], _, errs[i] = RunSLA(ctx, PrepareRun(run, cfg), cfg, trained)
+				out[i], _, errs[i] = RunSLA(ctx, PrepareRun(run, rcfg), rcfg, trained)
 			}
 		}()
 	}

@@ -196,3 +196,50 @@ func TestSLAForecastStats(t *testing.T) {
 		t.Fatalf("ParseStatsSource(oracle): %v", err)
 	}
 }
+
+// TestNodeFailures replays runs with frequent processor failures: failures
+// cause violations, the counts still add up, jobs restarted after a failure
+// run inside their windows, and the replay is deterministic for a seed.
+func TestNodeFailures(t *testing.T) {
+	jobs := kth(t)
+	cfg := slaConfig(HeuristicOverbook, 0.3)
+	cfg.Runs, cfg.JobsPerRun = 2, 400
+	// Thousands of times the thesis's rate, so that a short run sees many.
+	cfg.Failures = overbook.FailureModel{Lambda: 0.02, Mu: 0.5}
+	cfg.FailureSeed = 7
+	train, runs, err := Split(jobs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trained, err := Train(train, cfg.Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, recs, err := RunSLA(context.Background(), PrepareRun(runs[0], cfg), cfg, trained)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := RunSLA(context.Background(), PrepareRun(runs[0], cfg), cfg, trained)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("two replays with the same failure seed differ")
+	}
+	if a.FailureViolations == 0 || a.Met+a.Violated != a.Accepted {
+		t.Fatalf("failures: %+v", a)
+	}
+	restarted := 0
+	for _, r := range recs {
+		if r.Restarts > 0 {
+			restarted++
+		}
+		if r.Started && (r.Start < r.Submit || r.End > r.Deadline) {
+			t.Fatalf("job %d ran [%d, %d) outside [%d, %d)", r.ID, r.Start, r.End, r.Submit, r.Deadline)
+		}
+	}
+	if restarted == 0 {
+		t.Fatal("no job hit by a failure was restarted")
+	}
+	t.Logf("%d failure violations, %d restarts, %d met of %d accepted", a.FailureViolations, restarted, a.Met, a.Accepted)
+}

@@ -53,9 +53,9 @@ func (f *slaFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.runs, "runs", 20, "number of consecutive runs taken from the end of the trace")
 	fl.IntVar(&f.jobs, "jobs", 1000, "jobs per run (0: one run of every job after the training jobs)")
 	fl.IntVar(&f.trainJobs, "train-jobs", 0, "jobs right before the runs that train the runtime statistics (0: all of them)")
-	fl.Float64Var(&f.failureRate, "failure-rate", 0, "node failure rate per node per hour used in the PoF (thesis: 1.2904e-4; 0: no failures)")
+	fl.Float64Var(&f.failureRate, "failure-rate", 0, "node failure rate per node per hour: processors fail during the runs and the PoF counts it (thesis: 1.2904e-4; needs --repair-rate; 0: no failures)")
 	fl.Float64Var(&f.repairRate, "repair-rate", 0, "node repair rate per node per hour (thesis: 0.4333)")
-	fl.Uint64Var(&f.seed, "seed", 1, "random seed of the deadline draws (--deadline-model); the replay itself is deterministic")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed of the deadline draws (--deadline-model) and of node failures; a replay is deterministic for a given seed")
 	fl.StringVar(&f.classes, "classes", "runtime", "job classes of the runtime statistics: runtime, procs, user, app or general")
 	fl.StringVar(&f.learn, "learn", "static", "histogram statistics: static (trained once, as in the thesis) or online (updated as jobs finish)")
 	fl.StringVar(&f.stats, "stats", "histogram", "runtime-ratio distributions of the overbooking strategies: histogram (the thesis's per-class histograms) or forecast (per job, from the runtime forecaster's recent errors; always learns online)")
@@ -91,6 +91,7 @@ func (f *slaFlags) config(procs int) (sim.SLAConfig, error) {
 		return cfg, fmt.Errorf("InvalidArgument: --gap-choice %q: want first or best", f.gapChoice)
 	}
 	cfg.Failures = overbook.FailureModel{Lambda: f.failureRate, Mu: f.repairRate}
+	cfg.FailureSeed = f.seed
 	if err := cfg.Failures.Validate(); err != nil {
 		return cfg, fmt.Errorf("InvalidArgument: --failure-rate/--repair-rate: %w", err)
 	}
