@@ -161,7 +161,7 @@ func DefaultSLAConfig(procs int) SLAConfig {
 // SLARun is the outcome of one run.
 type SLARun struct {
 	// FailureViolations counts the violations a node failure caused.
-	FailureViolations int
+	FailureViolations              int
 	Accepted, Rejected, Overbooked int
 	Met, Violated                  int
 	Fees, Penalties, Gain          float64
