@@ -120,19 +120,21 @@ func (f *slaFlags) config(procs int) (sim.SLAConfig, error) {
 // slaReport is the "sla" object of a site in --json output. Counts and money
 // are means per run; gain_runs lists every run's gain in order.
 type slaReport struct {
-	Strategy   string    `json:"strategy"`
-	Stats      string    `json:"stats"`
-	Runs       int       `json:"runs"`
-	Accepted   float64   `json:"accepted"`
-	Rejected   float64   `json:"rejected"`
-	Overbooked float64   `json:"overbooked"`
-	Met        float64   `json:"met"`
-	Violated   float64   `json:"violated"`
-	Fees       float64   `json:"fees"`
-	Penalties  float64   `json:"penalties"`
-	Gain       float64   `json:"gain"`
-	GainCI95   float64   `json:"gain_ci95"`
-	GainRuns   []float64 `json:"gain_runs"`
+	Strategy   string  `json:"strategy"`
+	Stats      string  `json:"stats"`
+	Runs       int     `json:"runs"`
+	Accepted   float64 `json:"accepted"`
+	Rejected   float64 `json:"rejected"`
+	Overbooked float64 `json:"overbooked"`
+	Met        float64 `json:"met"`
+	Violated   float64 `json:"violated"`
+	// FailureViolations are the violations node failures caused.
+	FailureViolations float64   `json:"failure_violations"`
+	Fees              float64   `json:"fees"`
+	Penalties         float64   `json:"penalties"`
+	Gain              float64   `json:"gain"`
+	GainCI95          float64   `json:"gain_ci95"`
+	GainRuns          []float64 `json:"gain_runs"`
 	// Profitability is gain over fees; reliability is met over accepted.
 	Profitability float64 `json:"profitability"`
 	Reliability   float64 `json:"reliability"`
@@ -154,6 +156,7 @@ func summarise(st sim.Strategy, stats sim.StatsSource, runs []sim.SLARun) *slaRe
 		r.Overbooked += float64(x.Overbooked) / n
 		r.Met += float64(x.Met) / n
 		r.Violated += float64(x.Violated) / n
+		r.FailureViolations += float64(x.FailureViolations) / n
 		r.Fees += x.Fees / n
 		r.Penalties += x.Penalties / n
 		r.GainRuns = append(r.GainRuns, x.Gain)
