@@ -105,3 +105,36 @@ func TestSimSLAForecastStats(t *testing.T) {
 		t.Fatalf("sla %v", sla)
 	}
 }
+
+// TestSimJSONIsByteIdentical runs the same command twice and compares the
+// JSON byte for byte, and checks the contract's fields and units.
+func TestSimJSONIsByteIdentical(t *testing.T) {
+	dir := t.TempDir()
+	var outs [2][]byte
+	for i := range outs {
+		path := filepath.Join(dir, "out"+string(rune('a'+i))+".json")
+		if _, err := simCLI("--trace", "kth", "--policy", "easy", "--sanitize", "--json", path); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = b
+	}
+	if !bytes.Equal(outs[0], outs[1]) {
+		t.Fatal("two runs wrote different JSON")
+	}
+	site := readSimJSON(t, filepath.Join(dir, "outa.json"))
+	for _, k := range []string{"name", "procs", "jobs", "awrt_s", "awwt_s", "utilization", "makespan_s", "bounded_slowdown", "dropped"} {
+		if _, ok := site[k]; !ok {
+			t.Errorf("JSON site object lacks %q", k)
+		}
+	}
+	if u := site["utilization"].(float64); u <= 0 || u > 1 {
+		t.Errorf("utilization %v is not a fraction", u)
+	}
+	if site["jobs"].(float64) != 28467 || site["dropped"].(float64) != 9 {
+		t.Errorf("jobs %v dropped %v, want 28467 and 9", site["jobs"], site["dropped"])
+	}
+}
