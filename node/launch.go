@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,6 +115,12 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		return err
 	}
 	fed := opt.Federation
+	d := cfg.Delegation
+	fed.MaxCandidates = cmp.Or(fed.MaxCandidates, d.MaxCandidates)
+	fed.QuoteTimeout = cmp.Or(fed.QuoteTimeout, d.QuoteTimeout)
+	fed.HoldSeconds = cmp.Or(fed.HoldSeconds, int64(d.HoldSeconds))
+	fed.MaxHops = cmp.Or(fed.MaxHops, d.MaxHops)
+	fed.CommunityShare = cmp.Or(fed.CommunityShare, d.CommunityShare)
 	var members *discovery.Membership
 	peers := &lazyPeers{}
 	if cfg.Gossip.Addr != "" {

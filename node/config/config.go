@@ -69,6 +69,9 @@ type Config struct {
 	// default) runs the site alone.
 	Gossip Gossip `yaml:"gossip"`
 
+	// Delegation tunes the delegation protocol (used with Gossip).
+	Delegation Delegation `yaml:"delegation"`
+
 	// TLS configures transport security of the gRPC API and of peer
 	// connections. The zero value (the default) serves plaintext.
 	TLS TLS `yaml:"tls"`
@@ -113,6 +116,26 @@ func (o Overbooking) EffectiveSecurityFactor() float64 {
 		return 4
 	}
 	return 2
+}
+
+// Delegation tunes how a federated site delegates and takes remote work.
+// Zero values mean the defaults given here.
+type Delegation struct {
+	// MaxCandidates is how many peers are asked for quotes in parallel.
+	// Default 3.
+	MaxCandidates int `yaml:"max_candidates"`
+	// QuoteTimeout bounds one quote round trip; SubmitJob answers within
+	// about twice this. Default 2s.
+	QuoteTimeout time.Duration `yaml:"quote_timeout"`
+	// HoldSeconds is how long a quote's hold lasts, in the site's clock.
+	// Default 60.
+	HoldSeconds int `yaml:"hold_seconds"`
+	// MaxHops limits how often one job is delegated. Default 1.
+	MaxHops int `yaml:"max_hops"`
+	// CommunityShare is the share of processors, in [0, 1), a site keeps
+	// for its own users: remote jobs are not quoted into slots that would
+	// leave less free. Default 0.
+	CommunityShare float64 `yaml:"community_share"`
 }
 
 // Gossip is the federation membership configuration.
@@ -240,6 +263,19 @@ func (c Config) Validate() error {
 	var errs []error
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s: %w", path, fmt.Sprintf(format, args...), ErrInvalid))
+	}
+	d := c.Delegation
+	switch {
+	case d.MaxCandidates < 0:
+		bad("delegation.max_candidates", "must be >= 0")
+	case d.QuoteTimeout < 0:
+		bad("delegation.quote_timeout", "must be >= 0")
+	case d.HoldSeconds < 0:
+		bad("delegation.hold_seconds", "must be >= 0")
+	case d.MaxHops < 0:
+		bad("delegation.max_hops", "must be >= 0")
+	case !(d.CommunityShare >= 0 && d.CommunityShare < 1):
+		bad("delegation.community_share", "must be in [0, 1)")
 	}
 	if !validSite(c.Site) {
 		bad("site", "%q must be 1 to 63 letters, digits, '.', '-' or '_', starting with a letter or digit", c.Site)
