@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -178,21 +177,16 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				return nil, fmt.Errorf("sim: %w", err)
 			}
 		}
-		for len(pending) > 0 && pending[0].at == t {
-			c := heap.Pop(&pending).(completion)
-			if c.gen != gens[c.idx] {
-				continue
-			}
-			f := &res.Records[c.idx]
-			f.End = t
-			f.Killed = f.Start+f.Runtime > t
-			sites[f.Exec].End(t, int64(c.idx))
+		pending.popDue(t, gens, func(i int32) {
+			f := &res.Records[i]
+			f.ended(t)
+			sites[f.Exec].End(t, int64(i))
 			if f.Exec != f.Origin && f.Estimate > 0 {
 				h := hist[f.Origin][cfg.Sites[f.Exec].Name]
 				h.Observe(float64(f.End-f.Submit) / float64(f.Estimate))
 				hist[f.Origin][cfg.Sites[f.Exec].Name] = h
 			}
-		}
+		})
 		for next < len(subs) && subs[next].at == t {
 			s := subs[next]
 			next++
@@ -209,13 +203,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		}
 		for k, st := range sites {
 			for _, d := range st.Pass(t) {
-				f := &res.Records[d.JobID]
-				if d.Kind == plan.DecideStart {
-					f.Started, f.Start = true, t
-				}
-				f.Reserved = d.End - f.Start
-				gens[d.JobID]++
-				heap.Push(&pending, completion{at: min(f.Start+f.Runtime, d.End), idx: int32(d.JobID), gen: gens[d.JobID]})
+				pending.apply(&res.Records[d.JobID].Record, int32(d.JobID), d, t, gens)
 			}
 			wakes[k] = st.NextWake(t)
 		}

@@ -140,6 +140,35 @@ func (h *completions) Pop() any {
 	return x
 }
 
+// popDue calls f with the record index of every completion due at t that is
+// still current (gens invalidates the others), in (time, index) order.
+func (h *completions) popDue(t int64, gens []int32, f func(idx int32)) {
+	for len(*h) > 0 && (*h)[0].at == t {
+		c := heap.Pop(h).(completion)
+		if c.gen == gens[c.idx] {
+			f(c.idx)
+		}
+	}
+}
+
+// apply carries out a core decision for record r (index i) at t: a start,
+// or a later kill time; either way the job's end is scheduled anew.
+func (h *completions) apply(r *Record, i int32, d plan.Decision, t int64, gens []int32) {
+	if d.Kind == plan.DecideStart {
+		r.Started, r.Start = true, t
+	}
+	r.Reserved = d.End - r.Start
+	gens[i]++
+	heap.Push(h, completion{at: min(r.Start+r.Runtime, d.End), idx: i, gen: gens[i]})
+}
+
+// ended records that the job stopped at t: finished, or killed at the end
+// of its reservation if it needed longer.
+func (r *Record) ended(t int64) {
+	r.End = t
+	r.Killed = r.Start+r.Runtime > t
+}
+
 // Run replays jobs, which must be sorted by Submit and have distinct IDs,
 // on one site. It is deterministic: the same input gives the same result.
 //
@@ -205,14 +234,9 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 				cfg.Progress(next)
 			}
 		}
-		for len(pending) > 0 && pending[0].at == t {
-			c := heap.Pop(&pending).(completion)
-			if c.gen != gens[c.idx] {
-				continue
-			}
-			r := &res.Records[c.idx]
-			r.End = t
-			r.Killed = r.Start+r.Runtime > t
+		pending.popDue(t, gens, func(i int32) {
+			r := &res.Records[i]
+			r.ended(t)
 			site.End(t, r.ID)
 			if cfg.Observer != nil {
 				cfg.Observer.Finished(t, r)
@@ -220,7 +244,7 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 			if cfg.Predictor != nil {
 				cfg.Predictor.Finished(t, r)
 			}
-		}
+		})
 		for fails.due(t) {
 			if fails.isRepair() {
 				site.NodeUp(t)
@@ -267,15 +291,7 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 		}
 		for _, d := range site.Pass(t) {
 			i := index[d.JobID]
-			r := &res.Records[i]
-			switch d.Kind {
-			case plan.DecideStart:
-				r.Started, r.Start = true, t
-			case plan.DecideExtend:
-			}
-			r.Reserved = d.End - r.Start
-			gens[i]++
-			heap.Push(&pending, completion{at: min(r.Start+r.Runtime, d.End), idx: i, gen: gens[i]})
+			pending.apply(&res.Records[i], i, d, t, gens)
 		}
 		wake = site.NextWake(t)
 	}
