@@ -64,7 +64,8 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	// The data directory holds jobs' environments and outputs: owner only.
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w: %w", ErrInvalidRequest, err)
 	}
 	// The event loop groups its own commits; the store need not wait for

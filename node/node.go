@@ -44,6 +44,10 @@ type Deps struct {
 	// Federation configures delegation; its zero value (no Peers) runs the
 	// site alone.
 	Federation FederationConfig
+	// StandingHorizon is how far ahead the node keeps the instances of
+	// standing reservations in its plan (whole seconds); 0 means
+	// DefaultStandingHorizon (7 days).
+	StandingHorizon time.Duration
 }
 
 // Node is one site: it owns the scheduling core and is its only writer. Run
@@ -88,6 +92,10 @@ type Node struct {
 	kick       chan struct{}
 	bg         sync.WaitGroup
 	digest     atomic.Pointer[discovery.Digest]
+
+	// Operators' fixed and standing reservations (reservations.go), owned
+	// by the loop.
+	resv reservations
 }
 
 // liveJob is a job that still holds or may hold processors.
@@ -125,7 +133,8 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs,
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), watchers: make(map[int]*watcher),
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
-		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1)}
+		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1),
+		resv: newReservations(deps.StandingHorizon)}
 	n.fed.defaults()
 	if n.fed.Peers != nil && n.fed.Dial == nil {
 		return nil, fmt.Errorf("node: federation needs a dialer: %w", ErrInvalidRequest)
@@ -178,6 +187,8 @@ func (n *Node) Run(ctx context.Context) error {
 	n.log.Info("node ready", "procs", n.procs, "policy", n.pol.String(), "live_jobs", len(n.live), "federated", n.federating())
 	defer n.closeConns()
 	defer n.bg.Wait()
+	n.bg.Add(1)
+	go func() { defer n.bg.Done(); n.pruneKeys(ctx) }()
 	if n.federating() {
 		n.bg.Add(1)
 		go func() { defer n.bg.Done(); n.report(ctx) }()
@@ -200,7 +211,7 @@ func (n *Node) Run(ctx context.Context) error {
 			timer.Stop()
 		}
 		var tick <-chan time.Time
-		if wake := n.site.NextWake(now); wake < plan.Forever {
+		if wake := min(n.site.NextWake(now), n.reservationWake()); wake < plan.Forever {
 			timer = n.deps.Clock.NewTimer(time.Duration(max(wake-now, 0)) * time.Second)
 			tick = timer.C()
 		}
@@ -234,6 +245,7 @@ func (n *Node) Run(ctx context.Context) error {
 		for _, o := range batch {
 			deliver = append(deliver, o.run(n, now))
 		}
+		n.tickReservations(now)
 		n.pass(ctx, now)
 		err := n.commit(ctx)
 		for _, d := range deliver {
@@ -248,6 +260,28 @@ func (n *Node) Run(ctx context.Context) error {
 		n.publishPending()
 		n.launchDelegations(ctx)
 		n.publishDigest(now)
+	}
+}
+
+// keyRetention is how long idempotency keys are remembered (the API
+// promises at least 24 hours), in the site's clock.
+const keyRetention = 25 * time.Hour
+
+// pruneKeys forgets old idempotency keys now and then, until ctx ends.
+func (n *Node) pruneKeys(ctx context.Context) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		if k, err := n.deps.Store.PruneIdempotencyKeys(ctx, n.deps.Clock.Now().Add(-keyRetention)); err != nil && ctx.Err() == nil {
+			n.log.Warn("pruning idempotency keys failed", "err", err)
+		} else if k > 0 {
+			n.log.Debug("pruned idempotency keys", "keys", k)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 
@@ -348,6 +382,7 @@ type changes struct {
 	res    map[string]*store.ReservationRecord // nil value: delete
 	sla    map[string]store.SLARecord
 	agree  map[string]*agreementRec
+	stand  map[string]*store.StandingRecord // nil value: delete
 	stats  bool
 	events []*fedschedv1.JobEvent
 }
@@ -366,6 +401,13 @@ func (c *changes) putRes(id string, r *store.ReservationRecord) {
 	c.res[id] = r
 }
 
+func (c *changes) putStanding(id string, r *store.StandingRecord) {
+	if c.stand == nil {
+		c.stand = make(map[string]*store.StandingRecord)
+	}
+	c.stand[id] = r
+}
+
 func (c *changes) putSLA(r store.SLARecord) {
 	if c.sla == nil {
 		c.sla = make(map[string]store.SLARecord)
@@ -374,7 +416,7 @@ func (c *changes) putSLA(r store.SLARecord) {
 }
 
 func (c *changes) empty() bool {
-	return len(c.jobs) == 0 && len(c.res) == 0 && len(c.sla) == 0 && len(c.agree) == 0 && !c.stats
+	return len(c.jobs) == 0 && len(c.res) == 0 && len(c.sla) == 0 && len(c.agree) == 0 && len(c.stand) == 0 && !c.stats
 }
 
 // commit makes the pending changes durable in one transaction.
@@ -397,6 +439,13 @@ func (n *Node) commit(ctx context.Context) error {
 	for _, id := range slices.Sorted(maps.Keys(c.sla)) {
 		ch.PutSLAOutcomes = append(ch.PutSLAOutcomes, c.sla[id])
 	}
+	for _, id := range slices.Sorted(maps.Keys(c.stand)) {
+		if r := c.stand[id]; r != nil {
+			ch.PutStanding = append(ch.PutStanding, *r)
+		} else {
+			ch.DeleteStanding = append(ch.DeleteStanding, id)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(c.agree)) {
 		rec, err := encodeAgreement(c.agree[id])
 		if err != nil {
@@ -414,7 +463,7 @@ func (n *Node) commit(ctx context.Context) error {
 	// A commit must not be abandoned half way because the node is
 	// stopping: the replies waiting on it were promised durability.
 	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
-	c.jobs, c.res, c.sla, c.agree, c.stats = nil, nil, nil, nil, false
+	c.jobs, c.res, c.sla, c.agree, c.stand, c.stats = nil, nil, nil, nil, nil, false
 	return err
 }
 

@@ -254,7 +254,11 @@ func explainSummary(j *fedschedv1.Job, pofMax float64) string {
 	}
 	b.WriteString(".")
 	if r := j.GetReservation(); r != nil {
-		fmt.Fprintf(&b, " It holds %d processors from %s to %s.", r.GetProcs(), r.GetStart().AsTime().UTC().Format(time.RFC3339), r.GetEnd().AsTime().UTC().Format(time.RFC3339))
+		verb := "holds"
+		if j.GetEndTime() != nil || j.GetState() == fedschedv1.JobState_JOB_STATE_REJECTED {
+			verb = "held"
+		}
+		fmt.Fprintf(&b, " It %s %d processors from %s to %s.", verb, r.GetProcs(), r.GetStart().AsTime().UTC().Format(time.RFC3339), r.GetEnd().AsTime().UTC().Format(time.RFC3339))
 	}
 	if j.GetOverbooked() {
 		fmt.Fprintf(&b, " Its reservation is shorter than its estimate: it was overbooked with a probability of failure of %.3f (the site accepts below %.3f).", j.GetPof(), pofMax)
