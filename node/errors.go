@@ -32,4 +32,18 @@ var (
 	// ErrUnavailable is returned while the node is starting (recovering its
 	// state) or shutting down.
 	ErrUnavailable = errors.New("site unavailable")
+
+	// ErrInvalidReservation is returned by CreateReservation for a request
+	// that cannot be a reservation: procs out of range, end not after
+	// start, a start in the past, a period shorter than the slot, ...
+	ErrInvalidReservation = errors.New("invalid reservation")
+
+	// ErrReservationNotFound is returned for a reservation id the site does
+	// not know (or that is over).
+	ErrReservationNotFound = errors.New("reservation not found")
+
+	// ErrReservationConflict is returned by CreateReservation when accepted
+	// work or other fixed reservations stand in the way. The error is a
+	// *ReservationConflictError listing them.
+	ErrReservationConflict = errors.New("reservation conflicts with accepted work")
 )

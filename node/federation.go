@@ -518,6 +518,7 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 		hold = min(hold, req.GetHoldSeconds())
 	}
 	pl := n.site.Hold(now, pj, now+hold)
+	pl = n.clearOfStanding(now, pl, func() { n.site.Unhold(now, seq) }, func() plan.Placement { return n.site.Hold(now, pj, now+hold) })
 	if !pl.OK() {
 		reason, msg := rejectReason(pl, pj, n.cfg.Site, now)
 		return refuse(reason, msg), nil

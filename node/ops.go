@@ -103,6 +103,7 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 	job.Route = []*fedschedv1.RouteHop{{Site: n.cfg.Site, Reason: fedschedv1.Reason_REASON_UNSPECIFIED, Message: "submitted", Time: toTime(now)}}
 	rec := store.JobRecord{Job: job, IdempotencyKey: key, BodyHash: hash}
 	pl := n.site.Submit(now, pj)
+	pl = n.clearOfStanding(now, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
 	if !pl.OK() && n.federating() && (pl.Reason == plan.ReasonRejectedNoGap || pl.Reason == plan.ReasonRejectedRisk || pl.Reason == plan.ReasonRejectedTooWide) {
 		// Transfer policy: a job the site cannot take goes to the peers.
 		// The reply waits for the protocol (bounded by the quote timeout).

@@ -20,6 +20,10 @@ const metaSite = "site"
 // recover rebuilds the core from the store, exactly as it was acknowledged:
 //
 //   - the runtime statistics;
+//   - the operators' fixed reservations, and the instances of their
+//     standing reservations within the horizon (and as far as the live
+//     jobs' reservations reach), before any job, so that the jobs'
+//     reservations fit around them;
 //   - every PENDING job with its stored reservation, in submission order. A
 //     pending job whose reservation began while the node was down is
 //     re-planned from now inside its window; if no slot remains, it fails
@@ -77,6 +81,9 @@ func (n *Node) recover(ctx context.Context) error {
 	}
 	slices.SortFunc(live, func(a, b store.JobRecord) int { return compareIDs(a.ID(), b.ID()) })
 	now := n.now()
+	if err := n.recoverReservations(ctx, live, now); err != nil {
+		return err
+	}
 	if err := n.recoverAgreements(ctx, now); err != nil {
 		return err
 	}
@@ -131,7 +138,13 @@ func (n *Node) restore(rec store.JobRecord, now int64) {
 	running := j.GetState() != fedschedv1.JobState_JOB_STATE_PENDING
 	if running {
 		lj.cancelled = j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED
-		if err := n.site.Restore(pj, pl, true); err != nil {
+		err := n.site.Restore(pj, pl, true)
+		if err != nil && n.unlayOver(plan.Window{Start: pl.Start, End: pl.End}, now) {
+			// An instance of a standing reservation laid at recovery where
+			// the job runs: the job keeps its processors.
+			err = n.site.Restore(pj, pl, true)
+		}
+		if err != nil {
 			n.log.Warn("running job's reservation does not fit the recovered plan", "job", j.GetId(), "err", err)
 		}
 		n.live[lj.seq] = lj

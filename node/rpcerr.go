@@ -3,12 +3,15 @@ package node
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
 
 	"github.com/fedsched/fedsched/node/store"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
 // ErrorDomain is the domain of the google.rpc.ErrorInfo that every error
@@ -29,6 +32,10 @@ const ErrorDomain = "fedsched.v1"
 //     not the request, is in the way.
 //   - Load shedding is RESOURCE_EXHAUSTED (retry later, with backoff);
 //     starting or stopping is UNAVAILABLE (retry, perhaps elsewhere).
+//   - A reservation refused because accepted work is in the way is
+//     FAILED_PRECONDITION: the site's state, not the request, is in the
+//     way (displacing, or a later retry, may succeed). Its status also
+//     carries a fedschedv1.ReservationConflict detail (see ToStatus).
 var errorTable = []struct {
 	err    error
 	code   codes.Code
@@ -36,12 +43,15 @@ var errorTable = []struct {
 }{
 	{ErrInvalidJob, codes.InvalidArgument, "INVALID_JOB"},
 	{ErrInvalidRequest, codes.InvalidArgument, "INVALID_REQUEST"},
+	{ErrInvalidReservation, codes.InvalidArgument, "INVALID_RESERVATION"},
 	{store.ErrInvalidPageToken, codes.InvalidArgument, "INVALID_PAGE_TOKEN"},
 	{ErrJobNotFound, codes.NotFound, "JOB_NOT_FOUND"},
+	{ErrReservationNotFound, codes.NotFound, "RESERVATION_NOT_FOUND"},
 	{store.ErrNotFound, codes.NotFound, "NOT_FOUND"},
 	{ErrIdempotencyConflict, codes.AlreadyExists, "IDEMPOTENCY_KEY_REUSED"},
 	{store.ErrIdempotencyConflict, codes.AlreadyExists, "IDEMPOTENCY_KEY_REUSED"},
 	{ErrJobFinished, codes.FailedPrecondition, "JOB_FINISHED"},
+	{ErrReservationConflict, codes.FailedPrecondition, "RESERVATION_CONFLICT"},
 	{ErrOverloaded, codes.ResourceExhausted, "OVERLOADED"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
 	{store.ErrClosed, codes.Unavailable, "UNAVAILABLE"},
@@ -57,6 +67,11 @@ const reasonInternal = "INTERNAL"
 // the error's text as message, and an ErrorInfo naming the sentinel. An
 // error already carrying a status (from a gRPC call the handler made) keeps
 // it. Any other error becomes INTERNAL. ToStatus(nil) is nil.
+//
+// A *ReservationConflictError also gets a fedschedv1.ReservationConflict
+// detail, and its job ids in the ErrorInfo's metadata ("job_ids",
+// "running_job_ids", "held_job_ids", "reservation_ids": comma-separated);
+// read it back with ReservationConflictOf.
 func ToStatus(err error) error {
 	if err == nil {
 		return nil
@@ -75,10 +90,42 @@ func ToStatus(err error) error {
 		}
 	}
 	st := status.New(code, err.Error())
-	if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}); derr == nil {
+	info := &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}
+	details := []protoadapt.MessageV1{info}
+	var conflict *ReservationConflictError
+	if errors.As(err, &conflict) {
+		info.Metadata = map[string]string{
+			"job_ids":         strings.Join(conflict.Jobs, ","),
+			"running_job_ids": strings.Join(conflict.Running, ","),
+			"held_job_ids":    strings.Join(conflict.Held, ","),
+			"reservation_ids": strings.Join(conflict.Reservations, ","),
+		}
+		details = append(details, conflict.Detail())
+	}
+	if withInfo, derr := st.WithDetails(details...); derr == nil {
 		st = withInfo
 	}
 	return st.Err()
+}
+
+// ReservationConflictOf returns the ReservationConflict detail of an error
+// status from CreateReservation (or of a *ReservationConflictError), and
+// whether there was one.
+func ReservationConflictOf(err error) (*fedschedv1.ReservationConflict, bool) {
+	var conflict *ReservationConflictError
+	if errors.As(err, &conflict) {
+		return conflict.Detail(), true
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil, false
+	}
+	for _, d := range st.Details() {
+		if c, ok := d.(*fedschedv1.ReservationConflict); ok {
+			return c, true
+		}
+	}
+	return nil, false
 }
 
 // CodeOf returns the gRPC code ToStatus gives err.

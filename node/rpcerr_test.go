@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -173,5 +175,36 @@ func TestSpecHash(t *testing.T) {
 	}
 	if h, err := SpecHash(nil); err != nil || len(h) != 32 {
 		t.Fatalf("SpecHash(nil) = %x, %v", h, err)
+	}
+}
+
+func TestReservationConflictStatus(t *testing.T) {
+	c := &ReservationConflictError{Jobs: []string{"s.000000000001", "s.000000000002"}, Running: []string{"s.000000000002"}, Displace: true}
+	err := ToStatus(fmt.Errorf("create: %w", c))
+	st, _ := status.FromError(err)
+	if st.Code() != codes.FailedPrecondition || !errors.Is(FromStatus(err), ErrReservationConflict) {
+		t.Fatalf("status %v", st)
+	}
+	var info *errdetails.ErrorInfo
+	for _, d := range st.Details() {
+		if i, ok := d.(*errdetails.ErrorInfo); ok {
+			info = i
+		}
+	}
+	if info.GetReason() != "RESERVATION_CONFLICT" || info.GetMetadata()["job_ids"] != "s.000000000001,s.000000000002" ||
+		info.GetMetadata()["running_job_ids"] != "s.000000000002" {
+		t.Fatalf("ErrorInfo %v", info)
+	}
+	for _, e := range []error{err, FromStatus(err), c} {
+		d, ok := ReservationConflictOf(e)
+		if !ok || len(d.GetJobIds()) != 2 || d.GetRunningJobIds()[0] != "s.000000000002" || !d.GetDisplace() {
+			t.Fatalf("ReservationConflictOf(%v) = %v, %v", e, d, ok)
+		}
+	}
+	if _, ok := ReservationConflictOf(ToStatus(ErrJobFinished)); ok {
+		t.Fatal("a conflict detail on another error")
+	}
+	if !strings.Contains(c.Error(), "running jobs are never displaced: s.000000000002") {
+		t.Fatalf("message %q", c.Error())
 	}
 }

@@ -37,6 +37,9 @@ func newRootCmd() *cobra.Command {
 		newCancelCmd(),
 		newWatchCmd(),
 		newExplainCmd(),
+		newReserveCmd(), // operators' reservations: client_reserve.go
+		newReservationsCmd(),
+		newUnreserveCmd(),
 	)
 	return root
 }

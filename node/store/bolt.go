@@ -19,10 +19,10 @@ import (
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
-// The bucket tree of schema version 2:
+// The bucket tree of schema version 4:
 //
 //	meta/
-//	  schema_version  -> decimal ASCII, e.g. "2"
+//	  schema_version  -> decimal ASCII, e.g. "4"
 //	  u/<key>         -> PutMeta values
 //	  (the bucket's own sequence is NextSequence's counter)
 //	jobs/             <job id> -> JobRecord
@@ -33,6 +33,7 @@ import (
 //	stats/            <name> -> format byte + blob
 //	idempotency/      <key> -> IdempotencyRecord
 //	agreements/       <agreement id> -> format byte + body               (since v3)
+//	standing/         <reservation id> -> StandingRecord                  (since v4)
 var (
 	// bucketMeta holds the schema version, PutMeta values and the sequence.
 	bucketMeta = []byte("meta")
@@ -56,6 +57,9 @@ var (
 	bucketIdempotency = []byte("idempotency")
 	// bucketAgreements holds delegation agreements by id (schema v3).
 	bucketAgreements = []byte("agreements")
+	// bucketStanding holds the rules of standing reservations by id
+	// (schema v4).
+	bucketStanding = []byte("standing")
 )
 
 // v1Buckets are the buckets of schema version 1; migrations add the rest.
@@ -784,6 +788,13 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 	if err != nil {
 		return err
 	}
+	standing, err := encode(len(c.PutStanding), func(i int) (string, []byte, error) {
+		b, err := encodeStanding(c.PutStanding[i])
+		return c.PutStanding[i].ID, b, err
+	})
+	if err != nil {
+		return err
+	}
 	idems, err := encode(len(c.PutJobs), func(i int) (string, []byte, error) {
 		rec := c.PutJobs[i]
 		if rec.IdempotencyKey == "" {
@@ -847,6 +858,22 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 				return err
 			}
 		}
+		if len(c.DeleteStanding) > 0 || len(standing) > 0 {
+			rb, err := bucket(tx, bucketStanding)
+			if err != nil {
+				return err
+			}
+			for _, id := range c.DeleteStanding {
+				if err := rb.Delete([]byte(id)); err != nil {
+					return err
+				}
+			}
+			for _, e := range standing {
+				if err := rb.Put(e.key, e.val); err != nil {
+					return err
+				}
+			}
+		}
 		stb, err := bucket(tx, bucketStats)
 		if err != nil {
 			return err
@@ -892,6 +919,46 @@ func (s *BoltStore) ListAgreements(ctx context.Context) ([]AgreementRecord, erro
 				return err
 			}
 			out = append(out, a)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// GetStanding implements StandingStore.
+func (s *BoltStore) GetStanding(ctx context.Context, id string) (StandingRecord, error) {
+	var r StandingRecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketStanding)
+		if err != nil {
+			return err
+		}
+		v := b.Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("standing reservation %q: %w", id, ErrNotFound)
+		}
+		if r, err = decodeStanding(v); err != nil {
+			return fmt.Errorf("standing reservation %q: %w", id, err)
+		}
+		return nil
+	})
+	return r, err
+}
+
+// ListStanding implements StandingStore.
+func (s *BoltStore) ListStanding(ctx context.Context) ([]StandingRecord, error) {
+	var out []StandingRecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketStanding)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
+			r, err := decodeStanding(v)
+			if err != nil {
+				return fmt.Errorf("standing reservation %q: %w", k, err)
+			}
+			out = append(out, r)
 			return nil
 		})
 	})

@@ -7,8 +7,8 @@
 //
 // [Store] is the interface the node uses. It is split by aggregate
 // ([JobStore], [ReservationStore], [SLAStore], [StatsStore],
-// [IdempotencyStore], [MetaStore]) so that a consumer can ask for only the
-// part it needs. Two implementations pass the same conformance test:
+// [IdempotencyStore], [MetaStore], [AgreementStore], [StandingStore]) so
+// that a consumer can ask for only the part it needs. Two implementations pass the same conformance test:
 //
 //   - [BoltStore], the durable one: one bbolt file at <data dir>/fedsched.db
 //     ([Path]), opened by [OpenBolt]. The file is locked: a second OpenBolt of
@@ -67,6 +67,10 @@
 //
 //	1: buckets meta, jobs, reservations, sla, stats, idempotency.
 //	2: adds the indexes jobs_by_state and jobs_by_user for ListJobs.
+//	3: adds the bucket agreements (delegation).
+//	4: adds the bucket standing: the rules of standing reservations
+//	   ([StandingRecord]). Fixed reservations are ReservationRecords
+//	   with Fixed set, in the reservations bucket, since v1.
 //
 // # Caveats
 //

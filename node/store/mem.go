@@ -23,6 +23,7 @@ type MemStore struct {
 	stats  map[string][]byte
 	idem   map[string][]byte
 	agree  map[string][]byte
+	stand  map[string][]byte
 	meta   map[string]string
 }
 
@@ -36,6 +37,7 @@ func NewMemStore() *MemStore {
 		sla:   map[string][]byte{},
 		stats: map[string][]byte{},
 		idem:  map[string][]byte{},
+		stand: map[string][]byte{},
 		meta:  map[string]string{},
 	}
 }
@@ -363,6 +365,14 @@ func (m *MemStore) Apply(ctx context.Context, c Changes) error {
 		}
 		res[r.ID] = b
 	}
+	stand := make(map[string][]byte, len(c.PutStanding))
+	for _, r := range c.PutStanding {
+		b, err := encodeStanding(r)
+		if err != nil {
+			return err
+		}
+		stand[r.ID] = b
+	}
 	sla := make(map[string][]byte, len(c.PutSLAOutcomes))
 	for _, r := range c.PutSLAOutcomes {
 		b, err := encodeSLA(r)
@@ -396,6 +406,10 @@ func (m *MemStore) Apply(ctx context.Context, c Changes) error {
 	}
 	maps.Copy(m.res, res)
 	maps.Copy(m.sla, sla)
+	for _, id := range c.DeleteStanding {
+		delete(m.stand, id)
+	}
+	maps.Copy(m.stand, stand)
 	for name, blob := range c.PutStats {
 		m.stats[name] = slices.Clone(blob)
 	}
@@ -424,6 +438,36 @@ func (m *MemStore) ListAgreements(ctx context.Context) ([]AgreementRecord, error
 	out := make([]AgreementRecord, 0, len(m.agree))
 	for _, id := range slices.Sorted(maps.Keys(m.agree)) {
 		out = append(out, AgreementRecord{ID: id, Body: slices.Clone(m.agree[id])})
+	}
+	return out, nil
+}
+
+// GetStanding implements StandingStore.
+func (m *MemStore) GetStanding(ctx context.Context, id string) (StandingRecord, error) {
+	if err := m.lock(ctx); err != nil {
+		return StandingRecord{}, err
+	}
+	defer m.mu.Unlock()
+	b, ok := m.stand[id]
+	if !ok {
+		return StandingRecord{}, fmt.Errorf("standing reservation %q: %w", id, ErrNotFound)
+	}
+	return decodeStanding(b)
+}
+
+// ListStanding implements StandingStore.
+func (m *MemStore) ListStanding(ctx context.Context) ([]StandingRecord, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	out := make([]StandingRecord, 0, len(m.stand))
+	for _, id := range slices.Sorted(maps.Keys(m.stand)) {
+		r, err := decodeStanding(m.stand[id])
+		if err != nil {
+			return nil, fmt.Errorf("standing reservation %q: %w", id, err)
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

@@ -25,6 +25,16 @@ type migration struct {
 var migrations = []migration{
 	{from: 1, to: 2, name: "index jobs by state and by user", apply: migrateIndexJobs},
 	{from: 2, to: 3, name: "agreements bucket for delegation", apply: migrateAgreements},
+	{from: 3, to: 4, name: "standing bucket for standing reservations", apply: migrateStanding},
+}
+
+// migrateStanding adds the bucket of standing reservation rules (v4).
+// Fixed reservations were already ReservationRecords; nothing moves.
+func migrateStanding(tx *bolt.Tx) error {
+	if _, err := tx.CreateBucket(bucketStanding); err != nil {
+		return fmt.Errorf("create %s: %w", bucketStanding, err)
+	}
+	return nil
 }
 
 // migrateAgreements adds the bucket of delegation agreements (v3).

@@ -211,7 +211,65 @@ func validateChanges(c Changes) error {
 			return fmt.Errorf("agreement without an id: %w", ErrInvalid)
 		}
 	}
+	for _, r := range c.PutStanding {
+		if err := validateStanding(r); err != nil {
+			return err
+		}
+	}
+	for _, id := range c.DeleteStanding {
+		if id == "" {
+			return fmt.Errorf("delete standing reservation without an id: %w", ErrInvalid)
+		}
+	}
 	return nil
+}
+
+func validateStanding(r StandingRecord) error {
+	switch {
+	case r.ID == "":
+		return fmt.Errorf("standing reservation without an id: %w", ErrInvalid)
+	case r.EverySeconds <= 0:
+		return fmt.Errorf("standing reservation %s: period %d s: %w", r.ID, r.EverySeconds, ErrInvalid)
+	}
+	for _, d := range r.Weekdays {
+		if d < time.Sunday || d > time.Saturday {
+			return fmt.Errorf("standing reservation %s: weekday %d: %w", r.ID, int(d), ErrInvalid)
+		}
+	}
+	return nil
+}
+
+func encodeStanding(r StandingRecord) ([]byte, error) {
+	if err := validateStanding(r); err != nil {
+		return nil, err
+	}
+	days := make([]int32, len(r.Weekdays))
+	for i, d := range r.Weekdays {
+		days[i] = int32(d)
+	}
+	return marshalRecord(&storepb.StandingRecord{
+		Id: r.ID, Name: r.Name, Procs: int32(r.Procs), Start: ts(r.Start), End: ts(r.End),
+		EverySeconds: r.EverySeconds, Until: ts(r.Until), Weekdays: days,
+	})
+}
+
+// decodeStanding decodes a stored rule. It never panics.
+func decodeStanding(b []byte) (StandingRecord, error) {
+	var m storepb.StandingRecord
+	if err := unmarshalRecord(b, &m); err != nil {
+		return StandingRecord{}, err
+	}
+	r := StandingRecord{
+		ID: m.Id, Name: m.Name, Procs: int(m.Procs), Start: fromTS(m.Start), End: fromTS(m.End),
+		EverySeconds: m.EverySeconds, Until: fromTS(m.Until),
+	}
+	for _, d := range m.Weekdays {
+		r.Weekdays = append(r.Weekdays, time.Weekday(d))
+	}
+	if err := validateStanding(r); err != nil {
+		return StandingRecord{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
+	}
+	return r, nil
 }
 
 // matches reports whether a job passes the filters of q.

@@ -9,7 +9,7 @@ import (
 )
 
 // CurrentSchemaVersion is the bbolt layout this code reads and writes.
-const CurrentSchemaVersion = 3
+const CurrentSchemaVersion = 4
 
 // Page sizes of ListJobs.
 const (
@@ -33,6 +33,7 @@ type Store interface {
 	IdempotencyStore
 	MetaStore
 	AgreementStore
+	StandingStore
 
 	// Apply makes all of c durable in one transaction: either every change
 	// is applied or none is. Records are validated before anything is
@@ -122,6 +123,36 @@ type AgreementStore interface {
 	GetAgreement(ctx context.Context, id string) (AgreementRecord, error)
 	// ListAgreements returns every agreement in ascending order of id.
 	ListAgreements(ctx context.Context) ([]AgreementRecord, error)
+}
+
+// StandingStore keeps the rules of standing reservations (schema v4). Fixed
+// reservations are ReservationRecords with Fixed set.
+type StandingStore interface {
+	// GetStanding returns one rule, or ErrNotFound.
+	GetStanding(ctx context.Context, id string) (StandingRecord, error)
+	// ListStanding returns every rule in ascending order of id.
+	ListStanding(ctx context.Context) ([]StandingRecord, error)
+}
+
+// StandingRecord is the rule of a standing reservation: Procs processors
+// from Start to End, again every EverySeconds, as long as an instance
+// starts before Until (zero: no end), and, if Weekdays is not empty, only on
+// those days (UTC).
+type StandingRecord struct {
+	// ID is unique at the site. Required.
+	ID string
+	// Name is the operator's name for the rule.
+	Name string
+	// Procs is the number of processors each instance holds.
+	Procs int
+	// Start and End are the first instance; each lasts End - Start.
+	Start, End time.Time
+	// EverySeconds is the period. Required, > 0.
+	EverySeconds int64
+	// Until: no instance starts at or after it; zero means no end.
+	Until time.Time
+	// Weekdays, if not empty, keeps only instances starting on these days.
+	Weekdays []time.Weekday
 }
 
 // AgreementRecord is one stored agreement.
@@ -242,6 +273,10 @@ type Changes struct {
 	PutStats map[string][]byte
 	// PutAgreements creates or replaces agreements.
 	PutAgreements []AgreementRecord
+	// PutStanding creates or replaces standing reservation rules.
+	PutStanding []StandingRecord
+	// DeleteStanding removes standing reservation rules by id.
+	DeleteStanding []string
 }
 
 // Path returns the path of the bbolt file in a data directory.

@@ -227,6 +227,10 @@ const (
 	Reason_REASON_DELEGATED Reason = 14
 	// The job was received from a peer site under an agreement.
 	Reason_REASON_RECEIVED_FROM_PEER Reason = 15
+	// An operator's fixed reservation took the job's slot: the job was
+	// re-planned (it stays PENDING with a new reservation) or, with no slot
+	// left in its window, rejected (an accepted SLA is then VIOLATED).
+	Reason_REASON_DISPLACED Reason = 16
 )
 
 // Enum value maps for Reason.
@@ -248,6 +252,7 @@ var (
 		13: "REASON_CANCELLED_BY_USER",
 		14: "REASON_DELEGATED",
 		15: "REASON_RECEIVED_FROM_PEER",
+		16: "REASON_DISPLACED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -266,6 +271,7 @@ var (
 		"REASON_CANCELLED_BY_USER":             13,
 		"REASON_DELEGATED":                     14,
 		"REASON_RECEIVED_FROM_PEER":            15,
+		"REASON_DISPLACED":                     16,
 	}
 )
 
@@ -294,6 +300,79 @@ func (x Reason) Number() protoreflect.EnumNumber {
 // Deprecated: Use Reason.Descriptor instead.
 func (Reason) EnumDescriptor() ([]byte, []int) {
 	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{2}
+}
+
+// Weekday is a day of the week, numbered as google.type.DayOfWeek.
+type Weekday int32
+
+const (
+	// Never valid in a request.
+	Weekday_WEEKDAY_UNSPECIFIED Weekday = 0
+	// Monday.
+	Weekday_WEEKDAY_MONDAY Weekday = 1
+	// Tuesday.
+	Weekday_WEEKDAY_TUESDAY Weekday = 2
+	// Wednesday.
+	Weekday_WEEKDAY_WEDNESDAY Weekday = 3
+	// Thursday.
+	Weekday_WEEKDAY_THURSDAY Weekday = 4
+	// Friday.
+	Weekday_WEEKDAY_FRIDAY Weekday = 5
+	// Saturday.
+	Weekday_WEEKDAY_SATURDAY Weekday = 6
+	// Sunday.
+	Weekday_WEEKDAY_SUNDAY Weekday = 7
+)
+
+// Enum value maps for Weekday.
+var (
+	Weekday_name = map[int32]string{
+		0: "WEEKDAY_UNSPECIFIED",
+		1: "WEEKDAY_MONDAY",
+		2: "WEEKDAY_TUESDAY",
+		3: "WEEKDAY_WEDNESDAY",
+		4: "WEEKDAY_THURSDAY",
+		5: "WEEKDAY_FRIDAY",
+		6: "WEEKDAY_SATURDAY",
+		7: "WEEKDAY_SUNDAY",
+	}
+	Weekday_value = map[string]int32{
+		"WEEKDAY_UNSPECIFIED": 0,
+		"WEEKDAY_MONDAY":      1,
+		"WEEKDAY_TUESDAY":     2,
+		"WEEKDAY_WEDNESDAY":   3,
+		"WEEKDAY_THURSDAY":    4,
+		"WEEKDAY_FRIDAY":      5,
+		"WEEKDAY_SATURDAY":    6,
+		"WEEKDAY_SUNDAY":      7,
+	}
+)
+
+func (x Weekday) Enum() *Weekday {
+	p := new(Weekday)
+	*p = x
+	return p
+}
+
+func (x Weekday) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Weekday) Descriptor() protoreflect.EnumDescriptor {
+	return file_fedsched_v1_site_proto_enumTypes[3].Descriptor()
+}
+
+func (Weekday) Type() protoreflect.EnumType {
+	return &file_fedsched_v1_site_proto_enumTypes[3]
+}
+
+func (x Weekday) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Weekday.Descriptor instead.
+func (Weekday) EnumDescriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{3}
 }
 
 // JobSpec is what a user asks for. It is immutable once submitted.
@@ -1834,6 +1913,742 @@ func (x *Site) GetNow() *timestamppb.Timestamp {
 	return nil
 }
 
+// TimeWindow is an interval of time [start, end).
+type TimeWindow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// First instant.
+	Start *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	// First instant after the window.
+	End           *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimeWindow) Reset() {
+	*x = TimeWindow{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimeWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimeWindow) ProtoMessage() {}
+
+func (x *TimeWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimeWindow.ProtoReflect.Descriptor instead.
+func (*TimeWindow) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *TimeWindow) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *TimeWindow) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+// FixedReservation is an operator's reservation of a site's processors: a
+// fixed one (every_seconds 0) holds exactly [start, end); a standing one
+// repeats that slot by a rule. Instances start at start, start +
+// every_seconds, start + 2 * every_seconds, ..., each lasting end - start,
+// as long as they start before until; with weekdays, only the instances
+// that start on one of those days (in UTC) are kept.
+type FixedReservation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Site-assigned id, for example "site-a.r000000000001". Ids of one site
+	// sort in creation order.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The operator's name for it (for example "maintenance"); may be empty.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Processors held by the reservation (by each instance of a standing one).
+	Procs int32 `protobuf:"varint,3,opt,name=procs,proto3" json:"procs,omitempty"`
+	// First instant held (by the first instance, for a standing reservation).
+	Start *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=start,proto3" json:"start,omitempty"`
+	// First instant after the slot (after the first instance).
+	End *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=end,proto3" json:"end,omitempty"`
+	// 0 for a fixed reservation; the period of a standing one, in seconds.
+	EverySeconds int64 `protobuf:"varint,6,opt,name=every_seconds,json=everySeconds,proto3" json:"every_seconds,omitempty"`
+	// Standing only: no instance starts at or after this instant; unset
+	// means no end.
+	Until *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=until,proto3" json:"until,omitempty"`
+	// Standing only: when not empty, only instances starting on these days
+	// (UTC) are kept.
+	Weekdays []Weekday `protobuf:"varint,8,rep,packed,name=weekdays,proto3,enum=fedsched.v1.Weekday" json:"weekdays,omitempty"`
+	// The site whose plan holds it.
+	Site string `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`
+	// The slots it holds in the site's plan now and that have not ended, in
+	// time order: the reservation itself, or the instances of a standing one
+	// within the site's horizon.
+	Instances     []*TimeWindow `protobuf:"bytes,10,rep,name=instances,proto3" json:"instances,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FixedReservation) Reset() {
+	*x = FixedReservation{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FixedReservation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FixedReservation) ProtoMessage() {}
+
+func (x *FixedReservation) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FixedReservation.ProtoReflect.Descriptor instead.
+func (*FixedReservation) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *FixedReservation) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FixedReservation) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FixedReservation) GetProcs() int32 {
+	if x != nil {
+		return x.Procs
+	}
+	return 0
+}
+
+func (x *FixedReservation) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *FixedReservation) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *FixedReservation) GetEverySeconds() int64 {
+	if x != nil {
+		return x.EverySeconds
+	}
+	return 0
+}
+
+func (x *FixedReservation) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *FixedReservation) GetWeekdays() []Weekday {
+	if x != nil {
+		return x.Weekdays
+	}
+	return nil
+}
+
+func (x *FixedReservation) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *FixedReservation) GetInstances() []*TimeWindow {
+	if x != nil {
+		return x.Instances
+	}
+	return nil
+}
+
+// CreateReservationRequest asks for a fixed or standing reservation.
+type CreateReservationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A name for people ("maintenance", "course"), at most 128 bytes of
+	// printable UTF-8. Optional.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Processors to hold: at least 1, at most the site's.
+	Procs int32 `protobuf:"varint,2,opt,name=procs,proto3" json:"procs,omitempty"`
+	// First instant held. Required; at most a minute in the past.
+	Start *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start,proto3" json:"start,omitempty"`
+	// First instant after the slot. Required; after start.
+	End *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
+	// 0 (the default) for a fixed reservation. Otherwise the period of a
+	// standing reservation, in seconds: at least end - start (instances never
+	// overlap) and at least one hour.
+	EverySeconds int64 `protobuf:"varint,5,opt,name=every_seconds,json=everySeconds,proto3" json:"every_seconds,omitempty"`
+	// Standing only: no instance starts at or after until. Unset: no end.
+	Until *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=until,proto3" json:"until,omitempty"`
+	// Standing only: keep only the instances that start on these days (UTC).
+	// Empty: every instance.
+	Weekdays []Weekday `protobuf:"varint,7,rep,packed,name=weekdays,proto3,enum=fedsched.v1.Weekday" json:"weekdays,omitempty"`
+	// Displace waiting jobs in the way instead of refusing: they are
+	// re-planned, or rejected when no slot remains in their window. Running
+	// jobs are never displaced.
+	Displace      bool `protobuf:"varint,8,opt,name=displace,proto3" json:"displace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateReservationRequest) Reset() {
+	*x = CreateReservationRequest{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateReservationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateReservationRequest) ProtoMessage() {}
+
+func (x *CreateReservationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateReservationRequest.ProtoReflect.Descriptor instead.
+func (*CreateReservationRequest) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CreateReservationRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateReservationRequest) GetProcs() int32 {
+	if x != nil {
+		return x.Procs
+	}
+	return 0
+}
+
+func (x *CreateReservationRequest) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *CreateReservationRequest) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *CreateReservationRequest) GetEverySeconds() int64 {
+	if x != nil {
+		return x.EverySeconds
+	}
+	return 0
+}
+
+func (x *CreateReservationRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *CreateReservationRequest) GetWeekdays() []Weekday {
+	if x != nil {
+		return x.Weekdays
+	}
+	return nil
+}
+
+func (x *CreateReservationRequest) GetDisplace() bool {
+	if x != nil {
+		return x.Displace
+	}
+	return false
+}
+
+// DisplacedJob is what a new reservation did to one waiting job in its way.
+type DisplacedJob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job.
+	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Its reservation before.
+	Previous *Reservation `protobuf:"bytes,2,opt,name=previous,proto3" json:"previous,omitempty"`
+	// Its new reservation; unset when it was rejected.
+	Reservation *Reservation `protobuf:"bytes,3,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	// PENDING (re-planned) or REJECTED.
+	State JobState `protobuf:"varint,4,opt,name=state,proto3,enum=fedsched.v1.JobState" json:"state,omitempty"`
+	// REASON_DISPLACED.
+	Reason Reason `protobuf:"varint,5,opt,name=reason,proto3,enum=fedsched.v1.Reason" json:"reason,omitempty"`
+	// Human-readable detail.
+	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	// The job's SLA outcome now: OPEN when re-planned, VIOLATED when an
+	// accepted SLA was rejected; UNSPECIFIED for best-effort jobs.
+	SlaOutcome    SlaOutcome `protobuf:"varint,7,opt,name=sla_outcome,json=slaOutcome,proto3,enum=fedsched.v1.SlaOutcome" json:"sla_outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DisplacedJob) Reset() {
+	*x = DisplacedJob{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DisplacedJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DisplacedJob) ProtoMessage() {}
+
+func (x *DisplacedJob) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DisplacedJob.ProtoReflect.Descriptor instead.
+func (*DisplacedJob) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *DisplacedJob) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *DisplacedJob) GetPrevious() *Reservation {
+	if x != nil {
+		return x.Previous
+	}
+	return nil
+}
+
+func (x *DisplacedJob) GetReservation() *Reservation {
+	if x != nil {
+		return x.Reservation
+	}
+	return nil
+}
+
+func (x *DisplacedJob) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *DisplacedJob) GetReason() Reason {
+	if x != nil {
+		return x.Reason
+	}
+	return Reason_REASON_UNSPECIFIED
+}
+
+func (x *DisplacedJob) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *DisplacedJob) GetSlaOutcome() SlaOutcome {
+	if x != nil {
+		return x.SlaOutcome
+	}
+	return SlaOutcome_SLA_OUTCOME_UNSPECIFIED
+}
+
+// CreateReservationResponse is the reservation made.
+type CreateReservationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reservation as stored, with the instances it holds now.
+	Reservation *FixedReservation `protobuf:"bytes,1,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	// The waiting jobs it displaced (only with displace), in submission
+	// order.
+	Displaced     []*DisplacedJob `protobuf:"bytes,2,rep,name=displaced,proto3" json:"displaced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateReservationResponse) Reset() {
+	*x = CreateReservationResponse{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateReservationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateReservationResponse) ProtoMessage() {}
+
+func (x *CreateReservationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateReservationResponse.ProtoReflect.Descriptor instead.
+func (*CreateReservationResponse) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CreateReservationResponse) GetReservation() *FixedReservation {
+	if x != nil {
+		return x.Reservation
+	}
+	return nil
+}
+
+func (x *CreateReservationResponse) GetDisplaced() []*DisplacedJob {
+	if x != nil {
+		return x.Displaced
+	}
+	return nil
+}
+
+// ListReservationsRequest has no fields.
+type ListReservationsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReservationsRequest) Reset() {
+	*x = ListReservationsRequest{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReservationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReservationsRequest) ProtoMessage() {}
+
+func (x *ListReservationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReservationsRequest.ProtoReflect.Descriptor instead.
+func (*ListReservationsRequest) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{25}
+}
+
+// ListReservationsResponse lists the site's reservations.
+type ListReservationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reservations that are not over, in ascending order of id.
+	Reservations []*FixedReservation `protobuf:"bytes,1,rep,name=reservations,proto3" json:"reservations,omitempty"`
+	// How far ahead the site keeps the instances of standing reservations
+	// in its plan, in seconds (at least this far; the horizon is extended a
+	// seventh of it at a time).
+	HorizonSeconds int64 `protobuf:"varint,2,opt,name=horizon_seconds,json=horizonSeconds,proto3" json:"horizon_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListReservationsResponse) Reset() {
+	*x = ListReservationsResponse{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReservationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReservationsResponse) ProtoMessage() {}
+
+func (x *ListReservationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReservationsResponse.ProtoReflect.Descriptor instead.
+func (*ListReservationsResponse) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ListReservationsResponse) GetReservations() []*FixedReservation {
+	if x != nil {
+		return x.Reservations
+	}
+	return nil
+}
+
+func (x *ListReservationsResponse) GetHorizonSeconds() int64 {
+	if x != nil {
+		return x.HorizonSeconds
+	}
+	return 0
+}
+
+// DeleteReservationRequest names the reservation to remove.
+type DeleteReservationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reservation's id. Required.
+	ReservationId string `protobuf:"bytes,1,opt,name=reservation_id,json=reservationId,proto3" json:"reservation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteReservationRequest) Reset() {
+	*x = DeleteReservationRequest{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteReservationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteReservationRequest) ProtoMessage() {}
+
+func (x *DeleteReservationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteReservationRequest.ProtoReflect.Descriptor instead.
+func (*DeleteReservationRequest) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *DeleteReservationRequest) GetReservationId() string {
+	if x != nil {
+		return x.ReservationId
+	}
+	return ""
+}
+
+// DeleteReservationResponse carries the removed reservation.
+type DeleteReservationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reservation as it was.
+	Reservation   *FixedReservation `protobuf:"bytes,1,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteReservationResponse) Reset() {
+	*x = DeleteReservationResponse{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteReservationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteReservationResponse) ProtoMessage() {}
+
+func (x *DeleteReservationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteReservationResponse.ProtoReflect.Descriptor instead.
+func (*DeleteReservationResponse) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *DeleteReservationResponse) GetReservation() *FixedReservation {
+	if x != nil {
+		return x.Reservation
+	}
+	return nil
+}
+
+// ReservationConflict is the detail of a CreateReservation refused with
+// FAILED_PRECONDITION (reason RESERVATION_CONFLICT): what stands in the
+// way, so that scripts need not parse the message.
+type ReservationConflict struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every job whose reservation overlaps the requested slots in time, in
+	// ascending order of id.
+	JobIds []string `protobuf:"bytes,1,rep,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	// The subset of job_ids that are running: never displaced.
+	RunningJobIds []string `protobuf:"bytes,2,rep,name=running_job_ids,json=runningJobIds,proto3" json:"running_job_ids,omitempty"`
+	// The subset of job_ids held for a peer's quote: not displaced either;
+	// the holds expire within a minute.
+	HeldJobIds []string `protobuf:"bytes,3,rep,name=held_job_ids,json=heldJobIds,proto3" json:"held_job_ids,omitempty"`
+	// Other fixed reservations that leave no room, by id: never displaced.
+	ReservationIds []string `protobuf:"bytes,4,rep,name=reservation_ids,json=reservationIds,proto3" json:"reservation_ids,omitempty"`
+	// Whether the request asked to displace waiting jobs.
+	Displace      bool `protobuf:"varint,5,opt,name=displace,proto3" json:"displace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReservationConflict) Reset() {
+	*x = ReservationConflict{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReservationConflict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReservationConflict) ProtoMessage() {}
+
+func (x *ReservationConflict) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReservationConflict.ProtoReflect.Descriptor instead.
+func (*ReservationConflict) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ReservationConflict) GetJobIds() []string {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+func (x *ReservationConflict) GetRunningJobIds() []string {
+	if x != nil {
+		return x.RunningJobIds
+	}
+	return nil
+}
+
+func (x *ReservationConflict) GetHeldJobIds() []string {
+	if x != nil {
+		return x.HeldJobIds
+	}
+	return nil
+}
+
+func (x *ReservationConflict) GetReservationIds() []string {
+	if x != nil {
+		return x.ReservationIds
+	}
+	return nil
+}
+
+func (x *ReservationConflict) GetDisplace() bool {
+	if x != nil {
+		return x.Displace
+	}
+	return false
+}
+
 var File_fedsched_v1_site_proto protoreflect.FileDescriptor
 
 const file_fedsched_v1_site_proto_rawDesc = "" +
@@ -1962,7 +2777,59 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\voverbooking\x18\n" +
 	" \x01(\bR\voverbooking\x12\x17\n" +
 	"\apof_max\x18\v \x01(\x01R\x06pofMax\x12,\n" +
-	"\x03now\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x03now*\xe2\x01\n" +
+	"\x03now\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x03now\"l\n" +
+	"\n" +
+	"TimeWindow\x120\n" +
+	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"\x80\x03\n" +
+	"\x10FixedReservation\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05procs\x18\x03 \x01(\x05R\x05procs\x120\n" +
+	"\x05start\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12#\n" +
+	"\revery_seconds\x18\x06 \x01(\x03R\feverySeconds\x120\n" +
+	"\x05until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x120\n" +
+	"\bweekdays\x18\b \x03(\x0e2\x14.fedsched.v1.WeekdayR\bweekdays\x12\x12\n" +
+	"\x04site\x18\t \x01(\tR\x04site\x125\n" +
+	"\tinstances\x18\n" +
+	" \x03(\v2\x17.fedsched.v1.TimeWindowR\tinstances\"\xc9\x02\n" +
+	"\x18CreateReservationRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05procs\x18\x02 \x01(\x05R\x05procs\x120\n" +
+	"\x05start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12#\n" +
+	"\revery_seconds\x18\x05 \x01(\x03R\feverySeconds\x120\n" +
+	"\x05until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x120\n" +
+	"\bweekdays\x18\a \x03(\x0e2\x14.fedsched.v1.WeekdayR\bweekdays\x12\x1a\n" +
+	"\bdisplace\x18\b \x01(\bR\bdisplace\"\xc5\x02\n" +
+	"\fDisplacedJob\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x124\n" +
+	"\bprevious\x18\x02 \x01(\v2\x18.fedsched.v1.ReservationR\bprevious\x12:\n" +
+	"\vreservation\x18\x03 \x01(\v2\x18.fedsched.v1.ReservationR\vreservation\x12+\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x15.fedsched.v1.JobStateR\x05state\x12+\n" +
+	"\x06reason\x18\x05 \x01(\x0e2\x13.fedsched.v1.ReasonR\x06reason\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x128\n" +
+	"\vsla_outcome\x18\a \x01(\x0e2\x17.fedsched.v1.SlaOutcomeR\n" +
+	"slaOutcome\"\x95\x01\n" +
+	"\x19CreateReservationResponse\x12?\n" +
+	"\vreservation\x18\x01 \x01(\v2\x1d.fedsched.v1.FixedReservationR\vreservation\x127\n" +
+	"\tdisplaced\x18\x02 \x03(\v2\x19.fedsched.v1.DisplacedJobR\tdisplaced\"\x19\n" +
+	"\x17ListReservationsRequest\"\x86\x01\n" +
+	"\x18ListReservationsResponse\x12A\n" +
+	"\freservations\x18\x01 \x03(\v2\x1d.fedsched.v1.FixedReservationR\freservations\x12'\n" +
+	"\x0fhorizon_seconds\x18\x02 \x01(\x03R\x0ehorizonSeconds\"A\n" +
+	"\x18DeleteReservationRequest\x12%\n" +
+	"\x0ereservation_id\x18\x01 \x01(\tR\rreservationId\"\\\n" +
+	"\x19DeleteReservationResponse\x12?\n" +
+	"\vreservation\x18\x01 \x01(\v2\x1d.fedsched.v1.FixedReservationR\vreservation\"\xbd\x01\n" +
+	"\x13ReservationConflict\x12\x17\n" +
+	"\ajob_ids\x18\x01 \x03(\tR\x06jobIds\x12&\n" +
+	"\x0frunning_job_ids\x18\x02 \x03(\tR\rrunningJobIds\x12 \n" +
+	"\fheld_job_ids\x18\x03 \x03(\tR\n" +
+	"heldJobIds\x12'\n" +
+	"\x0freservation_ids\x18\x04 \x03(\tR\x0ereservationIds\x12\x1a\n" +
+	"\bdisplace\x18\x05 \x01(\bR\bdisplace*\xe2\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x15\n" +
@@ -1979,7 +2846,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x10SLA_OUTCOME_OPEN\x10\x01\x12\x13\n" +
 	"\x0fSLA_OUTCOME_MET\x10\x02\x12\x18\n" +
 	"\x14SLA_OUTCOME_VIOLATED\x10\x03\x12\x19\n" +
-	"\x15SLA_OUTCOME_CANCELLED\x10\x04*\xc4\x03\n" +
+	"\x15SLA_OUTCOME_CANCELLED\x10\x04*\xda\x03\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_PLACED_IN_FULL\x10\x01\x12\x15\n" +
@@ -1997,7 +2864,17 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x13REASON_FAILED_START\x10\f\x12\x1c\n" +
 	"\x18REASON_CANCELLED_BY_USER\x10\r\x12\x14\n" +
 	"\x10REASON_DELEGATED\x10\x0e\x12\x1d\n" +
-	"\x19REASON_RECEIVED_FROM_PEER\x10\x0f2\x82\x04\n" +
+	"\x19REASON_RECEIVED_FROM_PEER\x10\x0f\x12\x14\n" +
+	"\x10REASON_DISPLACED\x10\x10*\xb6\x01\n" +
+	"\aWeekday\x12\x17\n" +
+	"\x13WEEKDAY_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eWEEKDAY_MONDAY\x10\x01\x12\x13\n" +
+	"\x0fWEEKDAY_TUESDAY\x10\x02\x12\x15\n" +
+	"\x11WEEKDAY_WEDNESDAY\x10\x03\x12\x14\n" +
+	"\x10WEEKDAY_THURSDAY\x10\x04\x12\x12\n" +
+	"\x0eWEEKDAY_FRIDAY\x10\x05\x12\x14\n" +
+	"\x10WEEKDAY_SATURDAY\x10\x06\x12\x12\n" +
+	"\x0eWEEKDAY_SUNDAY\x10\a2\xab\x06\n" +
 	"\vSiteService\x12J\n" +
 	"\tSubmitJob\x12\x1d.fedsched.v1.SubmitJobRequest\x1a\x1e.fedsched.v1.SubmitJobResponse\x12A\n" +
 	"\x06GetJob\x12\x1a.fedsched.v1.GetJobRequest\x1a\x1b.fedsched.v1.GetJobResponse\x12G\n" +
@@ -2005,7 +2882,10 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\tCancelJob\x12\x1d.fedsched.v1.CancelJobRequest\x1a\x1e.fedsched.v1.CancelJobResponse\x12C\n" +
 	"\tWatchJobs\x12\x1d.fedsched.v1.WatchJobsRequest\x1a\x15.fedsched.v1.JobEvent0\x01\x12D\n" +
 	"\aExplain\x12\x1b.fedsched.v1.ExplainRequest\x1a\x1c.fedsched.v1.ExplainResponse\x12D\n" +
-	"\aGetSite\x12\x1b.fedsched.v1.GetSiteRequest\x1a\x1c.fedsched.v1.GetSiteResponseB;Z9github.com/fedsched/fedsched/proto/fedsched/v1;fedschedv1b\x06proto3"
+	"\aGetSite\x12\x1b.fedsched.v1.GetSiteRequest\x1a\x1c.fedsched.v1.GetSiteResponse\x12b\n" +
+	"\x11CreateReservation\x12%.fedsched.v1.CreateReservationRequest\x1a&.fedsched.v1.CreateReservationResponse\x12_\n" +
+	"\x10ListReservations\x12$.fedsched.v1.ListReservationsRequest\x1a%.fedsched.v1.ListReservationsResponse\x12b\n" +
+	"\x11DeleteReservation\x12%.fedsched.v1.DeleteReservationRequest\x1a&.fedsched.v1.DeleteReservationResponseB;Z9github.com/fedsched/fedsched/proto/fedsched/v1;fedschedv1b\x06proto3"
 
 var (
 	file_fedsched_v1_site_proto_rawDescOnce sync.Once
@@ -2019,91 +2899,128 @@ func file_fedsched_v1_site_proto_rawDescGZIP() []byte {
 	return file_fedsched_v1_site_proto_rawDescData
 }
 
-var file_fedsched_v1_site_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_fedsched_v1_site_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_fedsched_v1_site_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_fedsched_v1_site_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_fedsched_v1_site_proto_goTypes = []any{
-	(JobState)(0),                 // 0: fedsched.v1.JobState
-	(SlaOutcome)(0),               // 1: fedsched.v1.SlaOutcome
-	(Reason)(0),                   // 2: fedsched.v1.Reason
-	(*JobSpec)(nil),               // 3: fedsched.v1.JobSpec
-	(*Reservation)(nil),           // 4: fedsched.v1.Reservation
-	(*RouteHop)(nil),              // 5: fedsched.v1.RouteHop
-	(*Transition)(nil),            // 6: fedsched.v1.Transition
-	(*Job)(nil),                   // 7: fedsched.v1.Job
-	(*SubmitJobRequest)(nil),      // 8: fedsched.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),     // 9: fedsched.v1.SubmitJobResponse
-	(*GetJobRequest)(nil),         // 10: fedsched.v1.GetJobRequest
-	(*GetJobResponse)(nil),        // 11: fedsched.v1.GetJobResponse
-	(*ListJobsRequest)(nil),       // 12: fedsched.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),      // 13: fedsched.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),      // 14: fedsched.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),     // 15: fedsched.v1.CancelJobResponse
-	(*WatchJobsRequest)(nil),      // 16: fedsched.v1.WatchJobsRequest
-	(*JobEvent)(nil),              // 17: fedsched.v1.JobEvent
-	(*ExplainRequest)(nil),        // 18: fedsched.v1.ExplainRequest
-	(*ExplainResponse)(nil),       // 19: fedsched.v1.ExplainResponse
-	(*GetSiteRequest)(nil),        // 20: fedsched.v1.GetSiteRequest
-	(*GetSiteResponse)(nil),       // 21: fedsched.v1.GetSiteResponse
-	(*Site)(nil),                  // 22: fedsched.v1.Site
-	nil,                           // 23: fedsched.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(JobState)(0),                     // 0: fedsched.v1.JobState
+	(SlaOutcome)(0),                   // 1: fedsched.v1.SlaOutcome
+	(Reason)(0),                       // 2: fedsched.v1.Reason
+	(Weekday)(0),                      // 3: fedsched.v1.Weekday
+	(*JobSpec)(nil),                   // 4: fedsched.v1.JobSpec
+	(*Reservation)(nil),               // 5: fedsched.v1.Reservation
+	(*RouteHop)(nil),                  // 6: fedsched.v1.RouteHop
+	(*Transition)(nil),                // 7: fedsched.v1.Transition
+	(*Job)(nil),                       // 8: fedsched.v1.Job
+	(*SubmitJobRequest)(nil),          // 9: fedsched.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),         // 10: fedsched.v1.SubmitJobResponse
+	(*GetJobRequest)(nil),             // 11: fedsched.v1.GetJobRequest
+	(*GetJobResponse)(nil),            // 12: fedsched.v1.GetJobResponse
+	(*ListJobsRequest)(nil),           // 13: fedsched.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 14: fedsched.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),          // 15: fedsched.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),         // 16: fedsched.v1.CancelJobResponse
+	(*WatchJobsRequest)(nil),          // 17: fedsched.v1.WatchJobsRequest
+	(*JobEvent)(nil),                  // 18: fedsched.v1.JobEvent
+	(*ExplainRequest)(nil),            // 19: fedsched.v1.ExplainRequest
+	(*ExplainResponse)(nil),           // 20: fedsched.v1.ExplainResponse
+	(*GetSiteRequest)(nil),            // 21: fedsched.v1.GetSiteRequest
+	(*GetSiteResponse)(nil),           // 22: fedsched.v1.GetSiteResponse
+	(*Site)(nil),                      // 23: fedsched.v1.Site
+	(*TimeWindow)(nil),                // 24: fedsched.v1.TimeWindow
+	(*FixedReservation)(nil),          // 25: fedsched.v1.FixedReservation
+	(*CreateReservationRequest)(nil),  // 26: fedsched.v1.CreateReservationRequest
+	(*DisplacedJob)(nil),              // 27: fedsched.v1.DisplacedJob
+	(*CreateReservationResponse)(nil), // 28: fedsched.v1.CreateReservationResponse
+	(*ListReservationsRequest)(nil),   // 29: fedsched.v1.ListReservationsRequest
+	(*ListReservationsResponse)(nil),  // 30: fedsched.v1.ListReservationsResponse
+	(*DeleteReservationRequest)(nil),  // 31: fedsched.v1.DeleteReservationRequest
+	(*DeleteReservationResponse)(nil), // 32: fedsched.v1.DeleteReservationResponse
+	(*ReservationConflict)(nil),       // 33: fedsched.v1.ReservationConflict
+	nil,                               // 34: fedsched.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),     // 35: google.protobuf.Timestamp
 }
 var file_fedsched_v1_site_proto_depIdxs = []int32{
-	24, // 0: fedsched.v1.JobSpec.release:type_name -> google.protobuf.Timestamp
-	24, // 1: fedsched.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
-	23, // 2: fedsched.v1.JobSpec.env:type_name -> fedsched.v1.JobSpec.EnvEntry
-	24, // 3: fedsched.v1.Reservation.start:type_name -> google.protobuf.Timestamp
-	24, // 4: fedsched.v1.Reservation.end:type_name -> google.protobuf.Timestamp
+	35, // 0: fedsched.v1.JobSpec.release:type_name -> google.protobuf.Timestamp
+	35, // 1: fedsched.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	34, // 2: fedsched.v1.JobSpec.env:type_name -> fedsched.v1.JobSpec.EnvEntry
+	35, // 3: fedsched.v1.Reservation.start:type_name -> google.protobuf.Timestamp
+	35, // 4: fedsched.v1.Reservation.end:type_name -> google.protobuf.Timestamp
 	2,  // 5: fedsched.v1.RouteHop.reason:type_name -> fedsched.v1.Reason
-	24, // 6: fedsched.v1.RouteHop.time:type_name -> google.protobuf.Timestamp
+	35, // 6: fedsched.v1.RouteHop.time:type_name -> google.protobuf.Timestamp
 	0,  // 7: fedsched.v1.Transition.from:type_name -> fedsched.v1.JobState
 	0,  // 8: fedsched.v1.Transition.to:type_name -> fedsched.v1.JobState
 	2,  // 9: fedsched.v1.Transition.reason:type_name -> fedsched.v1.Reason
-	24, // 10: fedsched.v1.Transition.time:type_name -> google.protobuf.Timestamp
-	3,  // 11: fedsched.v1.Job.spec:type_name -> fedsched.v1.JobSpec
+	35, // 10: fedsched.v1.Transition.time:type_name -> google.protobuf.Timestamp
+	4,  // 11: fedsched.v1.Job.spec:type_name -> fedsched.v1.JobSpec
 	0,  // 12: fedsched.v1.Job.state:type_name -> fedsched.v1.JobState
 	2,  // 13: fedsched.v1.Job.reason:type_name -> fedsched.v1.Reason
-	24, // 14: fedsched.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
-	4,  // 15: fedsched.v1.Job.reservation:type_name -> fedsched.v1.Reservation
+	35, // 14: fedsched.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	5,  // 15: fedsched.v1.Job.reservation:type_name -> fedsched.v1.Reservation
 	1,  // 16: fedsched.v1.Job.sla_outcome:type_name -> fedsched.v1.SlaOutcome
-	24, // 17: fedsched.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	24, // 18: fedsched.v1.Job.end_time:type_name -> google.protobuf.Timestamp
-	5,  // 19: fedsched.v1.Job.route:type_name -> fedsched.v1.RouteHop
-	6,  // 20: fedsched.v1.Job.history:type_name -> fedsched.v1.Transition
-	24, // 21: fedsched.v1.Job.update_time:type_name -> google.protobuf.Timestamp
-	3,  // 22: fedsched.v1.SubmitJobRequest.spec:type_name -> fedsched.v1.JobSpec
-	7,  // 23: fedsched.v1.SubmitJobResponse.job:type_name -> fedsched.v1.Job
-	7,  // 24: fedsched.v1.GetJobResponse.job:type_name -> fedsched.v1.Job
+	35, // 17: fedsched.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	35, // 18: fedsched.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	6,  // 19: fedsched.v1.Job.route:type_name -> fedsched.v1.RouteHop
+	7,  // 20: fedsched.v1.Job.history:type_name -> fedsched.v1.Transition
+	35, // 21: fedsched.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	4,  // 22: fedsched.v1.SubmitJobRequest.spec:type_name -> fedsched.v1.JobSpec
+	8,  // 23: fedsched.v1.SubmitJobResponse.job:type_name -> fedsched.v1.Job
+	8,  // 24: fedsched.v1.GetJobResponse.job:type_name -> fedsched.v1.Job
 	0,  // 25: fedsched.v1.ListJobsRequest.states:type_name -> fedsched.v1.JobState
-	7,  // 26: fedsched.v1.ListJobsResponse.jobs:type_name -> fedsched.v1.Job
-	7,  // 27: fedsched.v1.CancelJobResponse.job:type_name -> fedsched.v1.Job
-	7,  // 28: fedsched.v1.JobEvent.job:type_name -> fedsched.v1.Job
+	8,  // 26: fedsched.v1.ListJobsResponse.jobs:type_name -> fedsched.v1.Job
+	8,  // 27: fedsched.v1.CancelJobResponse.job:type_name -> fedsched.v1.Job
+	8,  // 28: fedsched.v1.JobEvent.job:type_name -> fedsched.v1.Job
 	0,  // 29: fedsched.v1.JobEvent.previous_state:type_name -> fedsched.v1.JobState
-	24, // 30: fedsched.v1.JobEvent.time:type_name -> google.protobuf.Timestamp
-	7,  // 31: fedsched.v1.ExplainResponse.job:type_name -> fedsched.v1.Job
+	35, // 30: fedsched.v1.JobEvent.time:type_name -> google.protobuf.Timestamp
+	8,  // 31: fedsched.v1.ExplainResponse.job:type_name -> fedsched.v1.Job
 	2,  // 32: fedsched.v1.ExplainResponse.reasons:type_name -> fedsched.v1.Reason
-	4,  // 33: fedsched.v1.ExplainResponse.reservation:type_name -> fedsched.v1.Reservation
-	22, // 34: fedsched.v1.GetSiteResponse.site:type_name -> fedsched.v1.Site
-	24, // 35: fedsched.v1.Site.now:type_name -> google.protobuf.Timestamp
-	8,  // 36: fedsched.v1.SiteService.SubmitJob:input_type -> fedsched.v1.SubmitJobRequest
-	10, // 37: fedsched.v1.SiteService.GetJob:input_type -> fedsched.v1.GetJobRequest
-	12, // 38: fedsched.v1.SiteService.ListJobs:input_type -> fedsched.v1.ListJobsRequest
-	14, // 39: fedsched.v1.SiteService.CancelJob:input_type -> fedsched.v1.CancelJobRequest
-	16, // 40: fedsched.v1.SiteService.WatchJobs:input_type -> fedsched.v1.WatchJobsRequest
-	18, // 41: fedsched.v1.SiteService.Explain:input_type -> fedsched.v1.ExplainRequest
-	20, // 42: fedsched.v1.SiteService.GetSite:input_type -> fedsched.v1.GetSiteRequest
-	9,  // 43: fedsched.v1.SiteService.SubmitJob:output_type -> fedsched.v1.SubmitJobResponse
-	11, // 44: fedsched.v1.SiteService.GetJob:output_type -> fedsched.v1.GetJobResponse
-	13, // 45: fedsched.v1.SiteService.ListJobs:output_type -> fedsched.v1.ListJobsResponse
-	15, // 46: fedsched.v1.SiteService.CancelJob:output_type -> fedsched.v1.CancelJobResponse
-	17, // 47: fedsched.v1.SiteService.WatchJobs:output_type -> fedsched.v1.JobEvent
-	19, // 48: fedsched.v1.SiteService.Explain:output_type -> fedsched.v1.ExplainResponse
-	21, // 49: fedsched.v1.SiteService.GetSite:output_type -> fedsched.v1.GetSiteResponse
-	43, // [43:50] is the sub-list for method output_type
-	36, // [36:43] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	5,  // 33: fedsched.v1.ExplainResponse.reservation:type_name -> fedsched.v1.Reservation
+	23, // 34: fedsched.v1.GetSiteResponse.site:type_name -> fedsched.v1.Site
+	35, // 35: fedsched.v1.Site.now:type_name -> google.protobuf.Timestamp
+	35, // 36: fedsched.v1.TimeWindow.start:type_name -> google.protobuf.Timestamp
+	35, // 37: fedsched.v1.TimeWindow.end:type_name -> google.protobuf.Timestamp
+	35, // 38: fedsched.v1.FixedReservation.start:type_name -> google.protobuf.Timestamp
+	35, // 39: fedsched.v1.FixedReservation.end:type_name -> google.protobuf.Timestamp
+	35, // 40: fedsched.v1.FixedReservation.until:type_name -> google.protobuf.Timestamp
+	3,  // 41: fedsched.v1.FixedReservation.weekdays:type_name -> fedsched.v1.Weekday
+	24, // 42: fedsched.v1.FixedReservation.instances:type_name -> fedsched.v1.TimeWindow
+	35, // 43: fedsched.v1.CreateReservationRequest.start:type_name -> google.protobuf.Timestamp
+	35, // 44: fedsched.v1.CreateReservationRequest.end:type_name -> google.protobuf.Timestamp
+	35, // 45: fedsched.v1.CreateReservationRequest.until:type_name -> google.protobuf.Timestamp
+	3,  // 46: fedsched.v1.CreateReservationRequest.weekdays:type_name -> fedsched.v1.Weekday
+	5,  // 47: fedsched.v1.DisplacedJob.previous:type_name -> fedsched.v1.Reservation
+	5,  // 48: fedsched.v1.DisplacedJob.reservation:type_name -> fedsched.v1.Reservation
+	0,  // 49: fedsched.v1.DisplacedJob.state:type_name -> fedsched.v1.JobState
+	2,  // 50: fedsched.v1.DisplacedJob.reason:type_name -> fedsched.v1.Reason
+	1,  // 51: fedsched.v1.DisplacedJob.sla_outcome:type_name -> fedsched.v1.SlaOutcome
+	25, // 52: fedsched.v1.CreateReservationResponse.reservation:type_name -> fedsched.v1.FixedReservation
+	27, // 53: fedsched.v1.CreateReservationResponse.displaced:type_name -> fedsched.v1.DisplacedJob
+	25, // 54: fedsched.v1.ListReservationsResponse.reservations:type_name -> fedsched.v1.FixedReservation
+	25, // 55: fedsched.v1.DeleteReservationResponse.reservation:type_name -> fedsched.v1.FixedReservation
+	9,  // 56: fedsched.v1.SiteService.SubmitJob:input_type -> fedsched.v1.SubmitJobRequest
+	11, // 57: fedsched.v1.SiteService.GetJob:input_type -> fedsched.v1.GetJobRequest
+	13, // 58: fedsched.v1.SiteService.ListJobs:input_type -> fedsched.v1.ListJobsRequest
+	15, // 59: fedsched.v1.SiteService.CancelJob:input_type -> fedsched.v1.CancelJobRequest
+	17, // 60: fedsched.v1.SiteService.WatchJobs:input_type -> fedsched.v1.WatchJobsRequest
+	19, // 61: fedsched.v1.SiteService.Explain:input_type -> fedsched.v1.ExplainRequest
+	21, // 62: fedsched.v1.SiteService.GetSite:input_type -> fedsched.v1.GetSiteRequest
+	26, // 63: fedsched.v1.SiteService.CreateReservation:input_type -> fedsched.v1.CreateReservationRequest
+	29, // 64: fedsched.v1.SiteService.ListReservations:input_type -> fedsched.v1.ListReservationsRequest
+	31, // 65: fedsched.v1.SiteService.DeleteReservation:input_type -> fedsched.v1.DeleteReservationRequest
+	10, // 66: fedsched.v1.SiteService.SubmitJob:output_type -> fedsched.v1.SubmitJobResponse
+	12, // 67: fedsched.v1.SiteService.GetJob:output_type -> fedsched.v1.GetJobResponse
+	14, // 68: fedsched.v1.SiteService.ListJobs:output_type -> fedsched.v1.ListJobsResponse
+	16, // 69: fedsched.v1.SiteService.CancelJob:output_type -> fedsched.v1.CancelJobResponse
+	18, // 70: fedsched.v1.SiteService.WatchJobs:output_type -> fedsched.v1.JobEvent
+	20, // 71: fedsched.v1.SiteService.Explain:output_type -> fedsched.v1.ExplainResponse
+	22, // 72: fedsched.v1.SiteService.GetSite:output_type -> fedsched.v1.GetSiteResponse
+	28, // 73: fedsched.v1.SiteService.CreateReservation:output_type -> fedsched.v1.CreateReservationResponse
+	30, // 74: fedsched.v1.SiteService.ListReservations:output_type -> fedsched.v1.ListReservationsResponse
+	32, // 75: fedsched.v1.SiteService.DeleteReservation:output_type -> fedsched.v1.DeleteReservationResponse
+	66, // [66:76] is the sub-list for method output_type
+	56, // [56:66] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_fedsched_v1_site_proto_init() }
@@ -2117,8 +3034,8 @@ func file_fedsched_v1_site_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fedsched_v1_site_proto_rawDesc), len(file_fedsched_v1_site_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   21,
+			NumEnums:      4,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,13 +36,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SiteService_SubmitJob_FullMethodName = "/fedsched.v1.SiteService/SubmitJob"
-	SiteService_GetJob_FullMethodName    = "/fedsched.v1.SiteService/GetJob"
-	SiteService_ListJobs_FullMethodName  = "/fedsched.v1.SiteService/ListJobs"
-	SiteService_CancelJob_FullMethodName = "/fedsched.v1.SiteService/CancelJob"
-	SiteService_WatchJobs_FullMethodName = "/fedsched.v1.SiteService/WatchJobs"
-	SiteService_Explain_FullMethodName   = "/fedsched.v1.SiteService/Explain"
-	SiteService_GetSite_FullMethodName   = "/fedsched.v1.SiteService/GetSite"
+	SiteService_SubmitJob_FullMethodName         = "/fedsched.v1.SiteService/SubmitJob"
+	SiteService_GetJob_FullMethodName            = "/fedsched.v1.SiteService/GetJob"
+	SiteService_ListJobs_FullMethodName          = "/fedsched.v1.SiteService/ListJobs"
+	SiteService_CancelJob_FullMethodName         = "/fedsched.v1.SiteService/CancelJob"
+	SiteService_WatchJobs_FullMethodName         = "/fedsched.v1.SiteService/WatchJobs"
+	SiteService_Explain_FullMethodName           = "/fedsched.v1.SiteService/Explain"
+	SiteService_GetSite_FullMethodName           = "/fedsched.v1.SiteService/GetSite"
+	SiteService_CreateReservation_FullMethodName = "/fedsched.v1.SiteService/CreateReservation"
+	SiteService_ListReservations_FullMethodName  = "/fedsched.v1.SiteService/ListReservations"
+	SiteService_DeleteReservation_FullMethodName = "/fedsched.v1.SiteService/DeleteReservation"
 )
 
 // SiteServiceClient is the client API for SiteService service.
@@ -82,6 +85,33 @@ type SiteServiceClient interface {
 	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
 	// GetSite describes the site: its capabilities and its current load.
 	GetSite(ctx context.Context, in *GetSiteRequest, opts ...grpc.CallOption) (*GetSiteResponse, error)
+	// CreateReservation makes an operator's fixed reservation: procs
+	// processors held for exactly [start, end), never moved, shortened or
+	// overbooked by any policy. With every_seconds it is a standing
+	// reservation: the slot repeats every every_seconds (until `until`,
+	// optionally only on some weekdays), and the site keeps its instances in
+	// its plan a horizon ahead (ListReservationsResponse.horizon_seconds).
+	// The reply is sent once the reservation, and what it did to displaced
+	// jobs, is durable.
+	//
+	// A reservation that collides with accepted work fails with
+	// FAILED_PRECONDITION (ErrorInfo reason RESERVATION_CONFLICT) and a
+	// ReservationConflict detail listing the jobs in the way; nothing
+	// changes. With displace set, waiting jobs in the way are re-planned
+	// around it or, when no slot remains in their window, rejected
+	// (REASON_DISPLACED; an accepted SLA rejected so is VIOLATED), and the
+	// reply lists them. Running jobs in the way, and other fixed
+	// reservations, always refuse it. A malformed request fails with
+	// INVALID_ARGUMENT (reason INVALID_RESERVATION).
+	CreateReservation(ctx context.Context, in *CreateReservationRequest, opts ...grpc.CallOption) (*CreateReservationResponse, error)
+	// ListReservations returns the site's fixed and standing reservations
+	// that are not over, in ascending order of id.
+	ListReservations(ctx context.Context, in *ListReservationsRequest, opts ...grpc.CallOption) (*ListReservationsResponse, error)
+	// DeleteReservation removes a fixed reservation, or a standing one with
+	// every instance it holds (the current one included). The processors
+	// are free at once and waiting jobs may move earlier into them.
+	// NOT_FOUND (reason RESERVATION_NOT_FOUND) if the id is unknown here.
+	DeleteReservation(ctx context.Context, in *DeleteReservationRequest, opts ...grpc.CallOption) (*DeleteReservationResponse, error)
 }
 
 type siteServiceClient struct {
@@ -171,6 +201,36 @@ func (c *siteServiceClient) GetSite(ctx context.Context, in *GetSiteRequest, opt
 	return out, nil
 }
 
+func (c *siteServiceClient) CreateReservation(ctx context.Context, in *CreateReservationRequest, opts ...grpc.CallOption) (*CreateReservationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateReservationResponse)
+	err := c.cc.Invoke(ctx, SiteService_CreateReservation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *siteServiceClient) ListReservations(ctx context.Context, in *ListReservationsRequest, opts ...grpc.CallOption) (*ListReservationsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListReservationsResponse)
+	err := c.cc.Invoke(ctx, SiteService_ListReservations_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *siteServiceClient) DeleteReservation(ctx context.Context, in *DeleteReservationRequest, opts ...grpc.CallOption) (*DeleteReservationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteReservationResponse)
+	err := c.cc.Invoke(ctx, SiteService_DeleteReservation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SiteServiceServer is the server API for SiteService service.
 // All implementations must embed UnimplementedSiteServiceServer
 // for forward compatibility.
@@ -208,6 +268,33 @@ type SiteServiceServer interface {
 	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
 	// GetSite describes the site: its capabilities and its current load.
 	GetSite(context.Context, *GetSiteRequest) (*GetSiteResponse, error)
+	// CreateReservation makes an operator's fixed reservation: procs
+	// processors held for exactly [start, end), never moved, shortened or
+	// overbooked by any policy. With every_seconds it is a standing
+	// reservation: the slot repeats every every_seconds (until `until`,
+	// optionally only on some weekdays), and the site keeps its instances in
+	// its plan a horizon ahead (ListReservationsResponse.horizon_seconds).
+	// The reply is sent once the reservation, and what it did to displaced
+	// jobs, is durable.
+	//
+	// A reservation that collides with accepted work fails with
+	// FAILED_PRECONDITION (ErrorInfo reason RESERVATION_CONFLICT) and a
+	// ReservationConflict detail listing the jobs in the way; nothing
+	// changes. With displace set, waiting jobs in the way are re-planned
+	// around it or, when no slot remains in their window, rejected
+	// (REASON_DISPLACED; an accepted SLA rejected so is VIOLATED), and the
+	// reply lists them. Running jobs in the way, and other fixed
+	// reservations, always refuse it. A malformed request fails with
+	// INVALID_ARGUMENT (reason INVALID_RESERVATION).
+	CreateReservation(context.Context, *CreateReservationRequest) (*CreateReservationResponse, error)
+	// ListReservations returns the site's fixed and standing reservations
+	// that are not over, in ascending order of id.
+	ListReservations(context.Context, *ListReservationsRequest) (*ListReservationsResponse, error)
+	// DeleteReservation removes a fixed reservation, or a standing one with
+	// every instance it holds (the current one included). The processors
+	// are free at once and waiting jobs may move earlier into them.
+	// NOT_FOUND (reason RESERVATION_NOT_FOUND) if the id is unknown here.
+	DeleteReservation(context.Context, *DeleteReservationRequest) (*DeleteReservationResponse, error)
 	mustEmbedUnimplementedSiteServiceServer()
 }
 
@@ -238,6 +325,15 @@ func (UnimplementedSiteServiceServer) Explain(context.Context, *ExplainRequest) 
 }
 func (UnimplementedSiteServiceServer) GetSite(context.Context, *GetSiteRequest) (*GetSiteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSite not implemented")
+}
+func (UnimplementedSiteServiceServer) CreateReservation(context.Context, *CreateReservationRequest) (*CreateReservationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateReservation not implemented")
+}
+func (UnimplementedSiteServiceServer) ListReservations(context.Context, *ListReservationsRequest) (*ListReservationsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListReservations not implemented")
+}
+func (UnimplementedSiteServiceServer) DeleteReservation(context.Context, *DeleteReservationRequest) (*DeleteReservationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteReservation not implemented")
 }
 func (UnimplementedSiteServiceServer) mustEmbedUnimplementedSiteServiceServer() {}
 func (UnimplementedSiteServiceServer) testEmbeddedByValue()                     {}
@@ -379,6 +475,60 @@ func _SiteService_GetSite_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SiteService_CreateReservation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateReservationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SiteServiceServer).CreateReservation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SiteService_CreateReservation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SiteServiceServer).CreateReservation(ctx, req.(*CreateReservationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SiteService_ListReservations_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListReservationsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SiteServiceServer).ListReservations(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SiteService_ListReservations_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SiteServiceServer).ListReservations(ctx, req.(*ListReservationsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SiteService_DeleteReservation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteReservationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SiteServiceServer).DeleteReservation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SiteService_DeleteReservation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SiteServiceServer).DeleteReservation(ctx, req.(*DeleteReservationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SiteService_ServiceDesc is the grpc.ServiceDesc for SiteService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -409,6 +559,18 @@ var SiteService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetSite",
 			Handler:    _SiteService_GetSite_Handler,
+		},
+		{
+			MethodName: "CreateReservation",
+			Handler:    _SiteService_CreateReservation_Handler,
+		},
+		{
+			MethodName: "ListReservations",
+			Handler:    _SiteService_ListReservations_Handler,
+		},
+		{
+			MethodName: "DeleteReservation",
+			Handler:    _SiteService_DeleteReservation_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

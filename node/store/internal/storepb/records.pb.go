@@ -361,6 +361,118 @@ func (x *IdempotencyRecord) GetCreateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// StandingRecord is the rule of a standing reservation (bucket "standing",
+// key = reservation id; since schema v4). Its instances are not stored: the
+// node lays them into its plan from the rule.
+type StandingRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Reservation id, unique at the site.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The operator's name for it.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Processors each instance holds.
+	Procs int32 `protobuf:"varint,3,opt,name=procs,proto3" json:"procs,omitempty"`
+	// Start of the first instance.
+	Start *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=start,proto3" json:"start,omitempty"`
+	// End of the first instance: every instance lasts end - start.
+	End *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=end,proto3" json:"end,omitempty"`
+	// Period of the rule, in seconds.
+	EverySeconds int64 `protobuf:"varint,6,opt,name=every_seconds,json=everySeconds,proto3" json:"every_seconds,omitempty"`
+	// No instance starts at or after until; unset: no end.
+	Until *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=until,proto3" json:"until,omitempty"`
+	// If not empty, only instances starting on these days (UTC) are kept;
+	// Go's time.Weekday numbering (0 = Sunday).
+	Weekdays      []int32 `protobuf:"varint,8,rep,packed,name=weekdays,proto3" json:"weekdays,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StandingRecord) Reset() {
+	*x = StandingRecord{}
+	mi := &file_node_store_internal_storepb_records_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StandingRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StandingRecord) ProtoMessage() {}
+
+func (x *StandingRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_node_store_internal_storepb_records_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StandingRecord.ProtoReflect.Descriptor instead.
+func (*StandingRecord) Descriptor() ([]byte, []int) {
+	return file_node_store_internal_storepb_records_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *StandingRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *StandingRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StandingRecord) GetProcs() int32 {
+	if x != nil {
+		return x.Procs
+	}
+	return 0
+}
+
+func (x *StandingRecord) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *StandingRecord) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *StandingRecord) GetEverySeconds() int64 {
+	if x != nil {
+		return x.EverySeconds
+	}
+	return 0
+}
+
+func (x *StandingRecord) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *StandingRecord) GetWeekdays() []int32 {
+	if x != nil {
+		return x.Weekdays
+	}
+	return nil
+}
+
 var File_node_store_internal_storepb_records_proto protoreflect.FileDescriptor
 
 const file_node_store_internal_storepb_records_proto_rawDesc = "" +
@@ -393,7 +505,16 @@ const file_node_store_internal_storepb_records_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tbody_hash\x18\x02 \x01(\fR\bbodyHash\x12;\n" +
 	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTimeB:Z8github.com/fedsched/fedsched/node/store/internal/storepbb\x06proto3"
+	"createTime\"\x9d\x02\n" +
+	"\x0eStandingRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05procs\x18\x03 \x01(\x05R\x05procs\x120\n" +
+	"\x05start\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12#\n" +
+	"\revery_seconds\x18\x06 \x01(\x03R\feverySeconds\x120\n" +
+	"\x05until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x1a\n" +
+	"\bweekdays\x18\b \x03(\x05R\bweekdaysB:Z8github.com/fedsched/fedsched/node/store/internal/storepbb\x06proto3"
 
 var (
 	file_node_store_internal_storepb_records_proto_rawDescOnce sync.Once
@@ -407,28 +528,32 @@ func file_node_store_internal_storepb_records_proto_rawDescGZIP() []byte {
 	return file_node_store_internal_storepb_records_proto_rawDescData
 }
 
-var file_node_store_internal_storepb_records_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_node_store_internal_storepb_records_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_node_store_internal_storepb_records_proto_goTypes = []any{
 	(*JobRecord)(nil),             // 0: fedsched.store.v1.JobRecord
 	(*ReservationRecord)(nil),     // 1: fedsched.store.v1.ReservationRecord
 	(*SlaRecord)(nil),             // 2: fedsched.store.v1.SlaRecord
 	(*IdempotencyRecord)(nil),     // 3: fedsched.store.v1.IdempotencyRecord
-	(*v1.Job)(nil),                // 4: fedsched.v1.Job
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
-	(v1.SlaOutcome)(0),            // 6: fedsched.v1.SlaOutcome
+	(*StandingRecord)(nil),        // 4: fedsched.store.v1.StandingRecord
+	(*v1.Job)(nil),                // 5: fedsched.v1.Job
+	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
+	(v1.SlaOutcome)(0),            // 7: fedsched.v1.SlaOutcome
 }
 var file_node_store_internal_storepb_records_proto_depIdxs = []int32{
-	4, // 0: fedsched.store.v1.JobRecord.job:type_name -> fedsched.v1.Job
-	5, // 1: fedsched.store.v1.ReservationRecord.start:type_name -> google.protobuf.Timestamp
-	5, // 2: fedsched.store.v1.ReservationRecord.end:type_name -> google.protobuf.Timestamp
-	6, // 3: fedsched.store.v1.SlaRecord.outcome:type_name -> fedsched.v1.SlaOutcome
-	5, // 4: fedsched.store.v1.SlaRecord.decide_time:type_name -> google.protobuf.Timestamp
-	5, // 5: fedsched.store.v1.IdempotencyRecord.create_time:type_name -> google.protobuf.Timestamp
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	5, // 0: fedsched.store.v1.JobRecord.job:type_name -> fedsched.v1.Job
+	6, // 1: fedsched.store.v1.ReservationRecord.start:type_name -> google.protobuf.Timestamp
+	6, // 2: fedsched.store.v1.ReservationRecord.end:type_name -> google.protobuf.Timestamp
+	7, // 3: fedsched.store.v1.SlaRecord.outcome:type_name -> fedsched.v1.SlaOutcome
+	6, // 4: fedsched.store.v1.SlaRecord.decide_time:type_name -> google.protobuf.Timestamp
+	6, // 5: fedsched.store.v1.IdempotencyRecord.create_time:type_name -> google.protobuf.Timestamp
+	6, // 6: fedsched.store.v1.StandingRecord.start:type_name -> google.protobuf.Timestamp
+	6, // 7: fedsched.store.v1.StandingRecord.end:type_name -> google.protobuf.Timestamp
+	6, // 8: fedsched.store.v1.StandingRecord.until:type_name -> google.protobuf.Timestamp
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_node_store_internal_storepb_records_proto_init() }
@@ -442,7 +567,7 @@ func file_node_store_internal_storepb_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_node_store_internal_storepb_records_proto_rawDesc), len(file_node_store_internal_storepb_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
