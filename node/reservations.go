@@ -13,12 +13,13 @@ package node
 //
 // The plan's jobs are kept clear of instances not laid yet: a job placed
 // beyond the laid range is taken out again, the range is laid as far as
-// the job's end, and the job is placed again (clearOfStanding), up to
-// eight horizons ahead. Past that, and for running jobs of the queue
-// policies, an instance coming into the horizon may find work in its way:
-// waiting jobs are displaced as with CreateReservation's displace (an
-// accepted SLA rejected so is VIOLATED); if a running job or a peer's hold
-// is in the way, the instance is skipped and logged.
+// the job's end, and the job is placed again (clearOfStanding); under the
+// queue policies the range is laid as far as the longest waiting job's
+// estimate before each pass (tickReservations). Both reach at most eight
+// horizons ahead. Past that, an instance coming into the horizon may find
+// work in its way: waiting jobs are displaced as with CreateReservation's
+// displace (an accepted SLA rejected so is VIOLATED); if a running job or a
+// peer's hold is in the way, the instance is skipped and logged.
 
 import (
 	"cmp"

@@ -571,3 +571,67 @@ func TestReservationBadInput(t *testing.T) {
 		t.Fatalf("bad requests made reservations: %v", list)
 	}
 }
+
+// TestStandingUnderEASY: a queue policy's job long enough to reach an
+// instance beyond the horizon does not start into it.
+func TestStandingUnderEASY(t *testing.T) {
+	clk := clock.NewManual(monday)
+	cfg := testConfig(t.TempDir())
+	cfg.Policy = "easy"
+	const day = 24 * time.Hour
+	s := startManual(t, cfg, store.NewMemStore(), clk, day)
+	defer s.stop(t)
+	ctx := context.Background()
+	// Weekly, first on Wednesday at noon, beyond the 1-day horizon.
+	r, err := s.client.CreateReservation(ctx, &fedschedv1.CreateReservationRequest{Procs: 8, Start: at(2*day + 12*time.Hour),
+		End: at(2*day + 13*time.Hour), EverySeconds: 7 * 86400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.GetReservation().GetInstances()); n != 0 {
+		t.Fatalf("%d instances laid beyond the horizon at creation", n)
+	}
+	long := submitAt(t, s.client, 8, 3*day, 0, 0)
+	short := submitAt(t, s.client, 4, day, 0, 0)
+	// The long job would run into Wednesday noon: it waits; the short one
+	// fits before it and starts.
+	waitState(t, s.client, short.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING)
+	if j := getJob(t, s.client, long.GetId()); j.GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
+		t.Fatalf("long job: %v", j.GetState())
+	}
+	if got := listRes(t, s.client)[0].GetInstances(); !sameWindows(got, window(2*day+12*time.Hour, 2*day+13*time.Hour)) {
+		t.Fatalf("instances: %v", got)
+	}
+}
+
+// TestInstanceEnteringHorizonDisplaces: a job planned further ahead than
+// instances are laid (eight horizons) is displaced when the instance in its
+// way comes into the horizon.
+func TestInstanceEnteringHorizonDisplaces(t *testing.T) {
+	clk := clock.NewManual(monday)
+	const day = 24 * time.Hour
+	st := store.NewMemStore()
+	s := startManual(t, testConfig(t.TempDir()), st, clk, day)
+	defer s.stop(t)
+	ctx := context.Background()
+	if _, err := s.client.CreateReservation(ctx, &fedschedv1.CreateReservationRequest{Name: "nightly", Procs: 8, Start: at(time.Hour),
+		End: at(3 * time.Hour), EverySeconds: 86400}); err != nil {
+		t.Fatal(err)
+	}
+	j := submitAt(t, s.client, 4, 2*time.Hour, 10*day, 0)
+	if got := resSlot(j.GetReservation()); got != "[240h0m0s, 242h0m0s) x4" {
+		t.Fatalf("job ten days ahead: %s", got)
+	}
+	for range 10 * 12 {
+		clk.Advance(2 * time.Hour)
+		listRes(t, s.client)
+	}
+	g := getJob(t, s.client, j.GetId())
+	if g.GetState() != fedschedv1.JobState_JOB_STATE_PENDING || g.GetReason() != fedschedv1.Reason_REASON_DISPLACED ||
+		resSlot(g.GetReservation()) != "[243h0m0s, 245h0m0s) x4" {
+		t.Fatalf("job after its night came into the horizon: %v %v %s", g.GetState(), g.GetReason(), resSlot(g.GetReservation()))
+	}
+	if r, err := st.GetReservation(ctx, j.GetId()); err != nil || !r.Start.Equal(monday.Add(243*time.Hour)) {
+		t.Fatalf("stored reservation: %+v, %v", r, err)
+	}
+}
