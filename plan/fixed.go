@@ -186,8 +186,9 @@ func (s *Site) Conflicts(f FixedSpec) []int64 {
 //
 //   - without displace, AddFixed refuses with a *ConflictError (ErrConflict)
 //     listing them; the site is unchanged;
-//   - with displace, if any of them is running, it refuses the same way
-//     (running jobs are never displaced; ConflictError.Running lists them);
+//   - with displace, if any of them is running or held for a peer's quote,
+//     it refuses the same way (those are never displaced;
+//     ConflictError.Running lists them);
 //   - with displace and none running, the waiting conflicting jobs are taken
 //     out of the plan, the fixed reservation is made, and each displaced
 //     job, in submission order, is placed again by the site's admission
@@ -221,7 +222,11 @@ func (s *Site) AddFixed(now int64, f FixedSpec, displace bool) ([]Displaced, err
 	conflicts := s.Conflicts(f)
 	var running []int64
 	for _, id := range conflicts {
-		if _, ok := s.running[id]; ok {
+		// Running jobs, and holds backing a quote to a peer, are promises
+		// this site cannot take back: they are never displaced.
+		_, run := s.running[id]
+		_, held := s.holds[id]
+		if run || held {
 			running = append(running, id)
 		}
 	}

@@ -81,3 +81,22 @@ func TestConfirmExpiredHold(t *testing.T) {
 		t.Fatal("expired hold kept its slot")
 	}
 }
+
+// TestFixedNeverDisplacesHolds checks that a fixed reservation with
+// displace refuses to take the slot of a hold backing a quote, as it does
+// for a running job: the hold stays exactly where it was.
+func TestFixedNeverDisplacesHolds(t *testing.T) {
+	s, _ := NewSite(Config{Procs: 2})
+	if !s.Hold(0, Job{ID: 1, Procs: 2, Estimate: 100, Deadline: Forever}, 50).OK() {
+		t.Fatal("hold refused")
+	}
+	_, err := s.AddFixed(0, FixedSpec{ID: -1, Procs: 2, Start: 10, End: 20}, true)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || len(ce.Running) != 1 || ce.Running[0] != 1 {
+		t.Fatalf("AddFixed over a hold: %v", err)
+	}
+	if _, err := s.Confirm(1, 1); err != nil {
+		t.Fatalf("the hold was disturbed: %v", err)
+	}
+	checkInvariants(t, s.Plan())
+}
