@@ -52,6 +52,8 @@ var errorTable = []struct {
 	{store.ErrIdempotencyConflict, codes.AlreadyExists, "IDEMPOTENCY_KEY_REUSED"},
 	{ErrJobFinished, codes.FailedPrecondition, "JOB_FINISHED"},
 	{ErrReservationConflict, codes.FailedPrecondition, "RESERVATION_CONFLICT"},
+	{store.ErrLocked, codes.FailedPrecondition, "DATA_DIR_LOCKED"},
+	{store.ErrSchemaTooNew, codes.FailedPrecondition, "SCHEMA_TOO_NEW"},
 	{ErrOverloaded, codes.ResourceExhausted, "OVERLOADED"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
 	{store.ErrClosed, codes.Unavailable, "UNAVAILABLE"},
