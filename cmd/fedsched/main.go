@@ -40,6 +40,7 @@ func newRootCmd() *cobra.Command {
 		newReserveCmd(), // operators' reservations: client_reserve.go
 		newReservationsCmd(),
 		newUnreserveCmd(),
+		newDemoCmd(),
 	)
 	return root
 }

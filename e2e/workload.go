@@ -1,0 +1,398 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fedsched/fedsched/overbook"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+	"github.com/fedsched/fedsched/sim"
+	"github.com/fedsched/fedsched/swf"
+)
+
+// ReplayJob is one job of a replay: submitted to Site At virtual seconds
+// after the replay begins.
+type ReplayJob struct {
+	Site string
+	At   int64
+	// Procs, Estimate and Runtime (virtual seconds) are the trace job's,
+	// scaled to the site and the replay.
+	Procs             int32
+	Estimate, Runtime int64
+	User, App         string
+	// TraceID is the job's number in the trace.
+	TraceID int64
+}
+
+// SliceSite is a site a trace slice is spread over.
+type SliceSite struct {
+	Name  string
+	Procs int
+	// Share is the site's share of the jobs (relative to the others').
+	Share float64
+}
+
+// TraceSlice chooses jobs of a real trace and fits them to a federation
+// and a time budget.
+type TraceSlice struct {
+	// Trace is a file or an embedded trace (kth, hpc2n, nasa, lublin).
+	Trace string
+	// Skip jobs of the sanitised trace, then take Jobs.
+	Skip, Jobs int
+	Sites      []SliceSite
+	// Span is the virtual time the submissions are spread over, in
+	// seconds; Load the offered load at estimates over all the sites'
+	// processors during it. Runtimes and estimates are divided by the
+	// factor that gives that load (their ratio kept), then clamped to
+	// [MinEstimate, MaxEstimate].
+	Span, MinEstimate, MaxEstimate int64
+	Load                           float64
+	// Seed chooses each job's site.
+	Seed uint64
+}
+
+// SliceInfo describes a built slice.
+type SliceInfo struct {
+	Trace string
+	// TraceJobs is how many jobs the trace has after sanitising; From and
+	// To the trace job numbers of the first and last job taken.
+	TraceJobs int
+	From, To  int64
+	// TraceSpan is the submission span of the slice in the trace
+	// (seconds); Divisor what its times were divided by.
+	TraceSpan int64
+	Divisor   float64
+	// Load is the offered load at estimates over the federation,
+	// PerSite each site's own.
+	Load    float64
+	PerSite map[string]float64
+}
+
+// Build reads and sanitises the trace and returns the replay's jobs in
+// submission order.
+func (ts TraceSlice) Build() ([]ReplayJob, SliceInfo, error) {
+	info := SliceInfo{Trace: ts.Trace, PerSite: map[string]float64{}}
+	if ts.Jobs <= 0 || len(ts.Sites) == 0 || ts.Span <= 0 || !(ts.Load > 0) || ts.MinEstimate <= 0 || ts.MaxEstimate < ts.MinEstimate {
+		return nil, info, fmt.Errorf("e2e: trace slice needs jobs, sites, a span, a load and 0 < min <= max estimate")
+	}
+	tr, err := sim.LoadTrace(ts.Trace, swf.Options{})
+	if err != nil {
+		return nil, info, err
+	}
+	traceProcs := tr.Header.Procs()
+	opts := swf.DefaultSanitizeOptions()
+	opts.RequireEstimate = sim.HasEstimates(tr.Jobs)
+	jobs, _ := swf.Sanitize(tr.Jobs, traceProcs, opts)
+	info.TraceJobs = len(jobs)
+	if ts.Skip+ts.Jobs > len(jobs) {
+		return nil, info, fmt.Errorf("e2e: trace %s has %d jobs, the slice wants %d after skipping %d", ts.Trace, len(jobs), ts.Jobs, ts.Skip)
+	}
+	in := sim.FromSWF(jobs[ts.Skip : ts.Skip+ts.Jobs])
+	info.From, info.To = in[0].ID, in[len(in)-1].ID
+	info.TraceSpan = in[len(in)-1].Submit - in[0].Submit
+	if info.TraceSpan <= 0 {
+		return nil, info, errors.New("e2e: the slice's jobs are all submitted at once")
+	}
+	var total float64
+	for _, s := range ts.Sites {
+		total += s.Share
+	}
+	rng := rand.New(rand.NewPCG(ts.Seed, 0xe2e))
+	out := make([]ReplayJob, len(in))
+	procsOf := map[string]int{}
+	for _, s := range ts.Sites {
+		procsOf[s.Name] = s.Procs
+	}
+	for i, j := range in {
+		x, site := rng.Float64()*total, ts.Sites[len(ts.Sites)-1]
+		for _, s := range ts.Sites {
+			if x < s.Share {
+				site = s
+				break
+			}
+			x -= s.Share
+		}
+		p := int32(min(site.Procs, max(1, int(math.Ceil(float64(j.Procs)*float64(site.Procs)/float64(traceProcs))))))
+		out[i] = ReplayJob{Site: site.Name, Procs: p, User: "u" + j.User, App: "a" + j.App, TraceID: j.ID}
+	}
+	// The divisor d spreads the slice's submissions over Span; durations
+	// are divided by d too, then clamped, and the submissions compressed
+	// further (or stretched) so that the offered load is Load.
+	scale := func(d float64) (work float64) {
+		for i, j := range in {
+			est := min(ts.MaxEstimate, max(ts.MinEstimate, int64(math.Round(float64(j.Estimate)/d))))
+			rt := max(1, min(est, int64(math.Round(float64(j.Runtime)*float64(est)/float64(j.Estimate)))))
+			out[i].Estimate, out[i].Runtime = est, rt
+			work += float64(out[i].Procs) * float64(est)
+		}
+		return work
+	}
+	procs := 0
+	for _, s := range ts.Sites {
+		procs += s.Procs
+	}
+	// Find d such that the work at estimates fits Span at Load: the work
+	// shrinks as d grows (bisection on a log scale).
+	want := ts.Load * float64(procs) * float64(ts.Span)
+	lo, hi := 1e-3, 1e6
+	for range 60 {
+		mid := math.Sqrt(lo * hi)
+		if scale(mid) > want {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	info.Divisor = hi
+	work := scale(hi)
+	t0 := in[0].Submit
+	for i, j := range in {
+		out[i].At = int64(math.Round(float64(j.Submit-t0) * float64(ts.Span) / float64(info.TraceSpan)))
+	}
+	info.Load = work / (float64(procs) * float64(ts.Span))
+	perSite := map[string]float64{}
+	for _, j := range out {
+		perSite[j.Site] += float64(j.Procs) * float64(j.Estimate)
+	}
+	for name, w := range perSite {
+		info.PerSite[name] = w / (float64(procsOf[name]) * float64(ts.Span))
+	}
+	return out, info, nil
+}
+
+// ReplayProgress is how far a replay has come.
+type ReplayProgress struct {
+	// Total jobs; Submitted so far; Answered by their site (accepted,
+	// delegated or rejected, or failed: Errors); Settled: answered and
+	// no longer live (ended, rejected, or the outcome of a delegated job
+	// reported to its origin).
+	Total, Submitted, Answered, Settled, Errors int
+	// Delegated and Rejected count the answers.
+	Delegated, Rejected int
+	// Virtual is the shared clock's time since the replay began; Wall
+	// the wall-clock time.
+	Virtual, Wall time.Duration
+}
+
+// ReplayOptions configure Replay.
+type ReplayOptions struct {
+	// Progress, if not nil, is called every Interval (default 500 ms)
+	// and once at the end, from one goroutine.
+	Progress func(ReplayProgress)
+	Interval time.Duration
+	// Concurrency bounds the submissions in flight (default 64).
+	Concurrency int
+	// SettleTimeout bounds the wait for the last jobs to settle after
+	// the last submission, in wall time; 0 waits as long as ctx allows.
+	SettleTimeout time.Duration
+}
+
+// ReplayResult is the end of a replay.
+type ReplayResult struct {
+	ReplayProgress
+	// FirstErr is the first submission that failed.
+	FirstErr error
+	// SubmitWall is the wall time the submissions took; the rest of Wall
+	// was waiting for the last jobs to settle.
+	SubmitWall time.Duration
+	// TimedOut: SettleTimeout passed with jobs still live.
+	TimedOut bool
+}
+
+// Replay submits jobs at their times on the shared clock, each to its
+// site, through the site's public API, with SLA terms as the simulator
+// gives them (deadline = submission + 2 x estimate, fee = procs x estimate
+// in hours, penalty = fee), then waits until every job has settled.
+func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions) (ReplayResult, error) {
+	if o.Interval <= 0 {
+		o.Interval = 500 * time.Millisecond
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 64
+	}
+	sites := map[string]*Site{}
+	for _, j := range jobs {
+		if sites[j.Site] == nil {
+			s, err := c.mustSite(j.Site)
+			if err != nil {
+				return ReplayResult{}, err
+			}
+			sites[j.Site] = s
+		}
+	}
+	jobs = slices.Clone(jobs)
+	slices.SortStableFunc(jobs, func(a, b ReplayJob) int { return int(a.At - b.At) })
+	var submitted, answered, errs, delegated, rejected atomic.Int64
+	var errMu sync.Mutex
+	var firstErr error
+	wall0, virt0 := time.Now(), c.clk.Now()
+	fm := overbook.FeeModel{PenaltyRatio: 1}
+	run := fmt.Sprintf("replay-%d", wall0.UnixNano())
+
+	// The progress reporter also decides when everything has settled.
+	var settled atomic.Int64
+	allSubmitted := make(chan struct{})
+	var submitWall time.Duration
+	report := func() ReplayProgress {
+		return ReplayProgress{Total: len(jobs), Submitted: int(submitted.Load()), Answered: int(answered.Load()), Settled: int(settled.Load()),
+			Errors: int(errs.Load()), Delegated: int(delegated.Load()), Rejected: int(rejected.Load()),
+			Virtual: c.clk.Now().Sub(virt0), Wall: time.Since(wall0)}
+	}
+	// live counts the jobs still live at their origin.
+	live := func(ctx context.Context) (int, error) {
+		n := 0
+		for _, s := range sites {
+			js, err := listJobs(ctx, s, []fedschedv1.JobState{fedschedv1.JobState_JOB_STATE_PENDING,
+				fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.JobState_JOB_STATE_DELEGATED})
+			if err != nil {
+				return 0, err
+			}
+			for _, j := range js {
+				if j.GetOriginSite() == s.Name {
+					n++
+				}
+			}
+		}
+		return n, nil
+	}
+
+	sem := make(chan struct{}, o.Concurrency)
+	var wg sync.WaitGroup
+	submitErr := func(err error) {
+		errs.Add(1)
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		errMu.Unlock()
+	}
+	dispatch := func() error {
+		defer close(allSubmitted)
+		for i, j := range jobs {
+			due := virt0.Add(time.Duration(j.At) * time.Second)
+			if d := c.clk.Wall(due.Sub(c.clk.Now())); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return ctx.Err()
+				case <-t.C:
+				}
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			submitted.Add(1)
+			wg.Go(func() {
+				defer func() { <-sem }()
+				// The deadline counts from the submission: deadline =
+				// now + 2 x estimate, on the shared clock.
+				spec := func() *fedschedv1.JobSpec {
+					return &fedschedv1.JobSpec{Procs: j.Procs, EstimateSeconds: j.Estimate, SimRuntimeSeconds: j.Runtime, User: j.User, App: j.App,
+						Deadline: timestamppb.New(c.clk.Now().Add(time.Duration(2*j.Estimate) * time.Second)),
+						Fee:      fm.Fee(int(j.Procs), j.Estimate), Penalty: fm.Penalty(int(j.Procs), j.Estimate)}
+				}
+				req := &fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("%s-%d", run, i), Spec: spec()}
+				var r *fedschedv1.SubmitJobResponse
+				var err error
+				for try := 0; try < 5; try++ {
+					sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					r, err = sites[j.Site].Client.SubmitJob(sctx, req)
+					cancel()
+					code := status.Code(err)
+					if code == codes.InvalidArgument && strings.Contains(err.Error(), "deadline") {
+						// The request took longer to arrive than the
+						// job's slack (an overloaded test machine): the
+						// site refused it and stored nothing; submit it
+						// as of now.
+						req.Spec = spec()
+						continue
+					}
+					if code != codes.Unavailable && code != codes.ResourceExhausted {
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				if err != nil {
+					submitErr(fmt.Errorf("job %d of the trace at %s: %w", j.TraceID, j.Site, err))
+					return
+				}
+				answered.Add(1)
+				switch r.GetJob().GetState() {
+				case fedschedv1.JobState_JOB_STATE_DELEGATED:
+					delegated.Add(1)
+				case fedschedv1.JobState_JOB_STATE_REJECTED:
+					rejected.Add(1)
+				}
+			})
+		}
+		return nil
+	}
+	dispatchErr := make(chan error, 1)
+	go func() {
+		err := dispatch()
+		wg.Wait()
+		submitWall = time.Since(wall0)
+		dispatchErr <- err
+	}()
+
+	var res ReplayResult
+	tick := time.NewTicker(o.Interval)
+	defer tick.Stop()
+	var settleDeadline <-chan time.Time
+	dispatched := false
+	for {
+		select {
+		case <-ctx.Done():
+			if !dispatched {
+				<-dispatchErr
+			}
+			res.ReplayProgress, res.FirstErr = report(), firstErr
+			return res, ctx.Err()
+		case err := <-dispatchErr:
+			if err != nil {
+				res.ReplayProgress, res.FirstErr = report(), firstErr
+				return res, err
+			}
+			dispatched = true
+			dispatchErr = nil
+			res.SubmitWall = submitWall
+			if o.SettleTimeout > 0 {
+				settleDeadline = time.After(o.SettleTimeout)
+			}
+		case <-tick.C:
+		case <-settleDeadline:
+			res.TimedOut = true
+		}
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		n, err := live(lctx)
+		cancel()
+		if err == nil {
+			// Answered jobs that are no longer live have settled; a job
+			// answered and listed live at once is counted live.
+			settled.Store(max(0, answered.Load()-int64(n)))
+		}
+		p := report()
+		if o.Progress != nil {
+			o.Progress(p)
+		}
+		if dispatched && (err == nil && n == 0 || res.TimedOut) {
+			res.ReplayProgress, res.FirstErr = p, firstErr
+			return res, nil
+		}
+	}
+}
