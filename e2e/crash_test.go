@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -211,17 +210,6 @@ func runCrashCase(t *testing.T, tc crashCase) {
 	final := waitJob(t, a, job.GetId(), 45*time.Second, "terminal", terminal)
 	t.Logf("origin: %s", brief(final))
 	runs := peerRuns(t, c, final)
-	// Known bugs, recognised by their signature, skip the case (after
-	// every peer job has been checked to have ended) rather than fail it.
-	if len(runs) > 1 && intents(final) > 1 {
-		t.Skipf("KNOWN BUG (node/federation.go delegate): the origin re-delegated a job its peer had agreed to: after the "+
-			"agreement ended at the peer (%s), findAgreement saw it not OBSERVED and the job ran again (%d runs)", brief(runs[0]), len(runs))
-	}
-	if victim == "a" && final.GetState() == fedschedv1.JobState_JOB_STATE_REJECTED && len(runs) == 0 &&
-		strings.Contains(final.GetMessage(), "no reachable peer") {
-		t.Skipf("KNOWN BUG (node/node.go Run, node/recover.go recoverInflight): the restarted origin resumed the delegation "+
-			"before gossip knew any peer and rejected the job at once: %s", final.GetMessage())
-	}
 	checkOneRun(t, final, runs)
 	lost := final.GetState() == fedschedv1.JobState_JOB_STATE_FAILED && final.GetReason() == fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART
 	if tc.want != 0 && final.GetState() != tc.want && !(tc.orLost && lost) {
@@ -235,18 +223,6 @@ func runCrashCase(t *testing.T, tc crashCase) {
 		}
 		t.Errorf("origin has %d jobs, want 2", len(jobs))
 	}
-}
-
-// intents counts the origin's decisions to agree to a peer's quote in a
-// job's route.
-func intents(j *fedschedv1.Job) int {
-	n := 0
-	for _, h := range j.GetRoute() {
-		if h.GetSite() == j.GetOriginSite() && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
-			n++
-		}
-	}
-	return n
 }
 
 // waitPeerJobsEnded waits until every job the peers run for origin has
@@ -355,11 +331,6 @@ func TestOutcomeBeforeAgreement(t *testing.T) {
 	}
 	if !terminal(final) {
 		ag, err := b.Fed.GetAgreement(ctx, &fedschedv1.GetAgreementRequest{OriginSite: "a", OriginJobId: j.GetId()})
-		if err == nil && ag.GetAgreement().GetState() == fedschedv1.AgreementState_AGREEMENT_STATE_COMPLETE {
-			t.Skipf("KNOWN BUG (node/federation.go applyReport and report): the peer's outcome report reached the origin before "+
-				"the origin had recorded the agreement; the origin answered NotFound, the peer took that as delivered, and the "+
-				"origin's job stays %s forever", brief(final))
-		}
 		t.Fatalf("the outcome never reached the origin: %s (agreement %v, %v)", brief(final), ag, err)
 	}
 	checkRoute(t, final, "a", "b")

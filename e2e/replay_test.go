@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -86,44 +85,7 @@ func TestTraceReplay(t *testing.T) {
 			}
 		}
 	}
-	known := 0
 	for _, j := range stuck {
-		t.Logf("not settled at its origin: %s", brief(j))
-		if lostOutcome(ctx, c, j) {
-			known++
-			if j.GetSite() == j.GetOriginSite() {
-				out++ // the origin lost even the agreement: the peer took it in
-			}
-		}
+		t.Errorf("not settled at its origin: %s", brief(j))
 	}
-	// What the origins delegated out, the peers took in.
-	if out != in {
-		t.Errorf("%d jobs delegated out, %d taken in", out, in)
-	}
-	if len(stuck) == 0 {
-		return
-	}
-	if known < len(stuck) {
-		t.Fatalf("%d of %d jobs did not settle at their origin", len(stuck), len(jobs))
-	}
-	t.Skipf("KNOWN BUG (node/federation.go applyReport and report): %d delegated jobs ran at their peer, whose outcome "+
-		"report arrived at the origin before (or in the same loop turn as) the agreement and was lost; all other checks passed", known)
-}
-
-// lostOutcome reports whether a job the origin shows unsettled has the
-// signature of the lost outcome report: the peer it was delegated to has
-// completed the agreement.
-func lostOutcome(ctx context.Context, c *Cluster, j *fedschedv1.Job) bool {
-	peer := ""
-	for _, h := range j.GetRoute() {
-		if h.GetSite() == j.GetOriginSite() && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED {
-			peer = h.GetPeerSite()
-		}
-	}
-	s := c.Site(peer)
-	if s == nil {
-		return false
-	}
-	ag, err := s.Fed.GetAgreement(ctx, &fedschedv1.GetAgreementRequest{OriginSite: j.GetOriginSite(), OriginJobId: j.GetId()})
-	return err == nil && ag.GetAgreement().GetState() == fedschedv1.AgreementState_AGREEMENT_STATE_COMPLETE
 }

@@ -196,7 +196,6 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 			Quote: delegation.Quote{Site: a.GetPeerSite(), HoldID: a.GetId(), Start: a.GetOffer().GetStart().AsTime().Unix(),
 				End: a.GetOffer().GetEnd().AsTime().Unix(), PoF: a.GetOffer().GetPof(), Price: a.GetOffer().GetPrice()}}}
 		n.putAgreement(ag, now)
-		n.history[a.GetPeerSite()] = n.history[a.GetPeerSite()]
 		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_DELEGATED, fedschedv1.Reason_REASON_DELEGATED,
 			fmt.Sprintf("delegated to %s as %s (quotes asked of %v)", a.GetPeerSite(), a.GetPeerJobId(), o.asked), now)
 	} else {
@@ -309,12 +308,22 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 			n.retryDelegation(ctx, fl)
 			res = &delegationResult{seq: -1}
 			return
-		case a != nil && a.GetState() == fedschedv1.AgreementState_AGREEMENT_STATE_OBSERVED:
+		case a != nil && agreedState(a.GetState()):
 			res.agreed, res.peer = a, fl.peer
 			return
 		}
 	}
 	cands := n.candidates(job, fl.seq)
+	if len(cands) == 0 && fl.reply == nil {
+		// A delegation resumed after a restart, before gossip knows
+		// any peer: wait for the membership rather than reject at once,
+		// while the job can still make its deadline.
+		if d := job.GetSpec().GetDeadline(); d == nil || n.now() < d.AsTime().Unix()-job.GetSpec().GetEstimateSeconds() {
+			n.retryDelegation(ctx, fl)
+			res = &delegationResult{seq: -1}
+			return
+		}
+	}
 	type quoted struct {
 		site  string
 		addr  string
@@ -411,7 +420,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 	case ferr != nil:
 		n.retryDelegation(ctx, inflight{seq: fl.seq, job: job, peer: win.site, hold: win.offer.GetHoldId()})
 		res = &delegationResult{seq: -1}
-	case a != nil && a.GetState() == fedschedv1.AgreementState_AGREEMENT_STATE_OBSERVED:
+	case a != nil && agreedState(a.GetState()):
 		res.agreed, res.peer = a, win.site
 	default:
 		res.err = fmt.Errorf("%s did not confirm its quote: %v", win.site, err)
@@ -765,14 +774,23 @@ func (o *reportOp) run(n *Node, now int64) func(error) {
 func (n *Node) applyReport(req *fedschedv1.ReportOutcomeRequest, now int64) error {
 	a := n.agreements[req.GetAgreementId()]
 	if a == nil || a.Role != roleOrigin {
+		if seq, ok := seqOf(n.cfg.Site, req.GetOriginJobId()); ok && n.inflight[int64(seq)] != nil {
+			// The delegation has not recorded the agreement yet: retry.
+			return fmt.Errorf("agreement %q of job %s is not recorded yet at %s: %w", req.GetAgreementId(), req.GetOriginJobId(), n.cfg.Site, ErrUnavailable)
+		}
 		return fmt.Errorf("no agreement %q at %s: %w", req.GetAgreementId(), n.cfg.Site, ErrJobNotFound)
 	}
 	if a.State == delegation.Complete || a.State == delegation.Terminated {
 		return nil // a retried report
 	}
-	rec, err := n.deps.Store.GetJob(context.Background(), a.JobID)
-	if err != nil {
-		return fmt.Errorf("job %s: %w: %w", a.JobID, ErrUnavailable, err)
+	// This turn's writes first: the agreement may have been recorded
+	// in this very turn, its job's record not yet committed.
+	rec, ok := n.pending.jobs[a.JobID]
+	if !ok {
+		var err error
+		if rec, err = n.deps.Store.GetJob(context.Background(), a.JobID); err != nil {
+			return fmt.Errorf("job %s: %w: %w", a.JobID, ErrUnavailable, err)
+		}
 	}
 	pj := req.GetJob()
 	j := rec.Job
@@ -953,4 +971,15 @@ func (n *Node) report(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// agreedState reports whether a peer's agreement in state s means it took
+// the job (it may have run it already).
+func agreedState(s fedschedv1.AgreementState) bool {
+	switch s {
+	case fedschedv1.AgreementState_AGREEMENT_STATE_OBSERVED, fedschedv1.AgreementState_AGREEMENT_STATE_COMPLETE,
+		fedschedv1.AgreementState_AGREEMENT_STATE_TERMINATED, fedschedv1.AgreementState_AGREEMENT_STATE_OBSERVED_AND_TERMINATING:
+		return true
+	}
+	return false
 }

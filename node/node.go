@@ -519,10 +519,12 @@ func (n *Node) pass(ctx context.Context, now int64) {
 // start hands a job whose reservation begins to the executor.
 func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int64) {
 	spec := lj.job.GetSpec()
-	// The core's time is whole seconds; the job starts a fraction later.
-	// It gets its whole slot, measured from its actual start.
+	// The core's time is whole seconds and the loop may be late: the job
+	// gets the whole length of its slot, measured from its actual start
+	// (it may overlap the next reservation on its processors by that
+	// lateness, rather than lose part of what its SLA promised).
 	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
-		Deadline: n.deps.Clock.Now().Add(time.Duration(d.End-now) * time.Second), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
+		Deadline: n.deps.Clock.Now().Add(time.Duration(d.End-min(d.Start, now)) * time.Second), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
 	err := n.deps.Executor.Start(ctx, es)
 	if errors.Is(err, executor.ErrAlreadyStarted) {

@@ -42,6 +42,7 @@ func (n *Node) Serve(ctx context.Context, lis net.Listener, grace time.Duration,
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus(fedschedv1.SiteService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	done := make(chan struct{})
+	served := make(chan struct{}) // closed when srv.Serve returns
 	go func() {
 		defer close(done)
 		t := time.NewTicker(20 * time.Millisecond)
@@ -51,6 +52,8 @@ func (n *Node) Serve(ctx context.Context, lis net.Listener, grace time.Duration,
 			select {
 			case <-ctx.Done():
 				break wait
+			case <-served:
+				return
 			case <-t.C:
 			}
 		}
@@ -58,7 +61,11 @@ func (n *Node) Serve(ctx context.Context, lis net.Listener, grace time.Duration,
 			hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 			hs.SetServingStatus(fedschedv1.SiteService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 		}
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-served:
+			return // the listener failed; Serve stops the server
+		}
 		hs.Shutdown()
 		stopped := make(chan struct{})
 		go func() { srv.GracefulStop(); close(stopped) }()
@@ -69,13 +76,14 @@ func (n *Node) Serve(ctx context.Context, lis net.Listener, grace time.Duration,
 		}
 	}()
 	err := srv.Serve(lis)
+	close(served)
 	if ctx.Err() == nil && err != nil {
 		srv.Stop()
 		<-done
 		return fmt.Errorf("serve %s: %w", lis.Addr(), err)
 	}
-	srv.Stop()
 	<-done
+	srv.Stop()
 	return nil
 }
 
