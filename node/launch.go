@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -129,7 +130,13 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		fed.Dial = opt.Dial
 		if fed.Dial == nil {
 			fed.Dial = func(_ context.Context, addr string) (*grpc.ClientConn, error) {
-				return grpc.NewClient(addr, grpc.WithTransportCredentials(clientCreds))
+				// Reconnect to a peer within seconds once a partition
+				// heals (gRPC's default backoff grows to two minutes), so
+				// that held-back outcomes flow soon.
+				bo := backoff.DefaultConfig
+				bo.MaxDelay = 5 * time.Second
+				return grpc.NewClient(addr, grpc.WithTransportCredentials(clientCreds),
+					grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 2 * time.Second}))
 			}
 		}
 	}
