@@ -523,22 +523,9 @@ func mergeIDs(its []func() (string, bool)) func() (string, bool) {
 	}
 }
 
-// GetReservation implements ReservationStore.
+// GetReservation returns one reservation, or ErrNotFound.
 func (s *BoltStore) GetReservation(ctx context.Context, id string) (ReservationRecord, error) {
-	var r ReservationRecord
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bucketReservations)
-		if err != nil {
-			return err
-		}
-		v := b.Get([]byte(id))
-		if v == nil {
-			return fmt.Errorf("reservation %q: %w", id, ErrNotFound)
-		}
-		r, err = decodeReservation(v)
-		return err
-	})
-	return r, err
+	return getRecord(s, ctx, bucketReservations, "reservation", id, decodeReservation)
 }
 
 // PutReservation implements ReservationStore.
@@ -551,24 +538,9 @@ func (s *BoltStore) DeleteReservation(ctx context.Context, id string) error {
 	return s.Apply(ctx, Changes{DeleteReservations: []string{id}})
 }
 
-// ListReservations implements ReservationStore.
+// ListReservations returns every reservation in ascending order of id.
 func (s *BoltStore) ListReservations(ctx context.Context) ([]ReservationRecord, error) {
-	var out []ReservationRecord
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bucketReservations)
-		if err != nil {
-			return err
-		}
-		return b.ForEach(func(k, v []byte) error {
-			r, err := decodeReservation(v)
-			if err != nil {
-				return fmt.Errorf("reservation %q: %w", k, err)
-			}
-			out = append(out, r)
-			return nil
-		})
-	})
-	return out, err
+	return listRecords(s, ctx, bucketReservations, "reservation", decodeReservation)
 }
 
 // GetSLAOutcome implements SLAStore.
@@ -889,78 +861,78 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 
 // GetAgreement returns one agreement, or ErrNotFound.
 func (s *BoltStore) GetAgreement(ctx context.Context, id string) (AgreementRecord, error) {
-	var out AgreementRecord
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bucketAgreements)
-		if err != nil {
-			return err
-		}
-		v := b.Get([]byte(id))
-		if v == nil {
-			return fmt.Errorf("agreement %q: %w", id, ErrNotFound)
-		}
-		out, err = decodeAgreement(id, v)
-		return err
-	})
-	return out, err
+	return getRecord(s, ctx, bucketAgreements, "agreement", id, agreementDecoder(id))
 }
 
 // ListAgreements returns every agreement in ascending order of id.
 func (s *BoltStore) ListAgreements(ctx context.Context) ([]AgreementRecord, error) {
 	var out []AgreementRecord
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bucketAgreements)
-		if err != nil {
-			return err
-		}
-		return b.ForEach(func(k, v []byte) error {
-			a, err := decodeAgreement(string(k), v)
-			if err != nil {
-				return err
-			}
-			out = append(out, a)
-			return nil
-		})
+	err := s.eachRecord(ctx, bucketAgreements, func(k, v []byte) error {
+		a, err := decodeAgreement(string(k), v)
+		out = append(out, a)
+		return err
 	})
 	return out, err
 }
 
-// GetStanding implements StandingStore.
+// GetStanding returns one standing reservation rule, or ErrNotFound.
 func (s *BoltStore) GetStanding(ctx context.Context, id string) (StandingRecord, error) {
-	var r StandingRecord
+	return getRecord(s, ctx, bucketStanding, "standing reservation", id, decodeStanding)
+}
+
+// ListStanding returns every standing reservation rule in ascending order
+// of id.
+func (s *BoltStore) ListStanding(ctx context.Context) ([]StandingRecord, error) {
+	return listRecords(s, ctx, bucketStanding, "standing reservation", decodeStanding)
+}
+
+// getRecord reads one record by key from a bucket and decodes it: the one
+// shape of every Get of the store. what names the record in errors.
+func getRecord[T any](s *BoltStore, ctx context.Context, name []byte, what, id string, decode func([]byte) (T, error)) (T, error) {
+	var out T
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bucketStanding)
+		b, err := bucket(tx, name)
 		if err != nil {
 			return err
 		}
 		v := b.Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("standing reservation %q: %w", id, ErrNotFound)
+			return fmt.Errorf("%s %q: %w", what, id, ErrNotFound)
 		}
-		if r, err = decodeStanding(v); err != nil {
-			return fmt.Errorf("standing reservation %q: %w", id, err)
+		if out, err = decode(v); err != nil {
+			return fmt.Errorf("%s %q: %w", what, id, err)
 		}
 		return nil
 	})
-	return r, err
+	return out, err
 }
 
-// ListStanding implements StandingStore.
-func (s *BoltStore) ListStanding(ctx context.Context) ([]StandingRecord, error) {
-	var out []StandingRecord
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bucketStanding)
+// listRecords decodes every record of a bucket in key order.
+func listRecords[T any](s *BoltStore, ctx context.Context, name []byte, what string, decode func([]byte) (T, error)) ([]T, error) {
+	var out []T
+	err := s.eachRecord(ctx, name, func(k, v []byte) error {
+		r, err := decode(v)
+		if err != nil {
+			return fmt.Errorf("%s %q: %w", what, k, err)
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// eachRecord calls f with every key and value of a bucket, in key order.
+func (s *BoltStore) eachRecord(ctx context.Context, name []byte, f func(k, v []byte) error) error {
+	return s.view(ctx, func(tx *bolt.Tx) error {
+		b, err := bucket(tx, name)
 		if err != nil {
 			return err
 		}
-		return b.ForEach(func(k, v []byte) error {
-			r, err := decodeStanding(v)
-			if err != nil {
-				return fmt.Errorf("standing reservation %q: %w", k, err)
-			}
-			out = append(out, r)
-			return nil
-		})
+		return b.ForEach(f)
 	})
-	return out, err
+}
+
+// agreementDecoder decodes the agreement stored under id.
+func agreementDecoder(id string) func([]byte) (AgreementRecord, error) {
+	return func(v []byte) (AgreementRecord, error) { return decodeAgreement(id, v) }
 }
