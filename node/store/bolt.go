@@ -725,9 +725,6 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 	if err := validateChanges(c); err != nil {
 		return err
 	}
-	type enc struct {
-		key, val []byte
-	}
 	encode := func(n int, f func(i int) (string, []byte, error)) ([]enc, error) {
 		out := make([]enc, 0, n)
 		for i := range n {
@@ -798,52 +795,22 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 				}
 			}
 		}
-		rb, err := bucket(tx, bucketReservations)
-		if err != nil {
+		if err := writeBucket(tx, bucketReservations, c.DeleteReservations, res); err != nil {
 			return err
 		}
-		for _, id := range c.DeleteReservations {
-			if err := rb.Delete([]byte(id)); err != nil {
-				return err
-			}
-		}
-		for _, e := range res {
-			if err := rb.Put(e.key, e.val); err != nil {
-				return err
-			}
-		}
-		sb, err := bucket(tx, bucketSLA)
-		if err != nil {
+		if err := writeBucket(tx, bucketSLA, nil, sla); err != nil {
 			return err
 		}
-		for _, e := range sla {
-			if err := sb.Put(e.key, e.val); err != nil {
-				return err
-			}
+		agreements := make([]enc, len(c.PutAgreements))
+		for i, a := range c.PutAgreements {
+			agreements[i] = enc{[]byte(a.ID), append([]byte{recordFormat}, a.Body...)}
 		}
-		ab, err := bucket(tx, bucketAgreements)
-		if err != nil {
+		if err := writeBucket(tx, bucketAgreements, nil, agreements); err != nil {
 			return err
-		}
-		for _, a := range c.PutAgreements {
-			if err := ab.Put([]byte(a.ID), append([]byte{recordFormat}, a.Body...)); err != nil {
-				return err
-			}
 		}
 		if len(c.DeleteStanding) > 0 || len(standing) > 0 {
-			rb, err := bucket(tx, bucketStanding)
-			if err != nil {
+			if err := writeBucket(tx, bucketStanding, c.DeleteStanding, standing); err != nil {
 				return err
-			}
-			for _, id := range c.DeleteStanding {
-				if err := rb.Delete([]byte(id)); err != nil {
-					return err
-				}
-			}
-			for _, e := range standing {
-				if err := rb.Put(e.key, e.val); err != nil {
-					return err
-				}
 			}
 		}
 		stb, err := bucket(tx, bucketStats)
@@ -935,4 +902,28 @@ func (s *BoltStore) eachRecord(ctx context.Context, name []byte, f func(k, v []b
 // agreementDecoder decodes the agreement stored under id.
 func agreementDecoder(id string) func([]byte) (AgreementRecord, error) {
 	return func(v []byte) (AgreementRecord, error) { return decodeAgreement(id, v) }
+}
+
+// enc is one encoded record: its key and its stored value.
+type enc struct {
+	key, val []byte
+}
+
+// writeBucket deletes then puts records in one bucket, inside tx.
+func writeBucket(tx *bolt.Tx, name []byte, deletes []string, puts []enc) error {
+	b, err := bucket(tx, name)
+	if err != nil {
+		return err
+	}
+	for _, id := range deletes {
+		if err := b.Delete([]byte(id)); err != nil {
+			return err
+		}
+	}
+	for _, e := range puts {
+		if err := b.Put(e.key, e.val); err != nil {
+			return err
+		}
+	}
+	return nil
 }
