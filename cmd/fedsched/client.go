@@ -17,6 +17,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -201,4 +202,24 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// unary runs one call against the node and prints its answer: the JSON
+// view with --json, the human view otherwise. It is the shape of every
+// client command that makes a single call.
+func unary[Resp any](cmd *cobra.Command, f *connFlags, rpc func(context.Context, *siteClient) (Resp, error),
+	jsonView func(Resp) any, human func(io.Writer, Resp) error) error {
+	c, err := f.dial(cmd)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	resp, err := call(cmd.Context(), c, func(ctx context.Context) (Resp, error) { return rpc(ctx, c) })
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return emitJSON(cmd.OutOrStdout(), jsonView(resp))
+	}
+	return human(cmd.OutOrStdout(), resp)
 }

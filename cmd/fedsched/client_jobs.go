@@ -216,26 +216,17 @@ func newCancelCmd() *cobra.Command {
 		Short: "Cancel a job that has not ended (cancelling a cancelled job changes nothing)",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.dial(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			resp, err := call(cmd.Context(), c, func(ctx context.Context) (*fedschedv1.CancelJobResponse, error) {
+			return unary(cmd, &f, func(ctx context.Context, c *siteClient) (*fedschedv1.CancelJobResponse, error) {
 				return c.rpc.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: args[0], Message: msg})
-			})
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return emitJSON(cmd.OutOrStdout(), jobView(resp.GetJob()))
-			}
-			k := newKV(cmd.OutOrStdout())
-			j := resp.GetJob()
-			k.add("id", "%s", j.GetId())
-			k.add("state", "%s", orDash(stateName(j.GetState())))
-			k.add("reason", "%s", reasonHuman(j.GetReason(), j.GetMessage()))
-			return k.flush()
+			}, func(r *fedschedv1.CancelJobResponse) any { return jobView(r.GetJob()) },
+				func(w io.Writer, r *fedschedv1.CancelJobResponse) error {
+					k := newKV(w)
+					j := r.GetJob()
+					k.add("id", "%s", j.GetId())
+					k.add("state", "%s", orDash(stateName(j.GetState())))
+					k.add("reason", "%s", reasonHuman(j.GetReason(), j.GetMessage()))
+					return k.flush()
+				})
 		},
 	}
 	f.register(cmd, "print the cancelled job as a JSON object")
@@ -393,21 +384,9 @@ func newExplainCmd() *cobra.Command {
 		Short: "Tell why a job is where it is: reasons, reservation, PoF, route and history",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.dial(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			resp, err := call(cmd.Context(), c, func(ctx context.Context) (*fedschedv1.ExplainResponse, error) {
+			return unary(cmd, &f, func(ctx context.Context, c *siteClient) (*fedschedv1.ExplainResponse, error) {
 				return c.rpc.Explain(ctx, &fedschedv1.ExplainRequest{JobId: args[0]})
-			})
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return emitJSON(cmd.OutOrStdout(), explainView(resp))
-			}
-			return printExplain(cmd.OutOrStdout(), resp)
+			}, func(r *fedschedv1.ExplainResponse) any { return explainView(r) }, printExplain)
 		},
 	}
 	f.register(cmd, "print the explanation as a JSON object")

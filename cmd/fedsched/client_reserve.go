@@ -257,28 +257,19 @@ func newUnreserveCmd() *cobra.Command {
 		Short: "Delete a fixed reservation, or a standing one with all its instances",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.dial(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			resp, err := call(cmd.Context(), c, func(ctx context.Context) (*fedschedv1.DeleteReservationResponse, error) {
+			return unary(cmd, &f, func(ctx context.Context, c *siteClient) (*fedschedv1.DeleteReservationResponse, error) {
 				return c.rpc.DeleteReservation(ctx, &fedschedv1.DeleteReservationRequest{ReservationId: args[0]})
-			})
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return emitJSON(cmd.OutOrStdout(), fixedResView(resp.GetReservation()))
-			}
-			k := newKV(cmd.OutOrStdout())
-			r := resp.GetReservation()
-			k.add("deleted", "%s", orDash(r.GetId()))
-			if r.GetName() != "" {
-				k.add("name", "%s", r.GetName())
-			}
-			k.add("freed", "%d procs over %d slot(s) in the plan", r.GetProcs(), len(r.GetInstances()))
-			return k.flush()
+			}, func(r *fedschedv1.DeleteReservationResponse) any { return fixedResView(r.GetReservation()) },
+				func(w io.Writer, resp *fedschedv1.DeleteReservationResponse) error {
+					k := newKV(w)
+					r := resp.GetReservation()
+					k.add("deleted", "%s", orDash(r.GetId()))
+					if r.GetName() != "" {
+						k.add("name", "%s", r.GetName())
+					}
+					k.add("freed", "%d procs over %d slot(s) in the plan", r.GetProcs(), len(r.GetInstances()))
+					return k.flush()
+				})
 		},
 	}
 	f.register(cmd, "print the deleted reservation as a JSON object")
