@@ -17,6 +17,7 @@ import (
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/discovery"
+	"github.com/fedsched/fedsched/node/auth"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
@@ -96,6 +97,10 @@ type Node struct {
 	// Operators' fixed and standing reservations (reservations.go), owned
 	// by the loop.
 	resv reservations
+
+	// authz authorizes every call (authz.go).
+	authOnce sync.Once
+	authz    *auth.Interceptor
 }
 
 // liveJob is a job that still holds or may hold processors.
@@ -523,7 +528,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	// gets the whole length of its slot, measured from its actual start
 	// (it may overlap the next reservation on its processors by that
 	// lateness, rather than lose part of what its SLA promised).
-	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
+	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(), User: spec.GetUser(),
 		Deadline: n.deps.Clock.Now().Add(time.Duration(d.End-min(d.Start, now)) * time.Second), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
 	err := n.deps.Executor.Start(ctx, es)

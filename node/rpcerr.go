@@ -55,6 +55,8 @@ var errorTable = []struct {
 	{store.ErrLocked, codes.FailedPrecondition, "DATA_DIR_LOCKED"},
 	{store.ErrSchemaTooNew, codes.FailedPrecondition, "SCHEMA_TOO_NEW"},
 	{ErrOverloaded, codes.ResourceExhausted, "OVERLOADED"},
+	{ErrLimitReached, codes.ResourceExhausted, "LIMIT_REACHED"},
+	{ErrNoAccount, codes.FailedPrecondition, "NO_ACCOUNT"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
 	{store.ErrClosed, codes.Unavailable, "UNAVAILABLE"},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, "DEADLINE_EXCEEDED"},

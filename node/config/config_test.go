@@ -35,6 +35,9 @@ func yamlPaths(t reflect.Type, prefix string) []string {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			name = f.Tag.Get("config") // a field with a YAML form of its own
+		}
 		if f.Type.Kind() == reflect.Struct {
 			out = append(out, yamlPaths(f.Type, prefix+name+".")...)
 			continue

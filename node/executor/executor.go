@@ -50,8 +50,12 @@ type Spec struct {
 	// inherited. The executor adds FEDSCHED_JOB_ID, and PATH=DefaultPath if
 	// Env has no PATH.
 	Env map[string]string
-	// Workdir is the working directory; empty means the job's directory.
+	// Workdir is the working directory; empty means the job's directory
+	// (its work/ subdirectory when the job runs as another user).
 	Workdir string
+	// User is the job's (authenticated) user: Process runs the job as that
+	// user's account when the node runs as root (see Accounts).
+	User string
 	// Deadline is when the job is killed if it still runs: the end of its
 	// reservation. Zero means never. Process: a wall-clock time; Simulated:
 	// a time of the executor's clock.

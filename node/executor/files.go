@@ -19,6 +19,9 @@ const (
 	stdoutFile     = "stdout"
 	stderrFile     = "stderr"
 	supervisorLog  = "supervisor.log"
+	// workDir is the working directory of a job that runs as another
+	// user than the node's (see prepareJobDir).
+	workDir = "work"
 )
 
 // jobSpecFile is spec.json: what the supervisor runs.
@@ -29,6 +32,17 @@ type jobSpecFile struct {
 	Workdir   string            `json:"workdir,omitempty"`
 	Deadline  time.Time         `json:"deadline,omitzero"`
 	KillGrace time.Duration     `json:"kill_grace_ns"`
+	// RunAs is set when the job runs as another account than the
+	// supervisor's (the node runs as root).
+	RunAs *runAs `json:"run_as,omitempty"`
+}
+
+// runAs is the account a job runs as.
+type runAs struct {
+	User   string   `json:"user"`
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
 }
 
 // supervisorState is supervisor.json.
@@ -74,7 +88,7 @@ func writeFileAtomic(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp, 0o644)
+		err = os.Chmod(tmp, 0o600)
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)

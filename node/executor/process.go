@@ -43,6 +43,8 @@ type ProcessConfig struct {
 	StartTimeout time.Duration
 	// Logger receives the executor's messages. nil discards them.
 	Logger *slog.Logger
+	// Accounts says whose account jobs run as when the node runs as root.
+	Accounts Accounts
 }
 
 // Defaults of ProcessConfig.
@@ -137,16 +139,26 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 	if tracked {
 		return fmt.Errorf("job %s: %w", spec.JobID, ErrAlreadyStarted)
 	}
+	acc, err := p.cfg.Accounts.resolve(spec.User, os.Getuid())
+	if err != nil {
+		return fmt.Errorf("job %s: %w: %w", spec.JobID, ErrStartFailed, err)
+	}
 	dir := p.JobDir(spec.JobID)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+	// jobs/ may be traversed by the job users (to their own work/), not
+	// listed; a job's directory is the node's alone unless prepareJobDir
+	// opens it.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return fmt.Errorf("job %s: %w", spec.JobID, err)
 	}
-	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
+		return fmt.Errorf("job %s: %w", spec.JobID, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("job %s: %w", spec.JobID, err)
 	}
 	// spec.json is created exclusively: a job never runs twice, even when
 	// a confused node asks again after a restart.
-	f, err := os.OpenFile(filepath.Join(dir, specFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, specFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("job %s (%s exists): %w", spec.JobID, filepath.Join(dir, specFile), ErrAlreadyStarted)
 	}
@@ -156,6 +168,16 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 	f.Close()
 	sf := jobSpecFile{JobID: spec.JobID, Argv: spec.Argv, Env: spec.Env, Workdir: spec.Workdir,
 		Deadline: spec.Deadline, KillGrace: p.cfg.KillGrace}
+	work, err := prepareJobDir(dir, acc)
+	if err != nil {
+		return fmt.Errorf("job %s: prepare its directory for user %s: %w: %w", spec.JobID, acc.Name, ErrStartFailed, err)
+	}
+	if acc.Switch {
+		sf.RunAs = &runAs{User: acc.Name, UID: acc.UID, GID: acc.GID, Groups: acc.Groups}
+		if sf.Workdir == "" {
+			sf.Workdir = work
+		}
+	}
 	if err := writeJSON(filepath.Join(dir, specFile), sf); err != nil {
 		return fmt.Errorf("job %s: write spec: %w", spec.JobID, err)
 	}
@@ -175,7 +197,7 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 // readiness report. On success the supervisor is our child, to be reaped by
 // Run.
 func (p *Process) startSupervisor(ctx context.Context, dir string) (supervisorState, error) {
-	logf, err := os.OpenFile(filepath.Join(dir, supervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(dir, supervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return supervisorState{}, err
 	}

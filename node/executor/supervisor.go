@@ -200,14 +200,22 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := os.OpenFile(filepath.Join(dir, stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// Output is the job user's alone (prepareJobDir made the files theirs
+	// when the job runs as another account).
+	stdout, err := os.OpenFile(filepath.Join(dir, stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	stderr, err := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		stdout.Close()
 		return nil, err
+	}
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if r := spec.RunAs; r != nil {
+		// The kernel switches the job to its user's uid, gid and groups
+		// before exec: the job never holds the supervisor's root.
+		attr.Credential = &syscall.Credential{Uid: r.UID, Gid: r.GID, Groups: r.Groups}
 	}
 	return &exec.Cmd{
 		Path:        prog,
@@ -216,7 +224,7 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 		Dir:         workdir,
 		Stdout:      stdout,
 		Stderr:      stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: attr,
 	}, nil
 }
 
