@@ -62,6 +62,18 @@ type Spec struct {
 	// Runtime is how long a Simulated job really runs; zero means Estimate.
 	// Process ignores it.
 	Runtime time.Duration
+	// Procs is how many processors the job holds (Slurm: its tasks). The
+	// executor adds FEDSCHED_PROCS to the environment. 0 means 1.
+	Procs int
+	// Script, when set, is run instead of Argv: a batch script (Slurm
+	// submits it as is, so it may start with any interpreter line).
+	Script []byte
+	// Stdout and Stderr are the files the job's output goes to; empty
+	// means the job directory's stdout and stderr. They may be equal.
+	Stdout, Stderr string
+	// User is the account the job runs as (Slurm: sbatch --uid/--gid when
+	// the node runs as root). Empty means the node's own.
+	User string
 }
 
 // DefaultPath is the PATH a job gets when its environment has none.
@@ -102,6 +114,12 @@ type Exit struct {
 	// vanished without recording it, or (Simulated) the executor that ran
 	// it is gone. The other fields but JobID and At are then meaningless.
 	Lost bool
+	// ProviderFailed is true when the site, not the job, failed it: a
+	// Slurm node failed under it, or it was cancelled outside fedsched.
+	ProviderFailed bool
+	// Detail says in a few words what the executor saw (for example the
+	// batch system's end state); may be empty.
+	Detail string
 	// At is when the job ended (when it was found lost, if Lost), by the
 	// executor's clock.
 	At time.Time
