@@ -383,7 +383,7 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// shellQuote quotes s for sh: 'it'\''s'.
+// shellQuote quotes s for sh: 'it'\”s'.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

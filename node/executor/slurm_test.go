@@ -102,7 +102,7 @@ func TestSlurmRunsJobsAndMapsExitCodes(t *testing.T) {
 	work := t.TempDir()
 	ok, bad := testJobID(t), testJobID(t)
 	if err := s.Start(context.Background(), Spec{JobID: ok, Procs: 3, Workdir: work, Env: map[string]string{"GREETING": "hello"},
-		Argv: []string{"/bin/sh", "-c", `echo "$GREETING $FEDSCHED_JOB_ID $FEDSCHED_PROCS $SLURM_NTASKS $(pwd)"; echo oops >&2`},
+		Argv:     []string{"/bin/sh", "-c", `echo "$GREETING $FEDSCHED_JOB_ID $FEDSCHED_PROCS $SLURM_NTASKS $(pwd)"; echo oops >&2`},
 		Deadline: time.Now().Add(5 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
