@@ -383,7 +383,8 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// shellQuote quotes s for sh: 'it'\”s'.
+// shellQuote quotes s for sh, in single quotes (a single quote inside
+// becomes quote, backslash-quote, quote).
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
