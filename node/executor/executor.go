@@ -38,6 +38,15 @@ type Executor interface {
 	Run(ctx context.Context) error
 }
 
+// CapacityReporter is implemented by executors in front of a batch system
+// whose processors come and go (Slurm drains, loses and returns nodes).
+type CapacityReporter interface {
+	// Capacity returns the channel on which Run reports the processors
+	// the batch system would start jobs on now, whenever that changes (and
+	// once at the start). It is never closed.
+	Capacity() <-chan int
+}
+
 // Spec is what an executor needs to run one job.
 type Spec struct {
 	// JobID names the job; it must be usable as a file name: 1 to 200
@@ -47,7 +56,8 @@ type Spec struct {
 	// in DefaultPath if Env has none. Required by Process.
 	Argv []string
 	// Env is the job's complete environment; the node's own is not
-	// inherited. The executor adds FEDSCHED_JOB_ID, and PATH=DefaultPath if
+	// inherited. The executor adds FEDSCHED_JOB_ID=JobID unless Env sets it
+	// (the node sets it to the id the user knows), and PATH=DefaultPath if
 	// Env has no PATH.
 	Env map[string]string
 	// Workdir is the working directory; empty means the job's directory.

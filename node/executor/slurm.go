@@ -76,6 +76,9 @@ type Slurm struct {
 
 	mu   sync.Mutex
 	jobs map[string]*slurmJob // tracked jobs, by fedsched id
+
+	capacity chan int
+	lastCap  int // owned by Run; -1 before the first report
 }
 
 // slurmJob is a job Slurm tracks for us.
@@ -89,7 +92,10 @@ type slurmJob struct {
 	missing int
 }
 
-var _ Executor = (*Slurm)(nil)
+var (
+	_ Executor         = (*Slurm)(nil)
+	_ CapacityReporter = (*Slurm)(nil)
+)
 
 // NewSlurm returns a Slurm executor. It starts nothing and does not talk to
 // Slurm; call Check for that.
@@ -108,7 +114,8 @@ func NewSlurm(cfg SlurmConfig) (*Slurm, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Slurm{cfg: cfg, log: log.With("executor", "slurm"), exits: make(chan Exit, 64),
-		env: mergeEnv(os.Environ(), cfg.Env), jobs: map[string]*slurmJob{}}, nil
+		env: mergeEnv(os.Environ(), cfg.Env), jobs: map[string]*slurmJob{},
+		capacity: make(chan int, 1), lastCap: -1}, nil
 }
 
 // JobDir returns the directory of a job: <data dir>/jobs/<id>.
@@ -599,6 +606,7 @@ func (s *Slurm) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		s.poll(ctx)
+		s.pollCapacity(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -713,4 +721,37 @@ func (s *Slurm) report(ctx context.Context, e Exit) {
 	delete(s.jobs, e.JobID)
 	s.mu.Unlock()
 	s.log.Info("job ended", "job", e.JobID, "exit", e.String(), "detail", e.Detail)
+}
+
+// Capacity implements CapacityReporter.
+func (s *Slurm) Capacity() <-chan int { return s.capacity }
+
+// pollCapacity reports the partition's usable CPUs when they changed. Only
+// the latest value matters: an unread older one is replaced.
+func (s *Slurm) pollCapacity(ctx context.Context) {
+	_, usable, err := s.CPUs(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("slurm: sinfo failed; capacity unchanged", "err", err)
+		}
+		return
+	}
+	if usable == s.lastCap {
+		return
+	}
+	if s.lastCap >= 0 {
+		s.log.Info("slurm: usable CPUs of the partition changed", "from", s.lastCap, "to", usable)
+	}
+	s.lastCap = usable
+	for {
+		select {
+		case s.capacity <- usable:
+			return
+		default:
+		}
+		select {
+		case <-s.capacity:
+		default:
+		}
+	}
 }
