@@ -122,7 +122,12 @@ func kindList(ks []Kind) string {
 		default:
 			s += ", "
 		}
-		s += "a " + k.String()
+		if k == Operator {
+			s += "an "
+		} else {
+			s += "a "
+		}
+		s += k.String()
 	}
 	return s
 }

@@ -171,17 +171,13 @@ type Limits struct {
 	// MaxWatches is how many WatchJobs streams one identity may hold open.
 	// Default: 64.
 	MaxWatches int `yaml:"max_watches"`
-	// MaxIdempotencyKeys is how many idempotency keys one user may have
-	// stored (they live 25 hours). Default: 100000.
-	MaxIdempotencyKeys int `yaml:"max_idempotency_keys"`
 }
 
 // Defaults of Limits.
 const (
-	DefaultMaxMessageBytes    = 4 << 20
-	DefaultMaxPendingJobs     = 10000
-	DefaultMaxWatches         = 64
-	DefaultMaxIdempotencyKeys = 100000
+	DefaultMaxMessageBytes = 4 << 20
+	DefaultMaxPendingJobs  = 10000
+	DefaultMaxWatches      = 64
 )
 
 // WithDefaults returns l with its zero fields set to their defaults.
@@ -194,9 +190,6 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxWatches == 0 {
 		l.MaxWatches = DefaultMaxWatches
-	}
-	if l.MaxIdempotencyKeys == 0 {
-		l.MaxIdempotencyKeys = DefaultMaxIdempotencyKeys
 	}
 	return l
 }
@@ -511,7 +504,7 @@ func (c Config) Validate() error {
 		bad("executor.service_account", "%q is not an account name", c.Jobs.ServiceAccount)
 	}
 	l := c.Limits
-	if l.MaxMessageBytes < 0 || l.MaxPendingJobs < 0 || l.MaxWatches < 0 || l.MaxIdempotencyKeys < 0 {
+	if l.MaxMessageBytes < 0 || l.MaxPendingJobs < 0 || l.MaxWatches < 0 {
 		bad("limits", "must not be negative (0 means the default)")
 	}
 	if l.MaxMessageBytes > 0 && l.MaxMessageBytes < 64<<10 {
