@@ -184,6 +184,10 @@ func (s *BoltStore) Check(ctx context.Context) ([]string, error) {
 
 // checkRecords decodes every record and checks the references between them.
 func checkRecords(tx *bolt.Tx, add func(string, ...any)) {
+	if tx.Bucket(bucketMeta) == nil {
+		add("the file holds no fedsched store (it is empty, or made by something else)")
+		return
+	}
 	if v, err := schemaVersion(tx); err != nil || v != CurrentSchemaVersion {
 		add("schema version %d (err %v), want %d", v, err, CurrentSchemaVersion)
 	}
