@@ -66,12 +66,21 @@ func prepareJobDir(dir string, sf jobSpecFile) error {
 	}
 	// The directory exists: claimed (or ended), or left by a node that died
 	// before a supervisor claimed it.
-	for _, f := range []string{claimFile, exitFile, supervisorFile} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			return fmt.Errorf("%s exists: %w", filepath.Join(dir, f), ErrAlreadyStarted)
-		}
+	if claimed(dir) {
+		return fmt.Errorf("%s was claimed by a supervisor: %w", dir, ErrAlreadyStarted)
 	}
 	return writeJSON(filepath.Join(dir, specFile), sf)
+}
+
+// claimed reports whether a supervisor has claimed the job of dir (or, in
+// a directory made before claims, started or ended it).
+func claimed(dir string) bool {
+	for _, f := range []string{claimFile, exitFile, supervisorFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // claimJob is the supervisor's claim on a job directory: true if this

@@ -313,14 +313,27 @@ func (p *Process) Kill(jobID string) error {
 	return nil
 }
 
+// Started implements StartRecorder: a supervisor claimed the job's
+// directory.
+func (p *Process) Started(jobID string) (bool, error) {
+	if err := checkJobID(jobID); err != nil {
+		return false, err
+	}
+	return claimed(p.JobDir(jobID)), nil
+}
+
+var _ StartRecorder = (*Process)(nil)
+
 // Reattach implements Executor.
 func (p *Process) Reattach(jobID string) error {
 	if err := checkJobID(jobID); err != nil {
 		return err
 	}
 	dir := p.JobDir(jobID)
-	if _, err := os.Stat(filepath.Join(dir, specFile)); err != nil {
-		return fmt.Errorf("reattach job %s: %v: %w", jobID, err, ErrUnknownJob)
+	if !claimed(dir) {
+		// No supervisor took the job: it never started (a node died while
+		// preparing it); Start runs it.
+		return fmt.Errorf("reattach job %s: no supervisor claimed %s: %w", jobID, dir, ErrUnknownJob)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
