@@ -70,7 +70,7 @@ func TestBest(t *testing.T) {
 		{"profit wins", []Quote{{Site: "a", PoF: 0.2, End: 10, Expires: 200}, {Site: "b", PoF: 0.1, End: 50, Expires: 200}}, 1},
 		{"price counts", []Quote{{Site: "a", Price: 5, End: 10, Expires: 200}, {Site: "b", PoF: 0.01, End: 50, Expires: 200}}, 1},
 		{"tie to earliest end", []Quote{{Site: "a", End: 50, Expires: 200}, {Site: "b", End: 10, Expires: 200}}, 1},
-		{"tie to site name", []Quote{{Site: "b", End: 10, Expires: 200}, {Site: "a", End: 10, Expires: 200}}, 1},
+		{"tie to rank order, never the name", []Quote{{Site: "b", End: 10, Expires: 200}, {Site: "a", End: 10, Expires: 200}}, 0},
 		{"expired skipped", []Quote{{Site: "a", End: 10, Expires: 100}, {Site: "b", PoF: 0.5, End: 10, Expires: 200}}, 1},
 	}
 	for _, tc := range tests {

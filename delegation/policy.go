@@ -27,8 +27,11 @@ func (q Quote) Profit(fee, penalty float64) float64 {
 }
 
 // Best returns the index of the quote with the highest expected profit for
-// the origin, ties broken by the earliest end and then by site name, or -1
-// if quotes is empty. Expired quotes (Expires <= now) are skipped.
+// the origin, ties broken by the earliest end and then by position: callers
+// pass quotes in the location policy's rank order, so the better-ranked
+// peer wins a tie, never the alphabetically first (under ACF every quote
+// ties on profit and end). It returns -1 if quotes is empty. Expired quotes
+// (Expires <= now) are skipped.
 func Best(quotes []Quote, fee, penalty float64, now int64) int {
 	best := -1
 	for i, q := range quotes {
@@ -44,7 +47,7 @@ func Best(quotes []Quote, fee, penalty float64, now int64) int {
 		switch {
 		case pq > pb+1e-9:
 			best = i
-		case math.Abs(pq-pb) <= 1e-9 && (q.End < b.End || q.End == b.End && q.Site < b.Site):
+		case math.Abs(pq-pb) <= 1e-9 && q.End < b.End:
 			best = i
 		}
 	}
