@@ -107,3 +107,13 @@ func (s *Site) Outlook(now int64, offsets ...int64) []int {
 	}
 	return out
 }
+
+// WaitingIDs appends the ids of the accepted jobs that have not started to
+// dst, in queue order (submission order; key order under EDF and LTTR as
+// of the last pass).
+func (s *Site) WaitingIDs(dst []int64) []int64 {
+	for _, e := range s.waiting {
+		dst = append(dst, e.job.ID)
+	}
+	return dst
+}
