@@ -133,12 +133,12 @@ func (r Ready) Empty() bool { return len(r.Decisions) == 0 && len(r.Messages) ==
 type state int
 
 const (
-	stateAsking   state = iota + 1 // origin: quote requests out
-	stateAgreeing                  // origin: agree out
-	stateLocal                     // accepted here: waiting or running
-	stateDelegated                 // origin: a peer owns it
-	stateHeld                      // peer: a hold backs a quote
-	stateTaking                    // RQF: a hold backs a take request
+	stateAsking    state = iota + 1 // origin: quote requests out
+	stateAgreeing                   // origin: agree out
+	stateLocal                      // accepted here: waiting or running
+	stateDelegated                  // origin: a peer owns it
+	stateHeld                       // peer: a hold backs a quote
+	stateTaking                     // RQF: a hold backs a take request
 )
 
 type job struct {
@@ -165,15 +165,15 @@ type job struct {
 
 // Agent is one site's decision core.
 type Agent struct {
-	cfg     Config
-	site    *plan.Site
-	adm     *overbook.Admission
-	seq     int64
-	jobs    map[JobKey]*job
-	byID    map[int64]*job
+	cfg  Config
+	site *plan.Site
+	adm  *overbook.Admission
+	seq  int64
+	jobs map[JobKey]*job
+	byID map[int64]*job
 	// waits holds the jobs in a state with a time limit (asking, agreeing,
 	// held, taking): NextWake and Tick look only at them.
-	waits map[JobKey]*job
+	waits   map[JobKey]*job
 	hist    map[string]delegation.History
 	reports map[JobKey]*pendingReport
 	ready   Ready
@@ -618,13 +618,20 @@ func (a *Agent) NextWake(now int64) int64 {
 	for _, jb := range a.waits {
 		switch jb.state {
 		case stateAsking, stateAgreeing:
-			t = min(t, max(jb.deadline, now+1))
+			t = min(t, max(jb.deadline, now)) // Tick settles what is due
 		case stateHeld, stateTaking:
-			t = min(t, max(jb.expires, now+1))
+			t = min(t, max(jb.expires, now))
 		}
 	}
 	for _, r := range a.reports {
-		t = min(t, max(r.next, now+1))
+		t = min(t, max(r.next, now))
+	}
+	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil && a.site.Plan().Free(now) > 0 {
+		// An idle site asks again now and then: nothing else wakes it.
+		if a.rqfAt == minTime {
+			return now
+		}
+		t = min(t, max(a.rqfAt+pullEvery*a.cfg.ReplySeconds, now))
 	}
 	return t
 }

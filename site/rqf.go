@@ -5,6 +5,10 @@ import (
 	"github.com/fedsched/fedsched/plan"
 )
 
+// pullEvery is how many reply periods an RQF site with idle processors
+// waits between two rounds of asking.
+const pullEvery = 10
+
 // maxDisclosed bounds how many waiting jobs one queue answer lists.
 const maxDisclosed = 64
 
@@ -13,7 +17,7 @@ const maxDisclosed = 64
 // the jobs waiting in their queues; at most one round at a time.
 func (a *Agent) pull(now int64) {
 	free := a.site.Plan().Free(now)
-	if free == 0 || a.rqfAt == now || a.rqfAt != minTime && now < a.rqfAt+a.cfg.ReplySeconds && a.pulling > 0 {
+	if free == 0 || a.rqfAt == now || a.pulling > 0 && now < a.rqfAt+a.cfg.ReplySeconds {
 		return
 	}
 	a.rqfAt = now
