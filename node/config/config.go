@@ -36,13 +36,19 @@ type Config struct {
 	Listen string `yaml:"listen"`
 
 	// Procs is the number of identical processors the site schedules.
-	// Default: the number of CPUs of this host. Must be >= 1.
+	// Default: the number of CPUs of this host; with the slurm executor,
+	// the CPUs of its partition (0 after Resolve: read from sinfo at
+	// start). Must be >= 1 otherwise.
 	Procs int `yaml:"procs"`
 
-	// Executor runs the jobs: "process" (real local processes) or
+	// Executor runs the jobs: "process" (real local processes),
 	// "simulated" (jobs pretend to run for their sim_runtime_seconds or
-	// estimate). Default: process. Empty is invalid.
+	// estimate) or "slurm" (jobs are Slurm batch jobs; see Slurm).
+	// Default: process. Empty is invalid.
 	Executor string `yaml:"executor"`
+
+	// Slurm configures the slurm executor.
+	Slurm Slurm `yaml:"slurm"`
 
 	// TimeScale is how many times faster than the wall clock the site's
 	// clock runs: 60 makes a virtual hour pass in a minute. Only the
@@ -75,6 +81,43 @@ type Config struct {
 	// TLS configures transport security of the gRPC API and of peer
 	// connections. The zero value (the default) serves plaintext.
 	TLS TLS `yaml:"tls"`
+
+	// HTTP configures the node's HTTP listener: Prometheus metrics at
+	// /metrics and the status page at /. Off by default.
+	HTTP HTTP `yaml:"http"`
+
+	// Log configures what the node logs and how (docs/metrics.md).
+	Log Log `yaml:"log"`
+}
+
+// HTTP is the configuration of the metrics and status-page listener.
+type HTTP struct {
+	// Listen is the host:port of the HTTP listener. Default: empty, which
+	// turns it off (several nodes on one host would otherwise fight over
+	// one default port). Use 127.0.0.1:PORT for local operators only; with
+	// tls.cert set the listener serves HTTPS with the API's certificate and
+	// client-certificate policy.
+	Listen string `yaml:"listen"`
+}
+
+// Log is the configuration of the node's log.
+type Log struct {
+	// Format is "text" (logfmt-like key=value lines) or "json" (one JSON
+	// object per line, every line, start-up warnings included). Default:
+	// text.
+	Format string `yaml:"format"`
+	// Level is the lowest level written: debug, info, warn or error.
+	// Default: info.
+	Level string `yaml:"level"`
+}
+
+// Slurm configures the slurm executor, which uses the Slurm client
+// commands on PATH with the environment's SLURM_CONF.
+type Slurm struct {
+	// Partition is the Slurm partition fedsched owns and submits to; it
+	// should be dedicated to fedsched (docs/slurm.md). Default: the
+	// cluster's default partition.
+	Partition string `yaml:"partition"`
 }
 
 // Overbooking is the SLA admission configuration; the overbook package
@@ -178,20 +221,25 @@ const (
 	DefaultOverbookMode = "heuristic"
 	DefaultRiskTest     = "threshold"
 	DefaultPoFMax       = 0.1
+	DefaultLogFormat    = "text"
+	DefaultLogLevel     = "info"
 )
 
 // Executor kinds.
 const (
 	ExecutorProcess   = "process"
 	ExecutorSimulated = "simulated"
+	ExecutorSlurm     = "slurm"
 )
 
 // Accepted values of the enumerated fields.
 var (
-	executors = []string{ExecutorProcess, ExecutorSimulated}
-	policies  = []string{"conservative", "easy", "fcfs", "list"}
-	modes     = []string{"heuristic", "comprehensive"}
-	riskTests = []string{"threshold", "risk"}
+	executors  = []string{ExecutorProcess, ExecutorSimulated, ExecutorSlurm}
+	policies   = []string{"conservative", "easy", "fcfs", "list"}
+	modes      = []string{"heuristic", "comprehensive"}
+	riskTests  = []string{"threshold", "risk"}
+	logFormats = []string{"text", "json"}
+	logLevels  = []string{"debug", "info", "warn", "error"}
 )
 
 // Default returns the configuration a node runs with when nothing is given.
@@ -216,6 +264,7 @@ func Default() Config {
 			RiskTest: DefaultRiskTest,
 			PoFMax:   DefaultPoFMax,
 		},
+		Log: Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
 	}
 }
 
@@ -286,8 +335,11 @@ func (c Config) Validate() error {
 	if err := checkHostPort(c.Listen); err != nil {
 		bad("listen", "%v", err)
 	}
-	if c.Procs < 1 {
+	if c.Procs < 1 && !(c.Procs == 0 && c.Executor == ExecutorSlurm) {
 		bad("procs", "must be >= 1, got %d", c.Procs)
+	}
+	if c.Slurm.Partition != "" && c.Executor != ExecutorSlurm {
+		bad("slurm.partition", "needs executor slurm (the %s executor does not use Slurm)", c.Executor)
 	}
 	if !slices.Contains(executors, c.Executor) {
 		bad("executor", "%q is not one of %s", c.Executor, strings.Join(executors, ", "))
@@ -295,8 +347,8 @@ func (c Config) Validate() error {
 	switch {
 	case !(c.TimeScale > 0) || math.IsInf(c.TimeScale, 0):
 		bad("time_scale", "must be a finite number > 0, got %v", c.TimeScale)
-	case c.TimeScale != 1 && c.Executor == ExecutorProcess:
-		bad("time_scale", "must be 1 with the process executor (real processes run in real time), got %v", c.TimeScale)
+	case c.TimeScale != 1 && c.Executor != ExecutorSimulated:
+		bad("time_scale", "must be 1 with the %s executor (real jobs run in real time), got %v", c.Executor, c.TimeScale)
 	}
 	if !slices.Contains(policies, c.Policy) {
 		bad("policy", "%q is not one of %s", c.Policy, strings.Join(policies, ", "))
@@ -332,6 +384,17 @@ func (c Config) Validate() error {
 		if err := checkHostPort(j); err != nil {
 			bad(fmt.Sprintf("gossip.join[%d]", i), "%v", err)
 		}
+	}
+	if c.HTTP.Listen != "" {
+		if err := checkHostPort(c.HTTP.Listen); err != nil {
+			bad("http.listen", "%v", err)
+		}
+	}
+	if !slices.Contains(logFormats, c.Log.Format) {
+		bad("log.format", "%q is not one of %s", c.Log.Format, strings.Join(logFormats, ", "))
+	}
+	if !slices.Contains(logLevels, c.Log.Level) {
+		bad("log.level", "%q is not one of %s", c.Log.Level, strings.Join(logLevels, ", "))
 	}
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		bad("tls", "cert and key go together")
