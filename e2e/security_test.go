@@ -257,7 +257,7 @@ func TestRogueGossipMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ml.Shutdown() }) //nolint:errcheck // test end
-		ml.Join([]string{a.GossipAddr()})  //nolint:errcheck // the wrong key fails, checked below
+		ml.Join([]string{a.GossipAddr()})   //nolint:errcheck // the wrong key fails, checked below
 		return ml
 	}
 	key, _, err := pki.ReadGossipKeys(c.GossipKeyFile())

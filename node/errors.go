@@ -59,4 +59,9 @@ var (
 	// ErrLimitReached is returned when a caller reaches one of the site's
 	// limits (pending jobs, watches, idempotency keys).
 	ErrLimitReached = errors.New("limit reached")
+
+	// ErrDataDirMismatch is returned by Launch and CheckDataDir when the
+	// job directories of a data directory do not belong to its store: an
+	// emptied or replaced store, or one that lost committed writes.
+	ErrDataDirMismatch = errors.New("job directories do not match the store")
 )

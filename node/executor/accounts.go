@@ -93,35 +93,35 @@ func (a Accounts) resolve(name string, uid int) (Account, error) {
 	return acc, nil
 }
 
-// prepareJobDir sets up the directory of a job that runs as acc: the
+// openJobDir sets up the directory of a job that runs as acc: the
 // directory itself stays the node's (the supervisor's files in it must not
 // be forged by the job), others may only traverse it; the job's working
 // directory work/ and its output files are the job user's, readable by it
 // alone.
-func prepareJobDir(dir string, acc Account) (workdir string, err error) {
+func openJobDir(dir string, acc Account) error {
 	if !acc.Switch {
-		return "", nil
+		return nil
 	}
 	if err := os.Chmod(dir, 0o711); err != nil {
-		return "", err
+		return err
 	}
 	work := filepath.Join(dir, workDir)
 	if err := os.Mkdir(work, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
+		return err
 	}
 	if err := os.Chown(work, int(acc.UID), int(acc.GID)); err != nil {
-		return "", err
+		return err
 	}
 	for _, f := range []string{stdoutFile, stderrFile} {
 		fh, err := os.OpenFile(filepath.Join(dir, f), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
-			return "", err
+			return err
 		}
 		err = fh.Chown(int(acc.UID), int(acc.GID))
 		fh.Close()
 		if err != nil {
-			return "", err
+			return err
 		}
 	}
-	return work, nil
+	return nil
 }
