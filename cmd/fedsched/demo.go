@@ -114,7 +114,8 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		fmt.Fprintf(out, "  %-6s %3d processors, conservative backfilling, %s; %2.0f %% of the jobs (offered load %.2f)\n",
 			s.Name, s.Procs, s.what, 100*s.share, info.PerSite[s.Name])
 	}
-	fmt.Fprintf(out, "  data in %s (removed at exit)\n\n", dir)
+	fmt.Fprintf(out, "  data in %s (removed at exit)\n", dir)
+	fmt.Fprintf(out, "  secure as in production: a throwaway CA, mutual TLS between sites and clients, encrypted gossip (docs/security.md)\n\n")
 
 	c, err := e2e.Start(ctx, e2e.Options{Dir: dir, Sites: sites, TimeScale: f.timeScale})
 	if err != nil {

@@ -109,7 +109,11 @@ func TestSocketJobRunsAsItsUser(t *testing.T) {
 			t.Fatalf("job %s: %s\n%s", job.ID, job.State, out)
 		}
 	}
-	stdout, err := os.ReadFile(filepath.Join(data, "jobs", job.ID, "stdout"))
+	outs, _ := filepath.Glob(filepath.Join(data, "jobs", "*", job.ID, "stdout")) // jobs/<store epoch>/<id>
+	if len(outs) != 1 {
+		t.Fatalf("the job's stdout: found %v", outs)
+	}
+	stdout, err := os.ReadFile(outs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,8 +52,10 @@ func prepareJobDir(dir string, sf jobSpecFile) error {
 	if err := os.MkdirAll(parent, 0o711); err != nil {
 		return err
 	}
-	if err := os.Chmod(parent, 0o711); err != nil {
-		return err
+	for _, d := range []string{parent, filepath.Dir(parent)} { // jobs/<epoch>, jobs
+		if err := os.Chmod(d, 0o711); err != nil {
+			return err
+		}
 	}
 	tmp, err := os.MkdirTemp(parent, newDirPrefix+filepath.Base(dir)+"-")
 	if err != nil {
