@@ -318,6 +318,7 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 	head := true
 	headReserved := false
 	var headID int64
+	var pending *entry // head still to be protected by a reservation
 	for i, e := range s.waiting {
 		j := &e.job
 		free := prof.Free(now)
@@ -326,7 +327,16 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 			k += keep(s.waiting, k, i)
 			break
 		}
-		if j.Procs <= free && prof.Fits(j.Procs, now, now+j.Estimate) {
+		fits := j.Procs <= free && prof.Fits(j.Procs, now, now+j.Estimate)
+		if fits && pending != nil {
+			// The head's reservation only matters to a job that could
+			// start now; most passes on a full machine have none, so it is
+			// placed here, before the first, rather than after the head.
+			headReserved, headID = s.protectHead(&pending.job, now)
+			pending = nil
+			fits = !headReserved || prof.Fits(j.Procs, now, now+j.Estimate)
+		}
+		if fits {
 			pl := Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}
 			var err error
 			if soft {
@@ -348,11 +358,7 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 				break
 			}
 			if protectHead {
-				if st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, max(now, j.Release), Forever); ok {
-					if s.plan.Reserve(Reservation{ID: j.ID, Procs: j.Procs, Start: st, End: st + j.Estimate, Release: j.Release, Deadline: Forever}) == nil {
-						headReserved, headID = true, j.ID
-					}
-				}
+				pending = e
 			}
 		}
 	}
@@ -361,6 +367,16 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 	if headReserved {
 		s.plan.Release(headID) //nolint:errcheck // reserved just above
 	}
+}
+
+// protectHead reserves the head job j at its earliest fit so that no job
+// started out of order can delay it, and reports whether it did.
+func (s *Site) protectHead(j *Job, now int64) (bool, int64) {
+	st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, max(now, j.Release), Forever)
+	if !ok || s.plan.Reserve(Reservation{ID: j.ID, Procs: j.Procs, Start: st, End: st + j.Estimate, Release: j.Release, Deadline: Forever}) != nil {
+		return false, 0
+	}
+	return true, j.ID
 }
 
 // keep moves q[from:] to q[k:] and returns how many entries it kept; when
