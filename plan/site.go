@@ -319,9 +319,11 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 	headReserved := false
 	var headID int64
 	var pending *entry // head still to be protected by a reservation
+	// The free count now changes only when a job starts or the head is
+	// reserved; it is read again then, not for every waiting job.
+	free := prof.Free(now)
 	for i, e := range s.waiting {
 		j := &e.job
-		free := prof.Free(now)
 		if free == 0 && !head {
 			// Nothing can start; keep the rest as they are.
 			k += keep(s.waiting, k, i)
@@ -334,7 +336,8 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 			// placed here, before the first, rather than after the head.
 			headReserved, headID = s.protectHead(&pending.job, now)
 			pending = nil
-			fits = !headReserved || prof.Fits(j.Procs, now, now+j.Estimate)
+			free = prof.Free(now)
+			fits = !headReserved || j.Procs <= free && prof.Fits(j.Procs, now, now+j.Estimate)
 		}
 		if fits {
 			pl := Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}
@@ -346,6 +349,7 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 			}
 			if err == nil {
 				s.start(e)
+				free = prof.Free(now)
 				continue
 			}
 		}
