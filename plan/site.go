@@ -251,6 +251,9 @@ func (s *Site) replan(now int64) {
 		if full && prof.Free(now) < e.job.Procs && prof.firstAfter(now, int32(e.job.Procs), true) >= cur.Start {
 			continue
 		}
+		if _, plain := s.adm.(FullEstimate); plain && !s.canMoveEarlier(e, now) {
+			continue
+		}
 		if _, err := s.plan.Release(e.job.ID); err != nil {
 			continue
 		}
@@ -284,6 +287,25 @@ func (s *Site) replan(now int64) {
 	}
 	clear(short)
 	s.short = short[:0]
+}
+
+// canMoveEarlier reports whether waiting job e has a slot of its current
+// length that starts earlier, found without taking its reservation out of
+// the plan (two Adds per waiting job per re-plan otherwise). A slot that
+// ends by the current start does not touch the job's own reservation; one
+// that overlaps it needs, besides the job's own processors, only the second
+// before the current start free.
+func (s *Site) canMoveEarlier(e *entry, now int64) bool {
+	cur := e.place
+	from, _ := e.job.window(now)
+	if cur.Start-1 < from {
+		return false
+	}
+	if s.plan.prof.Free(cur.Start-1) >= e.job.Procs {
+		return true
+	}
+	_, ok := s.plan.prof.EarliestFit(e.job.Procs, cur.End-cur.Start, from, cur.Start)
+	return ok
 }
 
 // startDue starts every waiting reservation that begins at or before now.
