@@ -2,36 +2,41 @@ package sim
 
 import "github.com/fedsched/fedsched/plan"
 
-// FedSLA is the SLA outcome of the jobs submitted at one site of a
-// federated replay, wherever they ran.
+// FedSLA is the SLA outcome at one site of a federated replay, counted as
+// a node counts it: accepted, overbooked, met, violated and the gain (fees
+// of met SLAs minus penalties of violated ones) over the jobs the site ran
+// (its own and those delegated in); rejected over the jobs submitted there
+// that no site took.
 type FedSLA struct {
 	Accepted, Rejected, Overbooked, Met, Violated int
 	Fees, Penalties, Gain                         float64
-	// AcceptedByOverbookingPeer counts the delegated jobs a peer accepted
-	// only by overbooking (into a gap shorter than their estimate);
-	// GainByOverbookingPeer is what they earned (fees of the met minus
-	// penalties of the violated).
+	// AcceptedByOverbookingPeer counts the jobs submitted at the site that
+	// a peer accepted only by overbooking (into a gap shorter than their
+	// estimate); GainByOverbookingPeer is what they earned the peer.
 	AcceptedByOverbookingPeer int
 	GainByOverbookingPeer     float64
 }
 
-// SLA settles the jobs submitted at site k (overbook.Settle decides met or
-// violated, as in the single-site experiments).
+// SLA settles the jobs of site k (overbook.Settle decides met or violated,
+// as in the single-site experiments).
 func (r *FedResult) SLA(k int) FedSLA {
-	var own, byPeer []Record
+	var ran, byPeer []Record
+	rejected := 0
 	for i := range r.Records {
 		f := &r.Records[i]
-		if f.Origin != k {
-			continue
+		switch {
+		case f.Origin == k && !f.Decision.OK():
+			rejected++
+		case f.Exec == k && f.Decision.OK():
+			ran = append(ran, f.Record)
 		}
-		own = append(own, f.Record)
-		if f.Exec != k && f.Decision.Reason == plan.ReasonOverbooked {
+		if f.Origin == k && f.Exec != k && f.Decision.Reason == plan.ReasonOverbooked {
 			byPeer = append(byPeer, f.Record)
 		}
 	}
-	s := Settle(own, r.Sites[k].Procs)
+	s := Settle(ran, r.Sites[k].Procs)
 	p := Settle(byPeer, r.Sites[k].Procs)
-	return FedSLA{Accepted: s.Accepted, Rejected: s.Rejected, Overbooked: s.Overbooked, Met: s.Met, Violated: s.Violated,
+	return FedSLA{Accepted: s.Accepted, Rejected: rejected, Overbooked: s.Overbooked, Met: s.Met, Violated: s.Violated,
 		Fees: s.Fees, Penalties: s.Penalties, Gain: s.Gain, AcceptedByOverbookingPeer: p.Accepted, GainByOverbookingPeer: p.Gain}
 }
 

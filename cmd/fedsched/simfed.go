@@ -49,8 +49,9 @@ type fedSiteReport struct {
 	SLA *fedSLAReport `json:"sla,omitempty"`
 }
 
-// fedSLAReport is the SLA outcome of the jobs submitted at a site (or at
-// all sites, in totals); with --runs, means and 95 % half-widths.
+// fedSLAReport is the SLA outcome at a site (sim.FedSLA: counted where the
+// jobs ran, as the live demo counts), or over all sites in totals; with
+// --runs, means and 95 % half-widths.
 type fedSLAReport struct {
 	Accepted                      float64  `json:"accepted"`
 	AcceptedCI95                  *float64 `json:"accepted_ci95,omitempty"`
@@ -286,7 +287,7 @@ func printFedTable(w io.Writer, r fedReport) {
 		if h == nil {
 			return fmt.Sprintf(f, x)
 		}
-		return fmt.Sprintf(f+" ± "+f, x, *h)
+		return fmt.Sprintf(f+" ± "+strings.ReplaceAll(f, "+", ""), x, *h)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "site\tpolicy\tprocs\tjobs\tAWRT alone (s)\tAWRT federated (s)\tchange (%%)\tutilisation alone\tutilisation federated\tdelegated out\tdelegated in\t\n")
@@ -306,7 +307,7 @@ func printFedTable(w io.Writer, r fedReport) {
 	}
 	tw.Flush()
 	if r.Totals.SLA != nil {
-		fmt.Fprintln(w, "SLAs of the jobs submitted at each site, wherever they ran (by overbooking peer: delegated jobs a peer accepted only by overbooking)")
+		fmt.Fprintln(w, "SLAs where the jobs ran (rejected: submitted there, taken by no site; by overbooking peer: submitted there, accepted by a peer only by overbooking)")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "site\taccepted\trejected\toverbooked\tmet\tviolated\tgain\tby overbooking peer\tgain by overbooking peer\t\n")
 		row := func(name string, s *fedSLAReport) {
