@@ -132,10 +132,13 @@ type loaded struct {
 }
 
 // slice builds the workload's jobs, site by site.
-func (s *Scenario) slice() ([]loaded, error) {
+func (s *Scenario) slice(seed uint64) ([]loaded, error) {
 	w := s.Workload
 	ts := TraceSlice{Trace: w.Trace, Skip: w.Skip, Jobs: w.Jobs, Span: w.Span, MinEstimate: w.MinEstimate, MaxEstimate: w.MaxEstimate,
 		Load: w.Load, Seed: w.Seed}
+	if ts.Seed == 0 {
+		ts.Seed = seed
+	}
 	idx := map[string]int{}
 	for i, site := range s.Sites {
 		ts.Sites = append(ts.Sites, SliceSite{Name: site.Name, Procs: site.Procs, Share: site.Share})
@@ -489,19 +492,30 @@ func (s *Scenario) span() int64 {
 // keep their jobs with exact estimates), aligns and scales them, gives SLA
 // terms to the jobs of sites with deadlines or fees, and returns the
 // federation configuration with Federate on.
-func (s *Scenario) Build() (FedConfig, error) {
+func (s *Scenario) Build() (FedConfig, error) { return s.BuildReplication(0) }
+
+// ReplicationVaries reports whether replications differ in their jobs (a
+// workload without its own seed draws each replication's assignment of
+// jobs to sites) and not only in the location policy's jitter.
+func (s *Scenario) ReplicationVaries() bool { return s.Workload != nil && s.Workload.Seed == 0 }
+
+// BuildReplication is Build for replication i (from 0) of --runs: its seed
+// is ReplicationSeed(seed, i), and a workload without a seed of its own
+// draws its jobs' sites with it. Replication 0 is Build.
+func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 	span := s.span()
 	tm, _ := s.transfer()
 	seed := s.Seed
 	if seed == 0 {
 		seed = 1
 	}
+	seed = ReplicationSeed(seed, i)
 	cfg := FedConfig{Federate: true, Transfer: tm, MaxHops: s.MaxHops, Seed: seed, Latency: s.Latency,
 		Location: delegation.LocationConfig{MaxCandidates: s.MaxCandidates, Jitter: s.Jitter}}
 	var all []loaded
 	if s.Workload != nil {
 		var err error
-		if all, err = s.slice(); err != nil {
+		if all, err = s.slice(seed); err != nil {
 			return cfg, err
 		}
 	}

@@ -158,4 +158,3 @@ func (ts TraceSlice) Build() ([]SliceJob, SliceInfo, error) {
 	}
 	return out, info, nil
 }
-

@@ -157,7 +157,9 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	if err != nil {
 		return fmt.Errorf("InvalidArgument: %w", err)
 	}
-	feds := make([]*sim.FedResult, runs)
+	// Each replication runs federated; its baseline (every site alone) is
+	// shared unless the replications differ in their jobs.
+	feds, alones := make([]*sim.FedResult, runs), make([]*sim.FedResult, runs)
 	errs := make([]error, runs)
 	sem := make(chan struct{}, 2)
 	var wg sync.WaitGroup
@@ -169,7 +171,18 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 			defer func() { <-sem }()
 			c := cfg
 			c.Seed = sim.ReplicationSeed(cfg.Seed, i)
-			feds[i], errs[i] = sim.RunFederation(cmd.Context(), c)
+			if sc.ReplicationVaries() && i > 0 {
+				if c, errs[i] = sc.BuildReplication(i); errs[i] != nil {
+					return
+				}
+			}
+			if feds[i], errs[i] = sim.RunFederation(cmd.Context(), c); errs[i] != nil {
+				return
+			}
+			if i == 0 || sc.ReplicationVaries() {
+				c.Federate = false
+				alones[i], errs[i] = sim.RunFederation(cmd.Context(), c)
+			}
 		}()
 	}
 	wg.Wait()
@@ -178,11 +191,12 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 			return e
 		}
 	}
-	cfg.Federate = false
-	alone, err := sim.RunFederation(cmd.Context(), cfg)
-	if err != nil {
-		return err
+	for i := range alones {
+		if alones[i] == nil {
+			alones[i] = alones[0]
+		}
 	}
+	alone := alones[0]
 	fed := feds[0]
 	rep := fedReport{Scenario: sc.Name, Transfer: cfg.Transfer.String(), Runs: runs}
 	rep.MigrationsN, rep.MigrationsSA = fed.Migrations()
@@ -198,8 +212,8 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		perRun := make([]sim.FedSLA, runs)
 		for i, fr := range feds {
 			awrt[i] = fr.OriginMetrics(k).AWRT
-			if r.Alone.AWRT > 0 {
-				change[i] = (r.Alone.AWRT - awrt[i]) / r.Alone.AWRT
+			if a := alones[i].OriginMetrics(k).AWRT; a > 0 {
+				change[i] = (a - awrt[i]) / a
 			}
 			o, n := fr.Delegations(k)
 			out[i], in[i] = float64(o), float64(n)
