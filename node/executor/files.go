@@ -19,6 +19,7 @@ const (
 	stdoutFile     = "stdout"
 	stderrFile     = "stderr"
 	supervisorLog  = "supervisor.log"
+	scriptFile     = "script"
 )
 
 // jobSpecFile is spec.json: what the supervisor runs.
@@ -29,6 +30,40 @@ type jobSpecFile struct {
 	Workdir   string            `json:"workdir,omitempty"`
 	Deadline  time.Time         `json:"deadline,omitzero"`
 	KillGrace time.Duration     `json:"kill_grace_ns"`
+	// Stdout and Stderr are the output files; empty means the job
+	// directory's stdout and stderr.
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+}
+
+// OutputPaths returns the files a job's standard output and error go to:
+// the spec's, or the job directory's stdout and stderr.
+func OutputPaths(jobDir string, spec Spec) (stdout, stderr string) {
+	stdout, stderr = spec.Stdout, spec.Stderr
+	if stdout == "" {
+		stdout = filepath.Join(jobDir, stdoutFile)
+	}
+	if stderr == "" {
+		stderr = filepath.Join(jobDir, stderrFile)
+	}
+	return stdout, stderr
+}
+
+// writeScript saves a job's script in its directory and returns the argv
+// that runs it with args: the script itself when it starts with an
+// interpreter line, else sh.
+func writeScript(dir string, script []byte, args []string) ([]string, error) {
+	path := filepath.Join(dir, scriptFile)
+	if err := writeFileAtomic(path, script); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o755); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(string(script), "#!") {
+		return append([]string{path}, args...), nil
+	}
+	return append([]string{"/bin/sh", path}, args...), nil
 }
 
 // supervisorState is supervisor.json.

@@ -128,7 +128,7 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 	if err := checkJobID(spec.JobID); err != nil {
 		return err
 	}
-	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+	if len(spec.Script) == 0 && (len(spec.Argv) == 0 || spec.Argv[0] == "") {
 		return fmt.Errorf("job %s: empty command: %w", spec.JobID, ErrInvalidSpec)
 	}
 	p.mu.Lock()
@@ -154,8 +154,14 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 		return fmt.Errorf("job %s: %w", spec.JobID, err)
 	}
 	f.Close()
-	sf := jobSpecFile{JobID: spec.JobID, Argv: spec.Argv, Env: spec.Env, Workdir: spec.Workdir,
-		Deadline: spec.Deadline, KillGrace: p.cfg.KillGrace}
+	argv := spec.Argv
+	if len(spec.Script) > 0 {
+		if argv, err = writeScript(dir, spec.Script, spec.Argv); err != nil {
+			return fmt.Errorf("job %s: write script: %w", spec.JobID, err)
+		}
+	}
+	sf := jobSpecFile{JobID: spec.JobID, Argv: argv, Env: spec.Env, Workdir: spec.Workdir,
+		Deadline: spec.Deadline, KillGrace: p.cfg.KillGrace, Stdout: spec.Stdout, Stderr: spec.Stderr}
 	if err := writeJSON(filepath.Join(dir, specFile), sf); err != nil {
 		return fmt.Errorf("job %s: write spec: %w", spec.JobID, err)
 	}

@@ -292,11 +292,11 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	if err := writeJSON(filepath.Join(dir, specFile), sf); err != nil {
 		return fmt.Errorf("job %s: write spec: %w", spec.JobID, err)
 	}
-	args, env, script, err := s.sbatchArgs(ctx, spec, dir)
+	args, env, err := s.sbatchArgs(ctx, spec, dir)
 	if err != nil {
 		return fmt.Errorf("job %s: %v: %w", spec.JobID, err, ErrStartFailed)
 	}
-	out, err := s.command(ctx, env, script, "sbatch", args...)
+	out, err := s.command(ctx, env, nil, "sbatch", args...)
 	if err != nil {
 		// sbatch refused (bad partition, limits, no account for the
 		// user): nothing was queued.
@@ -319,18 +319,17 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	return nil
 }
 
-// sbatchArgs returns sbatch's arguments, its environment (the job's: with
-// --export=ALL Slurm hands sbatch's environment to the job) and the batch
-// script on its standard input.
-func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, env []string, script []byte, err error) {
+// sbatchArgs writes the batch script and returns sbatch's arguments and its
+// environment (the job's: with --export=ALL Slurm hands sbatch's
+// environment to the job).
+func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, env []string, err error) {
 	part, err := s.Partition(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	procs := max(spec.Procs, 1)
 	workdir := cmpOr(spec.Workdir, dir)
-	stdout := cmpOr(spec.Stdout, filepath.Join(dir, stdoutFile))
-	stderr := cmpOr(spec.Stderr, filepath.Join(dir, stderrFile))
+	stdout, stderr := OutputPaths(dir, spec)
 	args = []string{"--parsable", "--job-name=" + spec.JobID, "--comment=" + commentPrefix + spec.JobID,
 		"--partition=" + part, "--ntasks=" + strconv.Itoa(procs), "--chdir=" + workdir,
 		// Slurm expands %-patterns in file names; ours are expanded already.
@@ -346,7 +345,7 @@ func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, en
 	if spec.User != "" && os.Geteuid() == 0 {
 		u, err := user.Lookup(spec.User)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("the job's user %q has no account on this host: %v", spec.User, err)
+			return nil, nil, fmt.Errorf("the job's user %q has no account on this host: %v", spec.User, err)
 		}
 		args = append(args, "--uid="+u.Uid, "--gid="+u.Gid)
 	}
@@ -370,7 +369,10 @@ func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, en
 		}
 	}
 	slices.Sort(env)
-	script = spec.Script
+	// sbatch reads the script at submission (slurmctld keeps a copy), so
+	// it may live in the node's private job directory. A command becomes a
+	// two-line script; a script's Argv are its arguments.
+	script, scriptArgs := spec.Script, spec.Argv
 	if len(script) == 0 {
 		var b strings.Builder
 		b.WriteString("#!/bin/sh\n# fedsched job " + spec.JobID + "\nexec")
@@ -378,9 +380,17 @@ func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, en
 			b.WriteString(" " + shellQuote(a))
 		}
 		b.WriteString("\n")
-		script = []byte(b.String())
+		script, scriptArgs = []byte(b.String()), nil
+	} else if !strings.HasPrefix(string(script), "#!") {
+		// sbatch insists on an interpreter line.
+		script = append([]byte("#!/bin/sh\n"), script...)
 	}
-	return args, env, script, nil
+	argv, err := writeScript(dir, script, scriptArgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	args = append(args, argv...)
+	return args, env, nil
 }
 
 func cmpOr(a, b string) string {
