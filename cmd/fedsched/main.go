@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 		newJobsCmd(),
 		newCancelCmd(),
 		newWatchCmd(),
+		newLogsCmd(),
 		newExplainCmd(),
 		newReserveCmd(), // operators' reservations: client_reserve.go
 		newReservationsCmd(),
