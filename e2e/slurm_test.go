@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -331,7 +332,9 @@ func TestSlurmAndProcessSitesDelegate(t *testing.T) {
 	}
 	// Too wide for the process site: delegated to the Slurm site, where
 	// Slurm runs it.
-	toSlurm := pr.submit(cmdSpec(4, 30, "sh", "-c", "echo ran in slurm as $FEDSCHED_JOB_ID"))
+	out := t.TempDir()
+	toSlurm := pr.submit(&fedschedv1.JobSpec{Procs: 4, EstimateSeconds: 30, User: "root", Workdir: out, Output: "wave-%j.out",
+		Script: []byte("#!/bin/sh\n#FEDSCHED --procs 4\necho ran in slurm as $FEDSCHED_JOB_ID on $FEDSCHED_PROCS\necho oops >&2\n")})
 	if toSlurm.GetState() != fedschedv1.JobState_JOB_STATE_DELEGATED {
 		t.Fatalf("4-processor job at the 2-processor site: %s, want DELEGATED", brief(toSlurm))
 	}
@@ -350,16 +353,50 @@ func TestSlurmAndProcessSitesDelegate(t *testing.T) {
 	b := sl.waitJob(toProc.GetId(), "completed", 40*time.Second, inState(fedschedv1.JobState_JOB_STATE_COMPLETED))
 	checkRoute(t, a, pr.site().GetName(), sl.site().GetName())
 	checkRoute(t, b, sl.site().GetName(), pr.site().GetName())
+	// Each origin reads the output of its delegated job from the peer
+	// that ran it; the job knew itself by the id its user was given.
+	wantA := fmt.Sprintf("ran in slurm as %s on 4\noops\n", a.GetId())
+	if got := logs(t, pr, a.GetId()); got != wantA {
+		t.Errorf("logs of %s at its origin: %q, want %q", a.GetId(), got, wantA)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "wave-"+a.GetId()+".out")); err != nil || string(b) != wantA {
+		t.Errorf("--output file: %q, %v", b, err)
+	}
+	if got, want := logs(t, sl, b.GetId()), "ran as process "+b.GetId()+"\n"; got != want {
+		t.Errorf("logs of %s at its origin: %q, want %q", b.GetId(), got, want)
+	}
 	// The Slurm site's Slurm job for the delegated job carries the Slurm
 	// site's own id of it, which names the origin's job in its route.
-	out, err := exec.Command("squeue", "-h", "-t", "all", "-o", "%j %k").Output()
+	sq, err := exec.Command("squeue", "-h", "-t", "all", "-o", "%j %k").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(out), sl.site().GetName()+".") {
-		t.Errorf("squeue shows no job of the Slurm site:\n%s", out)
+	if !strings.Contains(string(sq), sl.site().GetName()+".") {
+		t.Errorf("squeue shows no job of the Slurm site:\n%s", sq)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	sl.cl.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: fillJob.GetId()}) //nolint:errcheck // cleanup
+}
+
+// logs reads a job's whole output through the site's API, following it.
+func logs(t *testing.T, n *procNode, id string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := n.cl.GetJobOutput(ctx, &fedschedv1.GetJobOutputRequest{JobId: id, Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for {
+		c, err := st.Recv()
+		if err == io.EOF {
+			return b.String()
+		}
+		if err != nil {
+			t.Fatalf("logs %s: %v", id, err)
+		}
+		b.Write(c.GetData())
+	}
 }
