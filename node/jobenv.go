@@ -39,8 +39,16 @@ func (n *Node) batchSpec(es *executor.Spec, lj *liveJob) {
 	es.Env = env
 	es.Script = spec.GetScript()
 	if n.cfg.Executor != config.ExecutorSimulated {
-		es.Stdout, es.Stderr = outputPaths(spec, env["FEDSCHED_JOB_ID"], filepath.Join(n.cfg.DataDir, "jobs", lj.job.GetId()))
+		es.Stdout, es.Stderr = outputPaths(spec, env["FEDSCHED_JOB_ID"], n.jobDir(lj.job.GetId()))
 	}
+}
+
+// jobDir is the executor's directory of a job.
+func (n *Node) jobDir(id string) string {
+	if d, ok := n.deps.Executor.(executor.JobDirs); ok {
+		return d.JobDir(id)
+	}
+	return filepath.Join(n.cfg.DataDir, jobsSubdir, id)
 }
 
 // outputPaths returns where a job's output and error go: the spec's

@@ -76,6 +76,10 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
+	epoch, err := checkStore(ctx, st, cfg.DataDir)
+	if err != nil {
+		return err
+	}
 	clk := opt.Clock
 	if clk == nil {
 		clk = clock.Real()
@@ -88,7 +92,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	case config.ExecutorSimulated:
 		ex = executor.NewSimulated(executor.SimulatedConfig{Clock: clk, Logger: log})
 	case config.ExecutorSlurm:
-		if ex, cfg.Procs, err = newSlurmExecutor(ctx, cfg, log); err != nil {
+		if ex, cfg.Procs, err = newSlurmExecutor(ctx, cfg, epoch, log); err != nil {
 			return err
 		}
 	default:
@@ -100,7 +104,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 			}
 			sup = []string{self, "supervise"}
 		}
-		p, err := executor.NewProcess(executor.ProcessConfig{DataDir: cfg.DataDir, SupervisorCommand: sup, KillGrace: cfg.KillGrace, Logger: log})
+		p, err := executor.NewProcess(executor.ProcessConfig{DataDir: cfg.DataDir, Epoch: epoch, SupervisorCommand: sup, KillGrace: cfg.KillGrace, Logger: log})
 		if err != nil {
 			return err
 		}

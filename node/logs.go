@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/fedsched/fedsched/node/config"
@@ -158,7 +157,7 @@ func (n *Node) streamOutput(ctx context.Context, j *fedschedv1.Job, userID strin
 
 // outputFile is where a job's output (or error) is on this host.
 func (n *Node) outputFile(j *fedschedv1.Job, userID string, stderr bool) string {
-	jobDir := filepath.Join(n.cfg.DataDir, "jobs", j.GetId())
+	jobDir := n.jobDir(j.GetId())
 	out, errPath := outputPaths(j.GetSpec(), userID, jobDir)
 	out, errPath = executor.OutputPaths(jobDir, executor.Spec{Stdout: out, Stderr: errPath})
 	if stderr {

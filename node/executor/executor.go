@@ -47,6 +47,13 @@ type CapacityReporter interface {
 	Capacity() <-chan int
 }
 
+// JobDirs is implemented by executors that keep a directory per job (the
+// default place of its output).
+type JobDirs interface {
+	// JobDir returns the directory of a job.
+	JobDir(jobID string) string
+}
+
 // Spec is what an executor needs to run one job.
 type Spec struct {
 	// JobID names the job; it must be usable as a file name: 1 to 200
@@ -166,4 +173,13 @@ func checkJobID(id string) error {
 		return fmt.Errorf("job id %q: %w", id, ErrInvalidSpec)
 	}
 	return nil
+}
+
+// StartRecorder is implemented by executors whose jobs outlive the node
+// (Process): Started reports whether a job was handed over and taken, even
+// by an earlier node on the same data. A node that died right after
+// starting a job, before storing that, finds it with Started at restart.
+// Executors whose jobs die with the node (Simulated) need not implement it.
+type StartRecorder interface {
+	Started(jobID string) (bool, error)
 }

@@ -22,8 +22,11 @@ import (
 // SlurmConfig configures a Slurm executor.
 type SlurmConfig struct {
 	// DataDir is the node's data directory; each job's record of its Slurm
-	// job lives in DataDir/jobs/<id>. Required.
+	// job lives in the job's directory there (see Epoch). Required.
 	DataDir string
+	// Epoch names the generation of the node's store, as
+	// ProcessConfig.Epoch: jobs live in DataDir/jobs/<Epoch>/<id>.
+	Epoch string
 	// Partition is the Slurm partition fedsched owns; empty means the
 	// cluster's default partition.
 	Partition string
@@ -118,9 +121,9 @@ func NewSlurm(cfg SlurmConfig) (*Slurm, error) {
 		capacity: make(chan int, 1), lastCap: -1}, nil
 }
 
-// JobDir returns the directory of a job: <data dir>/jobs/<id>.
+// JobDir returns the directory of a job: <data dir>/jobs/<epoch>/<id>.
 func (s *Slurm) JobDir(jobID string) string {
-	return filepath.Join(s.cfg.DataDir, "jobs", jobID)
+	return filepath.Join(s.cfg.DataDir, "jobs", s.cfg.Epoch, jobID)
 }
 
 // Exits implements Executor.
@@ -385,11 +388,10 @@ func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, en
 		// sbatch insists on an interpreter line.
 		script = append([]byte("#!/bin/sh\n"), script...)
 	}
-	argv, err := writeScript(dir, script, scriptArgs)
-	if err != nil {
+	if err := writeScript(dir, script); err != nil {
 		return nil, nil, err
 	}
-	args = append(args, argv...)
+	args = append(args, scriptArgv(dir, script, scriptArgs)...)
 	return args, env, nil
 }
 
