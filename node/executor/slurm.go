@@ -98,6 +98,7 @@ type slurmJob struct {
 var (
 	_ Executor         = (*Slurm)(nil)
 	_ CapacityReporter = (*Slurm)(nil)
+	_ StartRecorder    = (*Slurm)(nil)
 )
 
 // NewSlurm returns a Slurm executor. It starts nothing and does not talk to
@@ -766,4 +767,21 @@ func (s *Slurm) pollCapacity(ctx context.Context) {
 		default:
 		}
 	}
+}
+
+// Started implements StartRecorder: the job was handed to Slurm (its Slurm
+// id is recorded, or Slurm knows a job by its name and comment).
+func (s *Slurm) Started(jobID string) (bool, error) {
+	if err := checkJobID(jobID); err != nil {
+		return false, err
+	}
+	dir := s.JobDir(jobID)
+	if _, err := os.Stat(filepath.Join(dir, slurmFile)); err == nil {
+		return true, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, specFile)); err != nil {
+		return false, nil
+	}
+	sid, err := s.findByName(context.Background(), jobID)
+	return sid != "", err
 }
