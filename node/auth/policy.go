@@ -53,6 +53,7 @@ var policy = map[string]rule{
 	fedschedv1.SiteService_Explain_FullMethodName:           {users, ownJob(func(r any) string { return r.(*fedschedv1.ExplainRequest).GetJobId() })},
 	fedschedv1.SiteService_ListJobs_FullMethodName:          {users, checkList},
 	fedschedv1.SiteService_WatchJobs_FullMethodName:         {users, checkWatch},
+	fedschedv1.SiteService_GetJobOutput_FullMethodName:      {users, ownJob(func(r any) string { return r.(*fedschedv1.GetJobOutputRequest).GetJobId() })},
 	fedschedv1.SiteService_GetSite_FullMethodName:           {everyone, nil},
 	fedschedv1.SiteService_ListReservations_FullMethodName:  {users, nil},
 	fedschedv1.SiteService_CreateReservation_FullMethodName: {operators, nil},
@@ -91,6 +92,10 @@ var policy = map[string]rule{
 		return c.counterpartyIsCaller(c.req.(*fedschedv1.ReportOutcomeRequest).GetAgreementId())
 	}},
 	fedschedv1.FederationService_ListMembers_FullMethodName: {everyone, nil},
+	// A delegated job's output goes to its origin only.
+	fedschedv1.FederationService_PeerJobOutput_FullMethodName: {sites, func(c *call) error {
+		return c.originIsCaller(c.req.(*fedschedv1.PeerJobOutputRequest).GetOriginSite())
+	}},
 }
 
 // authorize decides one call: nil, or a PermissionDenied or

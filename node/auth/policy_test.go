@@ -75,6 +75,10 @@ func TestPolicy(t *testing.T) {
 		{"site reads another origin's agreement", siteC, fedschedv1.FederationService_GetAgreement_FullMethodName, &fedschedv1.GetAgreementRequest{OriginSite: "a", OriginJobId: "a.1"}, denied},
 		{"operator reads an agreement", op, fedschedv1.FederationService_GetAgreement_FullMethodName, &fedschedv1.GetAgreementRequest{AgreementId: "b.7"}, ok},
 		{"user lists members", alice, fedschedv1.FederationService_ListMembers_FullMethodName, &fedschedv1.ListMembersRequest{}, ok},
+		{"user reads another's output", alice, fedschedv1.SiteService_GetJobOutput_FullMethodName, &fedschedv1.GetJobOutputRequest{JobId: "a.2"}, denied},
+		{"user reads own output", alice, fedschedv1.SiteService_GetJobOutput_FullMethodName, &fedschedv1.GetJobOutputRequest{JobId: "a.1"}, ok},
+		{"site reads another origin's output", siteC, fedschedv1.FederationService_PeerJobOutput_FullMethodName, &fedschedv1.PeerJobOutputRequest{OriginSite: "a"}, denied},
+		{"origin reads its job's output", siteA, fedschedv1.FederationService_PeerJobOutput_FullMethodName, &fedschedv1.PeerJobOutputRequest{OriginSite: "a"}, ok},
 		{"unknown method", op, "/fedsched.v1.SiteService/Shutdown", nil, denied},
 		{"insecure caller may do all", insecure, fedschedv1.FederationService_Terminate_FullMethodName, &fedschedv1.TerminateRequest{AgreementId: "b.7"}, ok},
 	} {

@@ -211,16 +211,20 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Output is the job user's alone (prepareJobDir made the files theirs
-	// when the job runs as another account).
-	stdout, err := os.OpenFile(filepath.Join(dir, stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// Output is the job user's alone: when the job runs as another
+	// account, the files are opened with that account's rights (a path the
+	// user names must be one the user may write), and are its own.
+	outPath, errPath := OutputPaths(dir, Spec{Stdout: spec.Stdout, Stderr: spec.Stderr})
+	stdout, err := openOutput(outPath, spec.RunAs)
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		stdout.Close()
-		return nil, err
+	stderr := stdout
+	if errPath != outPath {
+		if stderr, err = openOutput(errPath, spec.RunAs); err != nil {
+			stdout.Close()
+			return nil, err
+		}
 	}
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if r := spec.RunAs; r != nil {
