@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fedsched/fedsched/discovery"
+	"github.com/fedsched/fedsched/node"
 	"github.com/fedsched/fedsched/node/auth"
 	"github.com/fedsched/fedsched/node/pki"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
@@ -27,7 +28,7 @@ import (
 func TestSecurityMatrix(t *testing.T) {
 	t.Parallel()
 	// Real time, so that nothing moves while the refusals are tried.
-	c := start(t, Options{TimeScale: 1, Federation: fed(), Sites: []SiteConfig{
+	c := start(t, Options{TimeScale: 1, Federation: patientFed(), Sites: []SiteConfig{
 		{Name: "a", Procs: 2}, {Name: "b", Procs: 8}, {Name: "c", Procs: 8},
 	}})
 	ctx := bg(t)
@@ -219,7 +220,7 @@ func TestSecurityMatrix(t *testing.T) {
 // the jobs it was meant to attract are delegated to the real sites.
 func TestRogueGossipMembers(t *testing.T) {
 	t.Parallel()
-	c := start(t, Options{TimeScale: 100, Federation: fed(), Sites: []SiteConfig{
+	c := start(t, Options{TimeScale: 100, Federation: patientFed(), Sites: []SiteConfig{
 		{Name: "a", Procs: 2}, {Name: "b", Procs: 8}, {Name: "c", Procs: 8},
 	}})
 	ctx := bg(t)
@@ -329,4 +330,12 @@ func unmarshalJob(b []byte) *fedschedv1.Job {
 	j := &fedschedv1.Job{}
 	proto.Unmarshal(b, j) //nolint:errcheck // marshalled above
 	return j
+}
+
+// patientFed is fed() with quotes that may take long on a loaded machine:
+// these tests are about who may call, not how fast.
+func patientFed() node.FederationConfig {
+	f := fed()
+	f.QuoteTimeout = 15 * time.Second
+	return f
 }
