@@ -179,7 +179,11 @@ func (s *service) CancelJob(ctx context.Context, req *fedschedv1.CancelJobReques
 		if err != nil {
 			return nil, err
 		}
-		return nil, ToStatus(fmt.Errorf("job %s is already %s: %w", j.GetId(), stateName(j.GetState()), ErrJobFinished))
+		if j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED {
+			// Idempotent: the job is what the user asked for.
+			return &fedschedv1.CancelJobResponse{Job: j}, nil
+		}
+		return nil, ToStatus(fmt.Errorf("job %s already ended %s and cannot be cancelled: %w", j.GetId(), stateName(j.GetState()), ErrJobFinished))
 	}
 	if res.err != nil {
 		return nil, ToStatus(res.err)
