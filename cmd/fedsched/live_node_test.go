@@ -142,3 +142,20 @@ func TestLiveOutcomes(t *testing.T) {
 		t.Errorf("sleep 1 with a 1 s estimate: %v %v %q", j.GetState(), j.GetSlaOutcome(), j.GetMessage())
 	}
 }
+
+// TestGossipOnEveryInterface: `--gossip :PORT` (the documented form) binds
+// every interface, as Go's listeners read ":PORT", and the site serves.
+func TestGossipOnEveryInterface(t *testing.T) {
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startLiveNode(t, "--site", "g", "--data", t.TempDir(), "--procs", "2", "--executor", "simulated", "--gossip", ":"+port)
+	if !strings.Contains(n.stderr.String(), "node ready") {
+		t.Fatalf("node with --gossip :%s did not start:\n%s", port, n.stderr.String())
+	}
+	out := mustRun(t, "peers", "--addr", n.addr)
+	if !strings.Contains(out, "g") || !strings.Contains(out, "alive") {
+		t.Errorf("peers: %s", out)
+	}
+}
