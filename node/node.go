@@ -210,14 +210,18 @@ func (n *Node) Run(ctx context.Context) error {
 	if cr, ok := n.deps.Executor.(executor.CapacityReporter); ok {
 		capacity = cr.Capacity()
 	}
+	// passed is the time of the last pass: the core's NextWake answers
+	// what comes after it, so that a wake-up the clock has already reached
+	// while the turn ran is not skipped. (None yet: the first turn passes
+	// at once.)
+	passed := n.now() - 1
 	for {
-		now := n.now()
 		if timer != nil {
 			timer.Stop()
 		}
 		var tick <-chan time.Time
-		if wake := min(n.site.NextWake(now), n.reservationWake()); wake < plan.Forever {
-			timer = n.deps.Clock.NewTimer(time.Duration(max(wake-now, 0)) * time.Second)
+		if wake := min(n.site.NextWake(passed), n.reservationWake()); wake < plan.Forever {
+			timer = n.deps.Clock.NewTimer(max(time.Unix(wake, 0).Sub(n.deps.Clock.Now()), 0))
 			tick = timer.C()
 		}
 		batch = batch[:0]
@@ -242,7 +246,7 @@ func (n *Node) Run(ctx context.Context) error {
 		case n.usable = <-capacity:
 		case <-tick:
 		}
-		now = n.now()
+		now := n.now()
 		if exit != nil {
 			n.handleExit(*exit, now)
 		}
@@ -254,6 +258,7 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		n.tickReservations(now)
 		n.pass(ctx, now)
+		passed = now
 		err := n.commit(ctx)
 		for _, d := range deliver {
 			if d != nil {
