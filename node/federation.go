@@ -273,7 +273,21 @@ func maps2(m map[string]delegation.History) map[string]delegation.History {
 // job whose route already holds MaxHops delegations is neither delegated
 // further by this site nor quoted for (taken from another site) by it.
 func (n *Node) mayDelegate(route []*fedschedv1.RouteHop) bool {
-	return routeOf(&fedschedv1.Job{Route: route}).CanDelegate(n.fed.MaxHops)
+	return delegationsOf(route).CanDelegate(n.fed.MaxHops)
+}
+
+// delegationsOf is the route's completed delegations: a site received the
+// job from a peer under an agreement. (An origin's DELEGATED hop may be an
+// intent it abandoned in a crash; only the receiving hop proves the
+// delegation happened.)
+func delegationsOf(route []*fedschedv1.RouteHop) delegation.Route {
+	var r delegation.Route
+	for _, h := range route {
+		if h.GetReason() == fedschedv1.Reason_REASON_RECEIVED_FROM_PEER {
+			r = append(r, delegation.Hop{Site: h.GetSite(), Action: delegation.ActionDelegated})
+		}
+	}
+	return r
 }
 
 func routeOf(j *fedschedv1.Job) delegation.Route {
@@ -534,7 +548,7 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 	}
 	if !n.mayDelegate(req.GetRoute()) {
 		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, fmt.Sprintf("taking the job would be its delegation number %d; %s allows at most delegation.max_hops = %d",
-			routeOf(&fedschedv1.Job{Route: req.GetRoute()}).Hops()+1, n.cfg.Site, n.fed.MaxHops)), nil
+			delegationsOf(req.GetRoute()).Hops()+1, n.cfg.Site, n.fed.MaxHops)), nil
 	}
 	key := originKey(req.GetOriginSite(), req.GetOriginJobId())
 	if id, ok := n.byOrigin[key]; ok {

@@ -43,13 +43,15 @@ func TestFederationInputChecks(t *testing.T) {
 		t.Errorf("after a bad report: %v %v", j.GetState(), j.GetSlaOutcome())
 	}
 	// A quote for a job already delegated once (max_hops 1) is refused.
-	route := []*fedschedv1.RouteHop{{Site: "x", Reason: fedschedv1.Reason_REASON_UNSPECIFIED}, {Site: "x", PeerSite: "s0", Reason: fedschedv1.Reason_REASON_DELEGATED}}
+	route := []*fedschedv1.RouteHop{{Site: "x", Reason: fedschedv1.Reason_REASON_UNSPECIFIED}, {Site: "x", PeerSite: "y", Reason: fedschedv1.Reason_REASON_DELEGATED},
+		{Site: "y", PeerSite: "x", Reason: fedschedv1.Reason_REASON_RECEIVED_FROM_PEER}}
 	q, err := sites[1].fed.Quote(ctx, &fedschedv1.QuoteRequest{OriginSite: "x", OriginJobId: "x.000000000001", Spec: spec(1, 60), Route: route})
 	if err != nil || q.GetOffer() != nil || !strings.Contains(q.GetMessage(), "max_hops") {
 		t.Errorf("quote of a job delegated once already: %v %v, want a refusal naming max_hops", q, err)
 	}
-	// The same job fresh from its origin gets an offer.
-	q, err = sites[1].fed.Quote(ctx, &fedschedv1.QuoteRequest{OriginSite: "x", OriginJobId: "x.000000000002", Spec: spec(1, 60), Route: route[:1]})
+	// A job fresh from its origin gets an offer, even if the origin once
+	// meant to delegate it elsewhere (an intent abandoned in a crash).
+	q, err = sites[1].fed.Quote(ctx, &fedschedv1.QuoteRequest{OriginSite: "x", OriginJobId: "x.000000000002", Spec: spec(1, 60), Route: route[:2]})
 	if err != nil || q.GetOffer() == nil {
 		t.Errorf("quote of a fresh job: %v %v", q, err)
 	} else {
