@@ -69,6 +69,9 @@ func (g grpcLogger) V(l int) bool {
 // site, from n.log).
 func (n *Node) observeTransition(j *fedschedv1.Job, prev fedschedv1.JobState) {
 	n.metrics.transition(n.cfg.Site, j, prev)
+	if s := j.GetState(); terminal(s) || s == fedschedv1.JobState_JOB_STATE_DELEGATED {
+		n.remember(j)
+	}
 	if !n.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}

@@ -99,6 +99,9 @@ type Node struct {
 
 	// metrics are the node's Prometheus series (metrics.go).
 	metrics *metrics
+	// recent are the last jobs that ended or were delegated, oldest first,
+	// for the status page (snapshot.go); owned by the loop.
+	recent []*fedschedv1.Job
 }
 
 // liveJob is a job that still holds or may hold processors.

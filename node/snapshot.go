@@ -35,7 +35,10 @@ type SiteSnapshot struct {
 	Entries []PlanEntry
 	// Queued are the pending jobs without a reservation (queue policies,
 	// delegations in flight), in submission order.
-	Queued     []PlanEntry
+	Queued []PlanEntry
+	// Jobs are the live jobs (running first, then pending by planned
+	// start), then the most recently ended ones, newest first.
+	Jobs       []JobView
 	Agreements []AgreementView
 	Peers      []PeerView
 	// Samples and Classes describe the overbooking statistics.
@@ -98,6 +101,21 @@ type WaitReason struct {
 	Until int64
 	// Blockers are the ids of the jobs or reservations in the way.
 	Blockers []string
+}
+
+// JobView is a job as the status page lists it.
+type JobView struct {
+	ID, State, User string
+	Procs           int
+	// Submit, Start (actual or planned), End (actual or planned) in Unix
+	// seconds; 0 when unknown. Planned is true when Start is the plan's.
+	Submit, Start, End int64
+	Planned            bool
+	// Reason is what a pending job waits for, or why the job is in its
+	// state.
+	Reason string
+	// Route is where the job went: "a → b".
+	Route string
 }
 
 // AgreementView is an agreement as the status page shows it.
@@ -192,6 +210,7 @@ func (n *Node) snapshot(now int64) *SiteSnapshot {
 		queued = append(queued, lj)
 	}
 	slices.SortFunc(queued, func(a, b *liveJob) int { return cmp.Compare(a.seq, b.seq) })
+	defer func() { s.Jobs = n.jobViews(s) }()
 	var ahead *liveJob
 	for _, lj := range queued {
 		e := PlanEntry{Kind: EntryPending, ID: lj.job.GetId(), User: lj.pj.User, Procs: lj.pj.Procs, Estimate: lj.pj.Estimate}
@@ -373,3 +392,72 @@ const TimeLayout = "2006-01-02 15:04:05Z07:00"
 
 // humanTime is an instant of the site's clock in TimeLayout.
 func humanTime(sec int64) string { return time.Unix(sec, 0).UTC().Format(TimeLayout) }
+
+// jobViews lists the live jobs of a snapshot, then the recently ended ones.
+func (n *Node) jobViews(s *SiteSnapshot) []JobView {
+	waits := map[string]*WaitReason{}
+	for _, e := range s.Entries {
+		if e.Wait != nil {
+			waits[e.ID] = e.Wait
+		}
+	}
+	for _, e := range s.Queued {
+		waits[e.ID] = e.Wait
+	}
+	out := make([]JobView, 0, len(n.live)+len(n.recent))
+	for _, lj := range n.live {
+		v := jobView(lj.job)
+		if w := waits[v.ID]; w != nil {
+			v.Reason = w.Message
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b JobView) int {
+		ra, rb := a.State != "RUNNING", b.State != "RUNNING"
+		if ra != rb {
+			if ra {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Or(cmp.Compare(a.Start, b.Start), compareIDs(a.ID, b.ID))
+	})
+	for i := len(n.recent) - 1; i >= 0; i-- {
+		out = append(out, jobView(n.recent[i]))
+	}
+	return out
+}
+
+func jobView(j *fedschedv1.Job) JobView {
+	v := JobView{ID: j.GetId(), State: stateName(j.GetState()), User: j.GetSpec().GetUser(), Procs: int(j.GetSpec().GetProcs()),
+		Submit: j.GetSubmitTime().GetSeconds(), Reason: j.GetMessage()}
+	if r := j.GetReservation(); r != nil {
+		v.Start, v.End, v.Planned = r.GetStart().GetSeconds(), r.GetEnd().GetSeconds(), true
+	}
+	if st := j.GetStartTime(); st != nil {
+		v.Start, v.Planned = st.GetSeconds(), false
+	}
+	if en := j.GetEndTime(); en != nil {
+		v.End = en.GetSeconds()
+	}
+	var hops []string
+	for _, h := range j.GetRoute() {
+		if len(hops) == 0 || hops[len(hops)-1] != h.GetSite() {
+			hops = append(hops, h.GetSite())
+		}
+	}
+	v.Route = strings.Join(hops, " → ")
+	return v
+}
+
+// recentEnded is how many ended jobs the status page lists.
+const recentEnded = 20
+
+// remember keeps a job that reached a final state for the status page.
+func (n *Node) remember(j *fedschedv1.Job) {
+	if len(n.recent) == recentEnded {
+		copy(n.recent, n.recent[1:])
+		n.recent = n.recent[:recentEnded-1]
+	}
+	n.recent = append(n.recent, j)
+}
