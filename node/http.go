@@ -140,6 +140,18 @@ var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
 		return time.Unix(sec, 0).UTC().Format("15:04:05")
 	},
 	"pct":   func(a, b int) int { return 100 * a / max(b, 1) },
+	// when is a time of the jobs table: the clock time alone (with its
+	// zone) on the site's day, with the date otherwise.
+	"when": func(sec, now int64) string {
+		if sec <= 0 {
+			return "-"
+		}
+		t := time.Unix(sec, 0).UTC()
+		if t.Format("2006-01-02") == time.Unix(now, 0).UTC().Format("2006-01-02") {
+			return t.Format("15:04:05Z")
+		}
+		return t.Format("Jan 2 15:04:05Z")
+	},
 	"lower": strings.ToLower,
 	"pof":   func(p float64) string { return fmt.Sprintf("%.3f", p) },
 }).Parse(statusHTML))
@@ -170,6 +182,10 @@ func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
 	p := statusPage{SiteSnapshot: snap, Version: n.deps.Version, Executor: n.cfg.Executor, Busy: snap.Procs - snap.Free,
 		Gantt: template.HTML(svg.String()), Horizon: strings.TrimPrefix(gantt.Offset((snap.Until-snap.Now+59)/60*60), "+")} //nolint:gosec // built by gantt, every text escaped
 	for _, j := range snap.Jobs {
+		j.Now = snap.Now
+		if j.State == "RUNNING" {
+			j.Reason = "running; killed at " + time.Unix(j.End, 0).UTC().Format("15:04:05Z") + " if not done"
+		}
 		if j.State == "PENDING" || j.State == "RUNNING" {
 			p.Active = append(p.Active, j)
 		} else {

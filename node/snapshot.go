@@ -116,6 +116,8 @@ type JobView struct {
 	Reason string
 	// Route is where the job went: "a → b".
 	Route string
+	// Now is the snapshot's time (for relative display).
+	Now int64
 }
 
 // AgreementView is an agreement as the status page shows it.
