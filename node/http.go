@@ -139,7 +139,7 @@ var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
 		}
 		return time.Unix(sec, 0).UTC().Format("15:04:05")
 	},
-	"pct":   func(a, b int) int { return 100 * a / max(b, 1) },
+	"pct": func(a, b int) int { return 100 * a / max(b, 1) },
 	// when is a time of the jobs table: the clock time alone (with its
 	// zone) on the site's day, with the date otherwise.
 	"when": func(sec, now int64) string {
