@@ -61,6 +61,9 @@ type LaunchOptions struct {
 	// HTTPAuthorize, if not nil, wraps every handler of the HTTP listener:
 	// the hook for the site's authorization policy.
 	HTTPAuthorize func(http.Handler) http.Handler
+	// SlurmPollInterval overrides how often the slurm executor asks Slurm
+	// about its jobs (tests); 0 means executor.DefaultSlurmPollInterval.
+	SlurmPollInterval time.Duration
 }
 
 // Launch runs one site until ctx ends: it opens the store, builds the
@@ -84,6 +87,10 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
+	epoch, err := checkStore(ctx, st, cfg.DataDir)
+	if err != nil {
+		return err
+	}
 	clk := opt.Clock
 	if clk == nil {
 		clk = clock.Real()
@@ -93,8 +100,12 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	}
 	var ex executor.Executor
 	switch cfg.Executor {
-	case "simulated":
+	case config.ExecutorSimulated:
 		ex = executor.NewSimulated(executor.SimulatedConfig{Clock: clk, Logger: log})
+	case config.ExecutorSlurm:
+		if ex, cfg.Procs, err = newSlurmExecutor(ctx, cfg, opt.SlurmPollInterval, log); err != nil {
+			return err
+		}
 	default:
 		sup := opt.Supervisor
 		if sup == nil {
@@ -104,7 +115,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 			}
 			sup = []string{self, "supervise"}
 		}
-		p, err := executor.NewProcess(executor.ProcessConfig{DataDir: cfg.DataDir, SupervisorCommand: sup, KillGrace: cfg.KillGrace, Logger: log})
+		p, err := executor.NewProcess(executor.ProcessConfig{DataDir: cfg.DataDir, Epoch: epoch, SupervisorCommand: sup, KillGrace: cfg.KillGrace, Logger: log})
 		if err != nil {
 			return err
 		}

@@ -61,6 +61,18 @@ func RunSupervisor(args []string) int {
 		return 1
 	}
 
+	// Claim the job before touching anything in its directory: a second
+	// supervisor (the node died and asked again) leaves it to the first.
+	switch ok, err := claimJob(dir); {
+	case err != nil:
+		log.Error("cannot claim job", "err", err)
+		report("error claim: " + err.Error())
+		return 1
+	case !ok:
+		log.Info("job claimed by another supervisor; leaving it")
+		report(claimedReport)
+		return 1
+	}
 	var spec jobSpecFile
 	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
 		return failStart(fmt.Errorf("read spec: %w", err))
@@ -180,9 +192,6 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 	env := make([]string, 0, len(spec.Env)+2)
 	path := DefaultPath
 	for k, v := range spec.Env {
-		if k == "FEDSCHED_JOB_ID" {
-			continue
-		}
 		if k == "PATH" {
 			path = v
 		}
@@ -191,7 +200,9 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 	if _, ok := spec.Env["PATH"]; !ok {
 		env = append(env, "PATH="+DefaultPath)
 	}
-	env = append(env, "FEDSCHED_JOB_ID="+spec.JobID)
+	if _, ok := spec.Env["FEDSCHED_JOB_ID"]; !ok {
+		env = append(env, "FEDSCHED_JOB_ID="+spec.JobID)
+	}
 	workdir := spec.Workdir
 	if workdir == "" {
 		workdir = dir
