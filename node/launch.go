@@ -61,9 +61,6 @@ type LaunchOptions struct {
 	// HTTPAuthorize, if not nil, wraps every handler of the HTTP listener:
 	// the hook for the site's authorization policy.
 	HTTPAuthorize func(http.Handler) http.Handler
-	// SlurmPollInterval overrides how often the slurm executor asks Slurm
-	// about its jobs (tests); 0 means executor.DefaultSlurmPollInterval.
-	SlurmPollInterval time.Duration
 }
 
 // Launch runs one site until ctx ends: it opens the store, builds the
@@ -103,7 +100,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	case config.ExecutorSimulated:
 		ex = executor.NewSimulated(executor.SimulatedConfig{Clock: clk, Logger: log})
 	case config.ExecutorSlurm:
-		if ex, cfg.Procs, err = newSlurmExecutor(ctx, cfg, opt.SlurmPollInterval, log); err != nil {
+		if ex, cfg.Procs, err = newSlurmExecutor(ctx, cfg, epoch, log); err != nil {
 			return err
 		}
 	default:

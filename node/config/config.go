@@ -118,6 +118,11 @@ type Slurm struct {
 	// should be dedicated to fedsched (docs/slurm.md). Default: the
 	// cluster's default partition.
 	Partition string `yaml:"partition"`
+
+	// PollInterval is how often the node asks Slurm about its jobs (one
+	// squeue for all of them) and its partition's nodes (one sinfo).
+	// Default: 2s. Must be >= 100ms.
+	PollInterval time.Duration `yaml:"poll_interval"`
 }
 
 // Overbooking is the SLA admission configuration; the overbook package
@@ -212,17 +217,19 @@ type TLS struct {
 
 // Defaults that do not depend on the host.
 const (
-	DefaultDataDir      = "./fedsched-data"
-	DefaultListen       = "127.0.0.1:7070"
-	DefaultExecutor     = ExecutorProcess
-	DefaultTimeScale    = 1.0
-	DefaultPolicy       = "conservative"
-	DefaultKillGrace    = 10 * time.Second
-	DefaultOverbookMode = "heuristic"
-	DefaultRiskTest     = "threshold"
-	DefaultPoFMax       = 0.1
-	DefaultLogFormat    = "text"
-	DefaultLogLevel     = "info"
+	DefaultDataDir   = "./fedsched-data"
+	DefaultListen    = "127.0.0.1:7070"
+	DefaultExecutor  = ExecutorProcess
+	DefaultTimeScale = 1.0
+	DefaultPolicy    = "conservative"
+	DefaultKillGrace = 10 * time.Second
+	// DefaultSlurmPollInterval matches executor.DefaultSlurmPollInterval.
+	DefaultSlurmPollInterval = 2 * time.Second
+	DefaultOverbookMode      = "heuristic"
+	DefaultRiskTest          = "threshold"
+	DefaultPoFMax            = 0.1
+	DefaultLogFormat         = "text"
+	DefaultLogLevel          = "info"
 )
 
 // Executor kinds.
@@ -259,6 +266,7 @@ func Default() Config {
 		TimeScale: DefaultTimeScale,
 		Policy:    DefaultPolicy,
 		KillGrace: DefaultKillGrace,
+		Slurm:     Slurm{PollInterval: DefaultSlurmPollInterval},
 		Overbooking: Overbooking{
 			Mode:     DefaultOverbookMode,
 			RiskTest: DefaultRiskTest,
@@ -340,6 +348,11 @@ func (c Config) Validate() error {
 	}
 	if c.Slurm.Partition != "" && c.Executor != ExecutorSlurm {
 		bad("slurm.partition", "needs executor slurm (the %s executor does not use Slurm)", c.Executor)
+	}
+	if c.Slurm.PollInterval != DefaultSlurmPollInterval && c.Executor != ExecutorSlurm {
+		bad("slurm.poll_interval", "needs executor slurm (the %s executor does not use Slurm)", c.Executor)
+	} else if c.Slurm.PollInterval < 100*time.Millisecond {
+		bad("slurm.poll_interval", "must be >= 100ms, got %v", c.Slurm.PollInterval)
 	}
 	if !slices.Contains(executors, c.Executor) {
 		bad("executor", "%q is not one of %s", c.Executor, strings.Join(executors, ", "))

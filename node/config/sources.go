@@ -37,6 +37,7 @@ var fields = []field{
 	{"procs", "processors the site schedules (default: CPUs of this host; slurm executor: CPUs of its partition)", func(c *Config) any { return &c.Procs }},
 	{"executor", "how jobs run: process, simulated or slurm", func(c *Config) any { return &c.Executor }},
 	{"slurm.partition", "Slurm partition the slurm executor submits to (default: the cluster's default partition)", func(c *Config) any { return &c.Slurm.Partition }},
+	{"slurm.poll_interval", "how often the slurm executor asks Slurm about its jobs and nodes", func(c *Config) any { return &c.Slurm.PollInterval }},
 	{"time_scale", "how many times faster than the wall clock the site's clock runs (simulated executor only)", func(c *Config) any { return &c.TimeScale }},
 	{"policy", "queue policy: conservative, easy, fcfs or list", func(c *Config) any { return &c.Policy }},
 	{"kill_grace", "time between SIGTERM and SIGKILL when a job is killed", func(c *Config) any { return &c.KillGrace }},
