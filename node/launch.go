@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/discovery"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
@@ -139,6 +140,15 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	fed.HoldSeconds = cmp.Or(fed.HoldSeconds, int64(d.HoldSeconds))
 	fed.MaxHops = cmp.Or(fed.MaxHops, d.MaxHops)
 	fed.CommunityShare = cmp.Or(fed.CommunityShare, d.CommunityShare)
+	if fed.Transfer == delegation.OnReject && d.Transfer != "" {
+		if fed.Transfer, err = delegation.ParseTransfer(d.Transfer); err != nil {
+			lis.Close()
+			return fmt.Errorf("delegation.transfer: %w", err)
+		}
+	}
+	if fed.Prefer == nil {
+		fed.Prefer = d.Prefer
+	}
 	var members *discovery.Membership
 	peers := &lazyPeers{}
 	if cfg.Gossip.Addr != "" {

@@ -184,6 +184,18 @@ type Delegation struct {
 	// for its own users: remote jobs are not quoted into slots that would
 	// leave less free. Default 0.
 	CommunityShare float64 `yaml:"community_share"`
+	// Transfer is the transfer policy: "on-reject" (offer to peers only
+	// the jobs local admission rejects) or "acf" (also offer, right after
+	// accepting it, every job the site's own policy would not start now; a
+	// peer quotes only if its own policy would start it now, and the job
+	// stays here if none does). "rqf" (pulling jobs from peers' queues)
+	// exists only in the simulator so far and is refused. Default:
+	// on-reject.
+	Transfer string `yaml:"transfer"`
+	// Prefer lists peers in preference order (ordered spill-over): each is
+	// asked alone, in turn, before the location policy ranks the others,
+	// who are asked only when no preferred peer offers. Default: none.
+	Prefer []string `yaml:"prefer"`
 }
 
 // Gossip is the federation membership configuration.
@@ -333,6 +345,18 @@ func (c Config) Validate() error {
 		bad("delegation.max_hops", "must be >= 0")
 	case !(d.CommunityShare >= 0 && d.CommunityShare < 1):
 		bad("delegation.community_share", "must be in [0, 1)")
+	}
+	switch d.Transfer {
+	case "", "on-reject", "acf":
+	case "rqf":
+		bad("delegation.transfer", "rqf (pulling jobs from peers' queues) runs only in the simulator so far (scenario transfer: rqf); use on-reject or acf")
+	default:
+		bad("delegation.transfer", "%q: want on-reject or acf", d.Transfer)
+	}
+	for _, p := range d.Prefer {
+		if !validSite(p) || p == c.Site {
+			bad("delegation.prefer", "%q must be the name of another site", p)
+		}
 	}
 	if !validSite(c.Site) {
 		bad("site", "%q must be 1 to 63 letters, digits, '.', '-' or '_', starting with a letter or digit", c.Site)

@@ -54,6 +54,8 @@ var fields = []field{
 	{"delegation.hold_seconds", "how long a quote's hold lasts, in the site's seconds (0: 60)", func(c *Config) any { return &c.Delegation.HoldSeconds }},
 	{"delegation.max_hops", "how often one job may be delegated (0: 1)", func(c *Config) any { return &c.Delegation.MaxHops }},
 	{"delegation.community_share", "share of processors kept for the site's own users, in [0, 1)", func(c *Config) any { return &c.Delegation.CommunityShare }},
+	{"delegation.transfer", "transfer policy: on-reject (offer only rejected jobs) or acf (also offer jobs this site would not start now)", func(c *Config) any { return &c.Delegation.Transfer }},
+	{"delegation.prefer", "comma-separated peers asked first, one at a time, in this order (ordered spill-over)", func(c *Config) any { return &c.Delegation.Prefer }},
 	{"tls.cert", "PEM certificate of this node; empty serves plaintext", func(c *Config) any { return &c.TLS.Cert }},
 	{"tls.key", "PEM private key of tls.cert", func(c *Config) any { return &c.TLS.Key }},
 	{"tls.ca", "PEM CA that client and peer certificates must chain to (mutual TLS)", func(c *Config) any { return &c.TLS.CA }},

@@ -114,7 +114,10 @@ type QuoteRequest struct {
 	Route []*RouteHop `protobuf:"bytes,4,rep,name=route,proto3" json:"route,omitempty"`
 	// How long the origin wants the hold kept, in seconds (the site may keep
 	// it shorter). 0 means the site's default.
-	HoldSeconds   int64 `protobuf:"varint,5,opt,name=hold_seconds,json=holdSeconds,proto3" json:"hold_seconds,omitempty"`
+	HoldSeconds int64 `protobuf:"varint,5,opt,name=hold_seconds,json=holdSeconds,proto3" json:"hold_seconds,omitempty"`
+	// Quote only if the site's own policy would start the job now (the ACF
+	// transfer policy's acceptance rule); otherwise refuse.
+	StartNow      bool `protobuf:"varint,6,opt,name=start_now,json=startNow,proto3" json:"start_now,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -182,6 +185,13 @@ func (x *QuoteRequest) GetHoldSeconds() int64 {
 		return x.HoldSeconds
 	}
 	return 0
+}
+
+func (x *QuoteRequest) GetStartNow() bool {
+	if x != nil {
+		return x.StartNow
+	}
+	return false
 }
 
 // Offer is a peer's binding-for-a-while offer.
@@ -1267,14 +1277,15 @@ var File_fedsched_v1_federation_proto protoreflect.FileDescriptor
 
 const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"\n" +
-	"\x1cfedsched/v1/federation.proto\x12\vfedsched.v1\x1a\x16fedsched/v1/site.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\x01\n" +
+	"\x1cfedsched/v1/federation.proto\x12\vfedsched.v1\x1a\x16fedsched/v1/site.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xea\x01\n" +
 	"\fQuoteRequest\x12\x1f\n" +
 	"\vorigin_site\x18\x01 \x01(\tR\n" +
 	"originSite\x12\"\n" +
 	"\rorigin_job_id\x18\x02 \x01(\tR\voriginJobId\x12(\n" +
 	"\x04spec\x18\x03 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\x12+\n" +
 	"\x05route\x18\x04 \x03(\v2\x15.fedsched.v1.RouteHopR\x05route\x12!\n" +
-	"\fhold_seconds\x18\x05 \x01(\x03R\vholdSeconds\"\xf2\x01\n" +
+	"\fhold_seconds\x18\x05 \x01(\x03R\vholdSeconds\x12\x1b\n" +
+	"\tstart_now\x18\x06 \x01(\bR\bstartNow\"\xf2\x01\n" +
 	"\x05Offer\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x12\n" +
 	"\x04site\x18\x02 \x01(\tR\x04site\x120\n" +
