@@ -76,6 +76,7 @@ type Node struct {
 	nextW    int
 	eventSeq uint64
 	procs    int
+	usable   int // processors the executor's batch system offers (slurm.go)
 
 	// Federation (federation.go). agreements, byOrigin and inflight are
 	// owned by the loop; history and conns are shared with the delegation
@@ -130,7 +131,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs,
+	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs, usable: cfg.Procs,
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), watchers: make(map[int]*watcher),
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
 		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1),
@@ -205,6 +206,10 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}()
 	batch := make([]op, 0, maxBatch)
+	var capacity <-chan int
+	if cr, ok := n.deps.Executor.(executor.CapacityReporter); ok {
+		capacity = cr.Capacity()
+	}
 	for {
 		now := n.now()
 		if timer != nil {
@@ -234,12 +239,14 @@ func (n *Node) Run(ctx context.Context) error {
 			}
 		case e := <-n.deps.Executor.Exits():
 			exit = &e
+		case n.usable = <-capacity:
 		case <-tick:
 		}
 		now = n.now()
 		if exit != nil {
 			n.handleExit(*exit, now)
 		}
+		n.capacity(now)
 		n.expireAgreements(now)
 		deliver := make([]func(error), 0, len(batch))
 		for _, o := range batch {
@@ -494,10 +501,16 @@ func (n *Node) reservationOf(id string, procs int, pl plan.Placement, estimate i
 func (n *Node) pass(ctx context.Context, now int64) {
 	for _, d := range n.site.Pass(now) {
 		lj := n.live[d.JobID]
-		if lj == nil || d.Kind != plan.DecideStart {
-			continue
+		switch {
+		case lj == nil:
+		case d.Kind == plan.DecideStart:
+			n.start(ctx, lj, d, now)
+		case d.Kind == plan.DecideExpire:
+			n.finish(lj, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_REJECTED_DEADLINE_UNREACHABLE,
+				fmt.Sprintf("the queue could not start the job by %s, the last start that runs its %d s estimate before its deadline %s",
+					time.Unix(lj.pj.Deadline-lj.pj.Estimate, 0).UTC().Format(time.RFC3339), lj.pj.Estimate, time.Unix(lj.pj.Deadline, 0).UTC().Format(time.RFC3339)),
+				fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 		}
-		n.start(ctx, lj, d, now)
 	}
 	for _, id := range n.site.Moved() {
 		lj := n.live[id]
@@ -524,9 +537,15 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	// gets the whole length of its slot, measured from its actual start
 	// (it may overlap the next reservation on its processors by that
 	// lateness, rather than lose part of what its SLA promised).
+	//
+	// The kill comes only after the kill's whole second: at equal times a
+	// job's own end comes first (plan.Killed), so a job that ends in the
+	// second its reservation ends has finished, not been killed.
+	kill := n.deps.Clock.Now().Unix() + d.End - min(d.Start, now)
 	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
-		Deadline: n.deps.Clock.Now().Add(time.Duration(d.End-min(d.Start, now)) * time.Second), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
+		Deadline: time.Unix(kill+1, 0), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
+	n.batchSpec(&es, lj)
 	err := n.deps.Executor.Start(ctx, es)
 	if errors.Is(err, executor.ErrAlreadyStarted) {
 		// The node died after starting the job and before storing that:
@@ -614,10 +633,21 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 	}
 	switch {
 	case e.Lost:
-		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART,
-			"the job was running when the node stopped and its outcome could not be recovered", fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+		msg := "the job was running when the node stopped and its outcome could not be recovered"
+		if e.Detail != "" {
+			msg = "the job's outcome could not be recovered: " + e.Detail
+		}
+		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART, msg, fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+	case e.ProviderFailed:
+		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
+			"the site failed the job: "+e.Detail, fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 	case e.Killed && e.Cause == executor.CauseDeadline:
 		outcome, msg := fedschedv1.SlaOutcome_SLA_OUTCOME_MET, "killed at the end of its reservation after receiving its full estimate (the estimate was short)"
+		// The kill comes just after the reservation's last second (start):
+		// the job got its slot, not the extra second.
+		if r := lj.job.GetReservation(); r != nil {
+			ran = min(ran, r.GetEnd().AsTime().Unix()-r.GetStart().AsTime().Unix())
+		}
 		if ran < lj.pj.Estimate {
 			outcome, msg = fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, fmt.Sprintf("killed at the end of its overbooked reservation after %d of %d estimated seconds", ran, lj.pj.Estimate)
 		}
