@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -54,6 +55,12 @@ type LaunchOptions struct {
 	// Clock overrides the node's clock (tests); nil means real time, scaled
 	// by cfg.TimeScale.
 	Clock clock.Clock
+	// HTTPAddr, if not nil, receives the bound address of the HTTP
+	// listener (cfg.HTTP.Listen) once it listens.
+	HTTPAddr chan<- string
+	// HTTPAuthorize, if not nil, wraps every handler of the HTTP listener:
+	// the hook for the site's authorization policy.
+	HTTPAuthorize func(http.Handler) http.Handler
 }
 
 // Launch runs one site until ctx ends: it opens the store, builds the
@@ -69,6 +76,11 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	sec, err := prepareSecurity(cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.HTTP.Listen != "" {
+		if _, _, err := httpSecurity(cfg, sec); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w: %w", ErrInvalidRequest, err)
@@ -206,6 +218,15 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		"executor", cfg.Executor, "policy", cfg.Policy, "time_scale", cfg.TimeScale, "gossip", cfg.Gossip.Addr)
 	limits := grpc.MaxRecvMsgSize(cfg.Limits.WithDefaults().MaxMessageBytes)
 	g, gctx := errgroup.WithContext(ctx)
+	if cfg.HTTP.Listen != "" {
+		if err := startHTTP(gctx, g, cfg, sec, n, opt, log); err != nil {
+			closeAll()
+			if members != nil {
+				members.Shutdown() //nolint:errcheck // failing start
+			}
+			return err
+		}
+	}
 	g.Go(func() error { return ex.Run(gctx) })
 	g.Go(func() error { return n.Run(gctx) })
 	if lis != nil {
@@ -245,6 +266,32 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	return nil
 }
 
+// startHTTP listens on cfg.HTTP.Listen and serves the metrics and the
+// status page under g, with the API's TLS settings.
+func startHTTP(ctx context.Context, g *errgroup.Group, cfg config.Config, sec *security, n *Node, opt LaunchOptions, log *slog.Logger) error {
+	tc, authorize, err := httpSecurity(cfg, sec)
+	if err != nil {
+		return err
+	}
+	if opt.HTTPAuthorize != nil {
+		authorize = opt.HTTPAuthorize
+	}
+	hl, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http listen on %s: %w: %w", cfg.HTTP.Listen, ErrUnavailable, err)
+	}
+	scheme := "http"
+	if tc != nil {
+		scheme = "https"
+	}
+	log.Info("serving metrics and the status page", "url", scheme+"://"+hl.Addr().String()+"/")
+	if opt.HTTPAddr != nil {
+		opt.HTTPAddr <- hl.Addr().String()
+	}
+	g.Go(func() error { return ServeHTTP(ctx, hl, n.HTTPHandler(authorize), tc) })
+	return nil
+}
+
 // Version is the software version nodes report.
 const Version = "0.1.0-dev"
 
@@ -262,9 +309,9 @@ func (p *lazyPeers) Members() []discovery.Member {
 }
 
 func startMembership(cfg config.Config, sec *security, n *Node, opt LaunchOptions, log *slog.Logger) (*discovery.Membership, error) {
-	host, port, err := net.SplitHostPort(cfg.Gossip.Addr)
+	host, port, err := gossipBind(cfg.Gossip.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("gossip address %q: %w: %w", cfg.Gossip.Addr, ErrInvalidRequest, err)
+		return nil, err
 	}
 	dc := discovery.DefaultConfig()
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
