@@ -58,6 +58,8 @@ var policy = map[string]rule{
 	fedschedv1.SiteService_ListReservations_FullMethodName:  {users, nil},
 	fedschedv1.SiteService_CreateReservation_FullMethodName: {operators, nil},
 	fedschedv1.SiteService_DeleteReservation_FullMethodName: {operators, nil},
+	// The plan shows every user's jobs, like the status page.
+	fedschedv1.SiteService_GetPlan_FullMethodName: {operators, nil},
 
 	fedschedv1.FederationService_Quote_FullMethodName: {sites, func(c *call) error {
 		return c.originIsCaller(c.req.(*fedschedv1.QuoteRequest).GetOriginSite())
