@@ -32,9 +32,10 @@ type decision struct {
 // overbooked, and its start relative to its submission.
 //
 // Tolerance: starts may differ by startTolerance; the live clock is the
-// wall clock times the time scale, so one millisecond of loop turn, gRPC
-// round trip or dispatch lag is a fraction of a virtual second, and a
-// submission reaches its site up to a few virtual seconds late.
+// wall clock times the time scale (100), so one millisecond of loop turn,
+// gRPC round trip or dispatch lag is a tenth of a virtual second, and a
+// submission reaches its site up to a few virtual seconds late (more under
+// -race, which slows the nodes' loops several times).
 //
 // The test holds at least minSame of the jobs to identical decisions and
 // logs every difference. Remaining differences, by cause:
@@ -50,15 +51,15 @@ type decision struct {
 //     agent before admitting it (a job is briefly in the origin's plan).
 func TestSimulatorMatchesNode(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays 300 jobs live")
+		t.Skip("replays 150 jobs live")
 	}
 	t.Parallel()
 	const (
 		startTolerance = 30   // virtual seconds
-		minSame        = 0.62 // share of jobs with identical decisions (measured: 69-73 %; 59 % if the simulator ran on-reject)
+		minSame        = 0.6 // share of identical decisions (measured: 82 %, 66 % under -race)
 	)
 	sites := []SliceSite{{Name: "alpha", Procs: 64, Share: 0.2}, {Name: "beta", Procs: 32, Share: 0.3}, {Name: "gamma", Procs: 16, Share: 0.5}}
-	ts := TraceSlice{Trace: "kth", Jobs: 300, Span: 6000, MinEstimate: 60, MaxEstimate: 1200, Load: 1.0, Seed: 1, Sites: sites}
+	ts := TraceSlice{Trace: "kth", Jobs: 150, Span: 3000, MinEstimate: 60, MaxEstimate: 1200, Load: 1.0, Seed: 1, Sites: sites}
 	jobs, _, err := ts.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	for _, s := range sites {
 		scs = append(scs, SiteConfig{Name: s.Name, Procs: s.Procs, Overbooking: over[s.Name]})
 	}
-	c := start(t, Options{TimeScale: 300, Federation: f, Sites: scs})
+	c := start(t, Options{TimeScale: 100, Federation: f, Sites: scs})
 	ctx := bg(t)
 	rr, err := c.Replay(ctx, jobs, ReplayOptions{Interval: 5 * time.Second, SettleTimeout: 20 * time.Second})
 	if err != nil {
