@@ -55,7 +55,7 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	}
 	t.Parallel()
 	const (
-		startTolerance = 30   // virtual seconds
+		startTolerance = 30  // virtual seconds
 		minSame        = 0.6 // share of identical decisions (measured: 82 %, 66 % under -race)
 	)
 	sites := []SliceSite{{Name: "alpha", Procs: 64, Share: 0.2}, {Name: "beta", Procs: 32, Share: 0.3}, {Name: "gamma", Procs: 16, Share: 0.5}}
