@@ -99,6 +99,7 @@ var (
 	_ Executor         = (*Slurm)(nil)
 	_ CapacityReporter = (*Slurm)(nil)
 	_ StartRecorder    = (*Slurm)(nil)
+	_ Describer        = (*Slurm)(nil)
 )
 
 // NewSlurm returns a Slurm executor. It starts nothing and does not talk to
@@ -784,4 +785,14 @@ func (s *Slurm) Started(jobID string) (bool, error) {
 	}
 	sid, err := s.findByName(context.Background(), jobID)
 	return sid != "", err
+}
+
+// Describe implements Describer.
+func (s *Slurm) Describe(jobID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j := s.jobs[jobID]; j != nil && j.slurmID != "" {
+		return "Slurm job " + j.slurmID
+	}
+	return ""
 }
