@@ -304,7 +304,11 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	out, err := s.command(ctx, env, nil, "sbatch", args...)
 	if err != nil {
 		// sbatch refused (bad partition, limits, no account for the
-		// user): nothing was queued.
+		// user) and nothing was queued, or it timed out after queueing:
+		// the start fails, so a job queued anyway must not run.
+		if sid, ferr := s.findByName(context.WithoutCancel(ctx), spec.JobID); ferr == nil && sid != "" {
+			s.command(context.WithoutCancel(ctx), nil, nil, "scancel", sid) //nolint:errcheck // best effort; the start fails anyway
+		}
 		return fmt.Errorf("job %s: %v: %w", spec.JobID, err, ErrStartFailed)
 	}
 	sid, _, _ := strings.Cut(strings.TrimSpace(out), ";")
@@ -697,6 +701,14 @@ func (s *Slurm) poll(ctx context.Context) {
 			}
 			continue
 		}
+		s.mu.Lock()
+		if cur := s.jobs[j.id]; cur != nil {
+			// A Kill may have come since the copy: its cause decides how a
+			// CANCELLED end reads.
+			cur.missing = 0
+			j.killCause = cur.killCause
+		}
+		s.mu.Unlock()
 		if terminal(st.State) {
 			s.report(ctx, exitOf(&j, st, now))
 			continue
