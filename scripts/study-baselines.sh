@@ -32,7 +32,7 @@ while read -r name trace procs span; do
   cut=(); [ "$span" = - ] || cut=(--span "$span")
   row="| $name | $procs"
   for pol in fcfs easy list; do
-    out=$("$bin" sim --trace "$trace" --procs "$procs" --sanitize "${cut[@]}" --policy "$pol" --json - 2>/dev/null | sed -n '/^{/,$p')
+    out=$("$bin" sim --trace "$trace" --procs "$procs" --sanitize "${cut[@]}" --policy "$pol" --json - 2>/dev/null)
     jobs=$(field jobs <<<"$out")
     awrt=$(field awrt_s <<<"$out")
     [ "$pol" = fcfs ] && row="$row | $jobs"
