@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,11 @@ type FederationConfig struct {
 	// ReportInterval is how often unacknowledged outcomes and
 	// terminations are retried (default 1 s of wall time).
 	ReportInterval time.Duration
+	// OutboxGiveUp is how long an outcome or termination owed to a site
+	// that is no longer an alive member (dead, left, or gone from the
+	// membership) is retried before the site gives up on it (outbox.go);
+	// in the site's clock, default 24 hours.
+	OutboxGiveUp time.Duration
 	// Transfer is the transfer policy: OnReject (default) or ACF (a job
 	// accepted here that the site's own policy would not start now is
 	// offered to peers that would start it now; it stays if none does).
@@ -78,6 +84,9 @@ func (c *FederationConfig) defaults() {
 	if c.ReportInterval <= 0 {
 		c.ReportInterval = time.Second
 	}
+	if c.OutboxGiveUp <= 0 {
+		c.OutboxGiveUp = 24 * time.Hour
+	}
 }
 
 // agreementRec is an agreement as the node stores it, on either side.
@@ -99,6 +108,12 @@ type agreementRec struct {
 	// PeerJob is the executing site's final job record (peer side, for
 	// the outcome report).
 	PeerJob []byte `json:"peer_job,omitempty"`
+	// AbsentSince is when the site Pending is owed to was first seen not
+	// an alive member while the message was undelivered (0: it is alive,
+	// or nothing is owed). Undelivered says what the site gave up
+	// delivering and why (outbox.go).
+	AbsentSince int64  `json:"absent_since,omitempty"`
+	Undelivered string `json:"undelivered,omitempty"`
 	// stored is set once the agreement has been written. A hold is kept in
 	// memory only: after a restart it would be rejected anyway (holds are
 	// not restored), so writing it would only slow every quote down.
@@ -172,6 +187,8 @@ type delegationResult struct {
 	peer    string
 	asked   []string
 	refused []string
+	// answers are every asked peer's answer, for explain.
+	answers []*fedschedv1.QuoteAnswer
 	err     error
 	// intent: the goroutine has chosen and asks the loop to persist the
 	// choice before it agrees.
@@ -222,6 +239,7 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		return func(err error) { o.proceed <- err == nil }
 	}
 	delete(n.inflight, o.seq)
+	lj.job.QuoteAnswers = append(lj.job.QuoteAnswers, o.answers...)
 	if o.agreed != nil {
 		a := o.agreed
 		delete(n.live, o.seq)
@@ -323,6 +341,27 @@ func maps2(m map[string]delegation.History) map[string]delegation.History {
 	return out
 }
 
+// mayDelegate is the one place the site applies delegation.max_hops: a
+// job whose route already holds MaxHops delegations is neither delegated
+// further by this site nor quoted for (taken from another site) by it.
+func (n *Node) mayDelegate(route []*fedschedv1.RouteHop) bool {
+	return delegationsOf(route).CanDelegate(n.fed.MaxHops)
+}
+
+// delegationsOf is the route's completed delegations: a site received the
+// job from a peer under an agreement. (An origin's DELEGATED hop may be an
+// intent it abandoned in a crash; only the receiving hop proves the
+// delegation happened.)
+func delegationsOf(route []*fedschedv1.RouteHop) delegation.Route {
+	var r delegation.Route
+	for _, h := range route {
+		if h.GetReason() == fedschedv1.Reason_REASON_RECEIVED_FROM_PEER {
+			r = append(r, delegation.Hop{Site: h.GetSite(), Action: delegation.ActionDelegated})
+		}
+	}
+	return r
+}
+
 func routeOf(j *fedschedv1.Job) delegation.Route {
 	var r delegation.Route
 	for _, h := range j.GetRoute() {
@@ -410,15 +449,16 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 				defer wg.Done()
 				qctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
 				defer cancel()
+				var r *fedschedv1.QuoteResponse
 				cl, err := n.client(qctx, c.Addr)
-				if err != nil {
-					n.observeFailure(c.Site)
-					return
+				if err == nil {
+					r, err = cl.Quote(qctx, &fedschedv1.QuoteRequest{OriginSite: n.cfg.Site, OriginJobId: job.GetId(), Spec: spec,
+						Route: job.GetRoute(), HoldSeconds: n.fed.HoldSeconds, StartNow: fl.acf})
 				}
-				r, err := cl.Quote(qctx, &fedschedv1.QuoteRequest{OriginSite: n.cfg.Site, OriginJobId: job.GetId(), Spec: spec,
-					Route: job.GetRoute(), HoldSeconds: n.fed.HoldSeconds, StartNow: fl.acf})
+				n.metrics.quotesAsked.WithLabelValues(c.Site, quoteAnswer(r, err)).Inc()
 				mu.Lock()
 				defer mu.Unlock()
+				res.answers = append(res.answers, answerOf(c.Site, r, err, n.now()))
 				if err != nil {
 					n.observeFailure(c.Site)
 					return
@@ -441,6 +481,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 		}
 	}
 	slices.Sort(res.refused)
+	slices.SortFunc(res.answers, func(a, b *fedschedv1.QuoteAnswer) int { return strings.Compare(a.GetPeerSite(), b.GetPeerSite()) })
 	// Best breaks ties by position: the location policy's rank, whatever
 	// order the replies came in.
 	slices.SortFunc(offers, func(a, b quoted) int { return a.rank - b.rank })
@@ -571,6 +612,9 @@ type quoteResult struct {
 
 func (o *quoteOp) run(n *Node, now int64) func(error) {
 	resp, err := n.quote(o.req, now)
+	if err == nil {
+		n.metrics.quotesGiven.WithLabelValues(o.req.GetOriginSite(), quoteAnswer(resp, nil)).Inc()
+	}
 	return func(cerr error) {
 		if cerr != nil && err == nil {
 			err = fmt.Errorf("storing the hold failed: %w: %w", ErrUnavailable, cerr)
@@ -588,6 +632,10 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 		if h.GetSite() == n.cfg.Site || h.GetPeerSite() == n.cfg.Site {
 			return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "the job has been at "+n.cfg.Site+" before"), nil
 		}
+	}
+	if !n.mayDelegate(req.GetRoute()) {
+		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, fmt.Sprintf("taking the job would be its delegation number %d; %s allows at most delegation.max_hops = %d",
+			delegationsOf(req.GetRoute()).Hops()+1, n.cfg.Site, n.fed.MaxHops)), nil
 	}
 	key := originKey(req.GetOriginSite(), req.GetOriginJobId())
 	if id, ok := n.byOrigin[key]; ok {
@@ -625,7 +673,7 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 		free := n.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
 		if !share.Allows(pj.Procs, free, n.procs) {
 			n.site.Unhold(now, seq)
-			return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)), nil
+			return refuse(fedschedv1.Reason_REASON_REJECTED_COMMUNITY_SHARE, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)), nil
 		}
 	}
 	specB, _ := proto.Marshal(spec)
@@ -735,7 +783,7 @@ func (n *Node) agree(req *fedschedv1.AgreeRequest, now int64) (*fedschedv1.Agree
 
 func (n *Node) agreementMsg(a *agreementRec) *fedschedv1.Agreement {
 	out := &fedschedv1.Agreement{Id: a.ID, OriginSite: a.Origin, OriginJobId: a.JobID, PeerSite: a.Peer, PeerJobId: a.PeerJobID,
-		State: fedschedv1.AgreementState(a.State), Offer: offerOf(a, a.Peer), UpdateTime: toTime(a.Updated)}
+		State: fedschedv1.AgreementState(a.State), Offer: offerOf(a, a.Peer), UpdateTime: toTime(a.Updated), Undelivered: a.Undelivered}
 	if lj := n.live[a.Seq]; lj != nil && a.Role == rolePeer {
 		out.Job = proto.Clone(lj.job).(*fedschedv1.Job)
 	}
@@ -972,6 +1020,7 @@ func (o *terminateOp) run(n *Node, now int64) func(error) {
 type outboxItem struct {
 	id, kind, site string
 	req            proto.Message
+	absent         bool // the site was not an alive member at the last try
 }
 
 // outbox lists what must still be sent to other sites.
@@ -982,10 +1031,10 @@ func (n *Node) outbox() []outboxItem {
 		case "outcome":
 			var j fedschedv1.Job
 			proto.Unmarshal(a.PeerJob, &j) //nolint:errcheck // written by this node
-			out = append(out, outboxItem{id: a.ID, kind: a.Pending, site: a.Origin,
+			out = append(out, outboxItem{id: a.ID, kind: a.Pending, site: a.Origin, absent: a.AbsentSince != 0,
 				req: &fedschedv1.ReportOutcomeRequest{AgreementId: a.ID, OriginJobId: a.JobID, Job: &j}})
 		case "terminate":
-			out = append(out, outboxItem{id: a.ID, kind: a.Pending, site: a.Peer, req: &fedschedv1.TerminateRequest{AgreementId: a.ID}})
+			out = append(out, outboxItem{id: a.ID, kind: a.Pending, site: a.Peer, absent: a.AbsentSince != 0, req: &fedschedv1.TerminateRequest{AgreementId: a.ID}})
 		}
 	}
 	slices.SortFunc(out, func(x, y outboxItem) int { return compareIDs(x.id, y.id) })
@@ -996,7 +1045,7 @@ type deliveredOp struct{ id, kind string }
 
 func (o *deliveredOp) run(n *Node, now int64) func(error) {
 	if a := n.agreements[o.id]; a != nil && a.Pending == o.kind {
-		a.Pending = ""
+		a.Pending, a.AbsentSince = "", 0
 		if o.kind == "terminate" {
 			a.Apply(delegation.EventTerminated, now) //nolint:errcheck // terminating -> terminated is allowed
 		}
@@ -1041,6 +1090,13 @@ func (n *Node) report(ctx context.Context) {
 		}
 		for _, it := range items {
 			addr := n.addrOf(it.site)
+			if !n.aliveMember(it.site) {
+				// Owed to a site that is not an alive member: counted
+				// towards giving up; still tried while it has an address.
+				n.send(ctx, &absentOp{id: it.id, kind: it.kind}) //nolint:errcheck // retried next round if lost
+			} else if it.absent {
+				n.send(ctx, &absentOp{id: it.id, kind: it.kind, back: true}) //nolint:errcheck // retried next round if lost
+			}
 			if addr == "" {
 				continue
 			}

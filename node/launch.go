@@ -3,10 +3,12 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -54,6 +56,12 @@ type LaunchOptions struct {
 	// Clock overrides the node's clock (tests); nil means real time, scaled
 	// by cfg.TimeScale.
 	Clock clock.Clock
+	// HTTPAddr, if not nil, receives the bound address of the HTTP
+	// listener (cfg.HTTP.Listen) once it listens.
+	HTTPAddr chan<- string
+	// HTTPAuthorize, if not nil, wraps every handler of the HTTP listener:
+	// the hook for the site's authorization policy.
+	HTTPAuthorize func(http.Handler) http.Handler
 }
 
 // Launch runs one site until ctx ends: it opens the store, builds the
@@ -179,6 +187,12 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	log.Info("node starting", "site", cfg.Site, "listen", lis.Addr().String(), "data", cfg.DataDir, "procs", cfg.Procs,
 		"executor", cfg.Executor, "policy", cfg.Policy, "time_scale", cfg.TimeScale, "gossip", cfg.Gossip.Addr)
 	g, gctx := errgroup.WithContext(ctx)
+	if cfg.HTTP.Listen != "" {
+		if err := startHTTP(gctx, g, cfg, n, opt, log); err != nil {
+			lis.Close()
+			return err
+		}
+	}
 	g.Go(func() error { return ex.Run(gctx) })
 	g.Go(func() error { return n.Run(gctx) })
 	g.Go(func() error { return n.Serve(gctx, lis, 5*time.Second, grpc.Creds(serverCreds)) })
@@ -204,6 +218,32 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	return nil
 }
 
+// startHTTP listens on cfg.HTTP.Listen and serves the metrics and the
+// status page under g, with the API's TLS settings.
+func startHTTP(ctx context.Context, g *errgroup.Group, cfg config.Config, n *Node, opt LaunchOptions, log *slog.Logger) error {
+	var tc *tls.Config
+	if cfg.TLS.Cert != "" {
+		var err error
+		if tc, _, err = tlsConfigs(cfg.TLS); err != nil {
+			return err
+		}
+	}
+	hl, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http listen on %s: %w: %w", cfg.HTTP.Listen, ErrUnavailable, err)
+	}
+	scheme := "http"
+	if tc != nil {
+		scheme = "https"
+	}
+	log.Info("serving metrics and the status page", "url", scheme+"://"+hl.Addr().String()+"/")
+	if opt.HTTPAddr != nil {
+		opt.HTTPAddr <- hl.Addr().String()
+	}
+	g.Go(func() error { return ServeHTTP(ctx, hl, n.HTTPHandler(opt.HTTPAuthorize), tc) })
+	return nil
+}
+
 // Version is the software version nodes report.
 const Version = "0.1.0-dev"
 
@@ -221,9 +261,9 @@ func (p *lazyPeers) Members() []discovery.Member {
 }
 
 func startMembership(cfg config.Config, n *Node, opt LaunchOptions, log *slog.Logger) (*discovery.Membership, error) {
-	host, port, err := net.SplitHostPort(cfg.Gossip.Addr)
+	host, port, err := gossipBind(cfg.Gossip.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("gossip address %q: %w: %w", cfg.Gossip.Addr, ErrInvalidRequest, err)
+		return nil, err
 	}
 	dc := discovery.DefaultConfig()
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {

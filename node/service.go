@@ -117,7 +117,7 @@ func (s *service) GetJob(ctx context.Context, req *fedschedv1.GetJobRequest) (*f
 	if err != nil {
 		return nil, err
 	}
-	return &fedschedv1.GetJobResponse{Job: j}, nil
+	return &fedschedv1.GetJobResponse{Job: s.withWaits(ctx, []*fedschedv1.Job{j})[0]}, nil
 }
 
 func (s *service) get(ctx context.Context, id string) (*fedschedv1.Job, error) {
@@ -144,6 +144,9 @@ func (s *service) ListJobs(ctx context.Context, req *fedschedv1.ListJobsRequest)
 	if req.GetPageSize() < 0 {
 		return nil, ToStatus(fmt.Errorf("page_size must not be negative: %w", ErrInvalidRequest))
 	}
+	if err := validateStates(req.GetStates()); err != nil {
+		return nil, ToStatus(err)
+	}
 	recs, next, err := s.n.deps.Store.ListJobs(ctx, store.JobQuery{States: req.GetStates(), User: req.GetUser(),
 		PageSize: int(req.GetPageSize()), PageToken: req.GetPageToken()})
 	if errors.Is(err, store.ErrInvalidPageToken) {
@@ -156,6 +159,7 @@ func (s *service) ListJobs(ctx context.Context, req *fedschedv1.ListJobsRequest)
 	for _, r := range recs {
 		out.Jobs = append(out.Jobs, r.Job)
 	}
+	out.Jobs = s.withWaits(ctx, out.Jobs)
 	return out, nil
 }
 
@@ -179,7 +183,11 @@ func (s *service) CancelJob(ctx context.Context, req *fedschedv1.CancelJobReques
 		if err != nil {
 			return nil, err
 		}
-		return nil, ToStatus(fmt.Errorf("job %s is already %s: %w", j.GetId(), stateName(j.GetState()), ErrJobFinished))
+		if j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED {
+			// Idempotent: the job is what the user asked for.
+			return &fedschedv1.CancelJobResponse{Job: j}, nil
+		}
+		return nil, ToStatus(fmt.Errorf("job %s already ended %s and cannot be cancelled: %w", j.GetId(), stateName(j.GetState()), ErrJobFinished))
 	}
 	if res.err != nil {
 		return nil, ToStatus(res.err)
@@ -192,6 +200,13 @@ func (s *service) WatchJobs(req *fedschedv1.WatchJobsRequest, stream fedschedv1.
 		return err
 	}
 	ctx := stream.Context()
+	if id := req.GetJobId(); id != "" {
+		// A job the store does not hold was never acknowledged: no event
+		// will ever come for it.
+		if _, err := s.get(ctx, id); err != nil {
+			return err
+		}
+	}
 	w := &watcher{jobID: req.GetJobId(), ch: make(chan *fedschedv1.JobEvent, watchBuffer)}
 	o := &watchOp{w: w, initial: req.GetSendInitial(), reply: make(chan watchReply, 1)}
 	if err := s.n.send(ctx, o); err != nil {
@@ -240,6 +255,7 @@ func (s *service) Explain(ctx context.Context, req *fedschedv1.ExplainRequest) (
 	if err != nil {
 		return nil, err
 	}
+	j = s.withWaits(ctx, []*fedschedv1.Job{j})[0]
 	out := &fedschedv1.ExplainResponse{Job: j, Reservation: j.GetReservation(), Pof: j.GetPof(), PofMax: s.n.pofMax()}
 	seen := map[fedschedv1.Reason]bool{}
 	for i := len(j.GetHistory()) - 1; i >= 0; i-- {
@@ -266,7 +282,21 @@ func explainSummary(j *fedschedv1.Job, pofMax float64) string {
 		if j.GetEndTime() != nil || j.GetState() == fedschedv1.JobState_JOB_STATE_REJECTED {
 			verb = "held"
 		}
-		fmt.Fprintf(&b, " It %s %d processors from %s to %s.", verb, r.GetProcs(), r.GetStart().AsTime().UTC().Format(time.RFC3339), r.GetEnd().AsTime().UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, " It %s %d processors from %s to %s.", verb, r.GetProcs(), humanTime(r.GetStart().GetSeconds()), humanTime(r.GetEnd().GetSeconds()))
+	}
+	if w := j.GetWait(); w != nil {
+		fmt.Fprintf(&b, " It waits: %s.", w.GetMessage())
+	}
+	if as := j.GetQuoteAnswers(); len(as) > 0 {
+		var parts []string
+		for _, a := range as {
+			if a.GetOffered() {
+				parts = append(parts, a.GetPeerSite()+" offered "+a.GetMessage())
+			} else {
+				parts = append(parts, a.GetPeerSite()+" refused ("+reasonLabel(a.GetRefusal())+": "+a.GetMessage()+")")
+			}
+		}
+		fmt.Fprintf(&b, " Peers asked: %s.", strings.Join(parts, "; "))
 	}
 	if j.GetOverbooked() {
 		fmt.Fprintf(&b, " Its reservation is shorter than its estimate: it was overbooked with a probability of failure of %.3f (the site accepts below %.3f).", j.GetPof(), pofMax)
