@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -56,6 +57,10 @@ type LaunchOptions struct {
 	// SlurmPollInterval overrides how often the slurm executor asks Slurm
 	// about its jobs (tests); 0 means executor.DefaultSlurmPollInterval.
 	SlurmPollInterval time.Duration
+	// StoreOpened, if not nil, receives the site's store once open; the
+	// e2e harness closes it under the running site to crash it without
+	// letting in-flight commits finish.
+	StoreOpened func(io.Closer)
 }
 
 // Launch runs one site until ctx ends: it opens the store, builds the
@@ -79,6 +84,9 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
+	if opt.StoreOpened != nil {
+		opt.StoreOpened(st)
+	}
 	epoch, err := checkStore(ctx, st, cfg.DataDir)
 	if err != nil {
 		return err
