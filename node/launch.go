@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/discovery"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
@@ -54,9 +55,6 @@ type LaunchOptions struct {
 	// Clock overrides the node's clock (tests); nil means real time, scaled
 	// by cfg.TimeScale.
 	Clock clock.Clock
-	// SlurmPollInterval overrides how often the slurm executor asks Slurm
-	// about its jobs (tests); 0 means executor.DefaultSlurmPollInterval.
-	SlurmPollInterval time.Duration
 	// StoreOpened, if not nil, receives the site's store once open; the
 	// e2e harness closes it under the running site to crash it without
 	// letting in-flight commits finish.
@@ -103,7 +101,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	case config.ExecutorSimulated:
 		ex = executor.NewSimulated(executor.SimulatedConfig{Clock: clk, Logger: log})
 	case config.ExecutorSlurm:
-		if ex, cfg.Procs, err = newSlurmExecutor(ctx, cfg, opt.SlurmPollInterval, log); err != nil {
+		if ex, cfg.Procs, err = newSlurmExecutor(ctx, cfg, epoch, log); err != nil {
 			return err
 		}
 	default:
@@ -142,6 +140,15 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	fed.HoldSeconds = cmp.Or(fed.HoldSeconds, int64(d.HoldSeconds))
 	fed.MaxHops = cmp.Or(fed.MaxHops, d.MaxHops)
 	fed.CommunityShare = cmp.Or(fed.CommunityShare, d.CommunityShare)
+	if fed.Transfer == delegation.OnReject && d.Transfer != "" {
+		if fed.Transfer, err = delegation.ParseTransfer(d.Transfer); err != nil {
+			lis.Close()
+			return fmt.Errorf("delegation.transfer: %w", err)
+		}
+	}
+	if fed.Prefer == nil {
+		fed.Prefer = d.Prefer
+	}
 	var members *discovery.Membership
 	peers := &lazyPeers{}
 	if cfg.Gossip.Addr != "" {

@@ -413,8 +413,22 @@ type JobSpec struct {
 	// For the simulated executor only: the runtime the job will actually take,
 	// in seconds. 0 means the estimate.
 	SimRuntimeSeconds int64 `protobuf:"varint,12,opt,name=sim_runtime_seconds,json=simRuntimeSeconds,proto3" json:"sim_runtime_seconds,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// A batch script run instead of command (`fedsched submit SCRIPT`); command
+	// then holds the script's arguments. At most 1 MiB. The process executor
+	// runs it with its interpreter line (sh without one); the slurm executor
+	// submits it to Slurm as is.
+	Script []byte `protobuf:"bytes,13,opt,name=script,proto3" json:"script,omitempty"`
+	// Where the job's standard output goes, on the executing site's host.
+	// "%j" is replaced by the job id the user was given, "%u" by the user,
+	// "%%" by "%"; a relative path is relative to workdir. Empty means the
+	// job's directory on the node (read it with `fedsched logs`).
+	Output string `protobuf:"bytes,14,opt,name=output,proto3" json:"output,omitempty"`
+	// Where the job's standard error goes, with the patterns of output.
+	// Empty means: into output when output is set, otherwise the job's
+	// directory on the node.
+	Error         string `protobuf:"bytes,15,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -529,6 +543,27 @@ func (x *JobSpec) GetSimRuntimeSeconds() int64 {
 		return x.SimRuntimeSeconds
 	}
 	return 0
+}
+
+func (x *JobSpec) GetScript() []byte {
+	if x != nil {
+		return x.Script
+	}
+	return nil
+}
+
+func (x *JobSpec) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
+}
+
+func (x *JobSpec) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
 }
 
 // Reservation is a job's slot in a site's plan: procs processors held over
@@ -2649,11 +2684,139 @@ func (x *ReservationConflict) GetDisplace() bool {
 	return false
 }
 
+// GetJobOutputRequest names a job and the part of its output wanted.
+type GetJobOutputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job, as this site knows it.
+	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Keep streaming until the job has ended.
+	Follow bool `protobuf:"varint,2,opt,name=follow,proto3" json:"follow,omitempty"`
+	// Standard error instead of standard output.
+	Stderr bool `protobuf:"varint,3,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	// First byte wanted; 0 from the start.
+	Offset        int64 `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetJobOutputRequest) Reset() {
+	*x = GetJobOutputRequest{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetJobOutputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetJobOutputRequest) ProtoMessage() {}
+
+func (x *GetJobOutputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetJobOutputRequest.ProtoReflect.Descriptor instead.
+func (*GetJobOutputRequest) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GetJobOutputRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *GetJobOutputRequest) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *GetJobOutputRequest) GetStderr() bool {
+	if x != nil {
+		return x.Stderr
+	}
+	return false
+}
+
+func (x *GetJobOutputRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+// JobOutputChunk is a piece of a job's output.
+type JobOutputChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The bytes, at most 64 KiB.
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// Where data starts in the output.
+	Offset        int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobOutputChunk) Reset() {
+	*x = JobOutputChunk{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobOutputChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobOutputChunk) ProtoMessage() {}
+
+func (x *JobOutputChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobOutputChunk.ProtoReflect.Descriptor instead.
+func (*JobOutputChunk) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *JobOutputChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *JobOutputChunk) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 var File_fedsched_v1_site_proto protoreflect.FileDescriptor
 
 const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\n" +
-	"\x16fedsched/v1/site.proto\x12\vfedsched.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x03\n" +
+	"\x16fedsched/v1/site.proto\x12\vfedsched.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9d\x04\n" +
 	"\aJobSpec\x12\x14\n" +
 	"\x05procs\x18\x01 \x01(\x05R\x05procs\x12)\n" +
 	"\x10estimate_seconds\x18\x02 \x01(\x03R\x0festimateSeconds\x124\n" +
@@ -2667,7 +2830,10 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x03env\x18\n" +
 	" \x03(\v2\x1d.fedsched.v1.JobSpec.EnvEntryR\x03env\x12\x18\n" +
 	"\aworkdir\x18\v \x01(\tR\aworkdir\x12.\n" +
-	"\x13sim_runtime_seconds\x18\f \x01(\x03R\x11simRuntimeSeconds\x1a6\n" +
+	"\x13sim_runtime_seconds\x18\f \x01(\x03R\x11simRuntimeSeconds\x12\x16\n" +
+	"\x06script\x18\r \x01(\fR\x06script\x12\x16\n" +
+	"\x06output\x18\x0e \x01(\tR\x06output\x12\x14\n" +
+	"\x05error\x18\x0f \x01(\tR\x05error\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x01\n" +
@@ -2829,7 +2995,15 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\fheld_job_ids\x18\x03 \x03(\tR\n" +
 	"heldJobIds\x12'\n" +
 	"\x0freservation_ids\x18\x04 \x03(\tR\x0ereservationIds\x12\x1a\n" +
-	"\bdisplace\x18\x05 \x01(\bR\bdisplace*\xe2\x01\n" +
+	"\bdisplace\x18\x05 \x01(\bR\bdisplace\"t\n" +
+	"\x13GetJobOutputRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x16\n" +
+	"\x06stderr\x18\x03 \x01(\bR\x06stderr\x12\x16\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\"<\n" +
+	"\x0eJobOutputChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset*\xe2\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x15\n" +
@@ -2874,7 +3048,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x10WEEKDAY_THURSDAY\x10\x04\x12\x12\n" +
 	"\x0eWEEKDAY_FRIDAY\x10\x05\x12\x14\n" +
 	"\x10WEEKDAY_SATURDAY\x10\x06\x12\x12\n" +
-	"\x0eWEEKDAY_SUNDAY\x10\a2\xab\x06\n" +
+	"\x0eWEEKDAY_SUNDAY\x10\a2\xfc\x06\n" +
 	"\vSiteService\x12J\n" +
 	"\tSubmitJob\x12\x1d.fedsched.v1.SubmitJobRequest\x1a\x1e.fedsched.v1.SubmitJobResponse\x12A\n" +
 	"\x06GetJob\x12\x1a.fedsched.v1.GetJobRequest\x1a\x1b.fedsched.v1.GetJobResponse\x12G\n" +
@@ -2882,7 +3056,8 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\tCancelJob\x12\x1d.fedsched.v1.CancelJobRequest\x1a\x1e.fedsched.v1.CancelJobResponse\x12C\n" +
 	"\tWatchJobs\x12\x1d.fedsched.v1.WatchJobsRequest\x1a\x15.fedsched.v1.JobEvent0\x01\x12D\n" +
 	"\aExplain\x12\x1b.fedsched.v1.ExplainRequest\x1a\x1c.fedsched.v1.ExplainResponse\x12D\n" +
-	"\aGetSite\x12\x1b.fedsched.v1.GetSiteRequest\x1a\x1c.fedsched.v1.GetSiteResponse\x12b\n" +
+	"\aGetSite\x12\x1b.fedsched.v1.GetSiteRequest\x1a\x1c.fedsched.v1.GetSiteResponse\x12O\n" +
+	"\fGetJobOutput\x12 .fedsched.v1.GetJobOutputRequest\x1a\x1b.fedsched.v1.JobOutputChunk0\x01\x12b\n" +
 	"\x11CreateReservation\x12%.fedsched.v1.CreateReservationRequest\x1a&.fedsched.v1.CreateReservationResponse\x12_\n" +
 	"\x10ListReservations\x12$.fedsched.v1.ListReservationsRequest\x1a%.fedsched.v1.ListReservationsResponse\x12b\n" +
 	"\x11DeleteReservation\x12%.fedsched.v1.DeleteReservationRequest\x1a&.fedsched.v1.DeleteReservationResponseB;Z9github.com/fedsched/fedsched/proto/fedsched/v1;fedschedv1b\x06proto3"
@@ -2900,7 +3075,7 @@ func file_fedsched_v1_site_proto_rawDescGZIP() []byte {
 }
 
 var file_fedsched_v1_site_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_fedsched_v1_site_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_fedsched_v1_site_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_fedsched_v1_site_proto_goTypes = []any{
 	(JobState)(0),                     // 0: fedsched.v1.JobState
 	(SlaOutcome)(0),                   // 1: fedsched.v1.SlaOutcome
@@ -2936,32 +3111,34 @@ var file_fedsched_v1_site_proto_goTypes = []any{
 	(*DeleteReservationRequest)(nil),  // 31: fedsched.v1.DeleteReservationRequest
 	(*DeleteReservationResponse)(nil), // 32: fedsched.v1.DeleteReservationResponse
 	(*ReservationConflict)(nil),       // 33: fedsched.v1.ReservationConflict
-	nil,                               // 34: fedsched.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),     // 35: google.protobuf.Timestamp
+	(*GetJobOutputRequest)(nil),       // 34: fedsched.v1.GetJobOutputRequest
+	(*JobOutputChunk)(nil),            // 35: fedsched.v1.JobOutputChunk
+	nil,                               // 36: fedsched.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),     // 37: google.protobuf.Timestamp
 }
 var file_fedsched_v1_site_proto_depIdxs = []int32{
-	35, // 0: fedsched.v1.JobSpec.release:type_name -> google.protobuf.Timestamp
-	35, // 1: fedsched.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
-	34, // 2: fedsched.v1.JobSpec.env:type_name -> fedsched.v1.JobSpec.EnvEntry
-	35, // 3: fedsched.v1.Reservation.start:type_name -> google.protobuf.Timestamp
-	35, // 4: fedsched.v1.Reservation.end:type_name -> google.protobuf.Timestamp
+	37, // 0: fedsched.v1.JobSpec.release:type_name -> google.protobuf.Timestamp
+	37, // 1: fedsched.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	36, // 2: fedsched.v1.JobSpec.env:type_name -> fedsched.v1.JobSpec.EnvEntry
+	37, // 3: fedsched.v1.Reservation.start:type_name -> google.protobuf.Timestamp
+	37, // 4: fedsched.v1.Reservation.end:type_name -> google.protobuf.Timestamp
 	2,  // 5: fedsched.v1.RouteHop.reason:type_name -> fedsched.v1.Reason
-	35, // 6: fedsched.v1.RouteHop.time:type_name -> google.protobuf.Timestamp
+	37, // 6: fedsched.v1.RouteHop.time:type_name -> google.protobuf.Timestamp
 	0,  // 7: fedsched.v1.Transition.from:type_name -> fedsched.v1.JobState
 	0,  // 8: fedsched.v1.Transition.to:type_name -> fedsched.v1.JobState
 	2,  // 9: fedsched.v1.Transition.reason:type_name -> fedsched.v1.Reason
-	35, // 10: fedsched.v1.Transition.time:type_name -> google.protobuf.Timestamp
+	37, // 10: fedsched.v1.Transition.time:type_name -> google.protobuf.Timestamp
 	4,  // 11: fedsched.v1.Job.spec:type_name -> fedsched.v1.JobSpec
 	0,  // 12: fedsched.v1.Job.state:type_name -> fedsched.v1.JobState
 	2,  // 13: fedsched.v1.Job.reason:type_name -> fedsched.v1.Reason
-	35, // 14: fedsched.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	37, // 14: fedsched.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
 	5,  // 15: fedsched.v1.Job.reservation:type_name -> fedsched.v1.Reservation
 	1,  // 16: fedsched.v1.Job.sla_outcome:type_name -> fedsched.v1.SlaOutcome
-	35, // 17: fedsched.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	35, // 18: fedsched.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	37, // 17: fedsched.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	37, // 18: fedsched.v1.Job.end_time:type_name -> google.protobuf.Timestamp
 	6,  // 19: fedsched.v1.Job.route:type_name -> fedsched.v1.RouteHop
 	7,  // 20: fedsched.v1.Job.history:type_name -> fedsched.v1.Transition
-	35, // 21: fedsched.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	37, // 21: fedsched.v1.Job.update_time:type_name -> google.protobuf.Timestamp
 	4,  // 22: fedsched.v1.SubmitJobRequest.spec:type_name -> fedsched.v1.JobSpec
 	8,  // 23: fedsched.v1.SubmitJobResponse.job:type_name -> fedsched.v1.Job
 	8,  // 24: fedsched.v1.GetJobResponse.job:type_name -> fedsched.v1.Job
@@ -2970,22 +3147,22 @@ var file_fedsched_v1_site_proto_depIdxs = []int32{
 	8,  // 27: fedsched.v1.CancelJobResponse.job:type_name -> fedsched.v1.Job
 	8,  // 28: fedsched.v1.JobEvent.job:type_name -> fedsched.v1.Job
 	0,  // 29: fedsched.v1.JobEvent.previous_state:type_name -> fedsched.v1.JobState
-	35, // 30: fedsched.v1.JobEvent.time:type_name -> google.protobuf.Timestamp
+	37, // 30: fedsched.v1.JobEvent.time:type_name -> google.protobuf.Timestamp
 	8,  // 31: fedsched.v1.ExplainResponse.job:type_name -> fedsched.v1.Job
 	2,  // 32: fedsched.v1.ExplainResponse.reasons:type_name -> fedsched.v1.Reason
 	5,  // 33: fedsched.v1.ExplainResponse.reservation:type_name -> fedsched.v1.Reservation
 	23, // 34: fedsched.v1.GetSiteResponse.site:type_name -> fedsched.v1.Site
-	35, // 35: fedsched.v1.Site.now:type_name -> google.protobuf.Timestamp
-	35, // 36: fedsched.v1.TimeWindow.start:type_name -> google.protobuf.Timestamp
-	35, // 37: fedsched.v1.TimeWindow.end:type_name -> google.protobuf.Timestamp
-	35, // 38: fedsched.v1.FixedReservation.start:type_name -> google.protobuf.Timestamp
-	35, // 39: fedsched.v1.FixedReservation.end:type_name -> google.protobuf.Timestamp
-	35, // 40: fedsched.v1.FixedReservation.until:type_name -> google.protobuf.Timestamp
+	37, // 35: fedsched.v1.Site.now:type_name -> google.protobuf.Timestamp
+	37, // 36: fedsched.v1.TimeWindow.start:type_name -> google.protobuf.Timestamp
+	37, // 37: fedsched.v1.TimeWindow.end:type_name -> google.protobuf.Timestamp
+	37, // 38: fedsched.v1.FixedReservation.start:type_name -> google.protobuf.Timestamp
+	37, // 39: fedsched.v1.FixedReservation.end:type_name -> google.protobuf.Timestamp
+	37, // 40: fedsched.v1.FixedReservation.until:type_name -> google.protobuf.Timestamp
 	3,  // 41: fedsched.v1.FixedReservation.weekdays:type_name -> fedsched.v1.Weekday
 	24, // 42: fedsched.v1.FixedReservation.instances:type_name -> fedsched.v1.TimeWindow
-	35, // 43: fedsched.v1.CreateReservationRequest.start:type_name -> google.protobuf.Timestamp
-	35, // 44: fedsched.v1.CreateReservationRequest.end:type_name -> google.protobuf.Timestamp
-	35, // 45: fedsched.v1.CreateReservationRequest.until:type_name -> google.protobuf.Timestamp
+	37, // 43: fedsched.v1.CreateReservationRequest.start:type_name -> google.protobuf.Timestamp
+	37, // 44: fedsched.v1.CreateReservationRequest.end:type_name -> google.protobuf.Timestamp
+	37, // 45: fedsched.v1.CreateReservationRequest.until:type_name -> google.protobuf.Timestamp
 	3,  // 46: fedsched.v1.CreateReservationRequest.weekdays:type_name -> fedsched.v1.Weekday
 	5,  // 47: fedsched.v1.DisplacedJob.previous:type_name -> fedsched.v1.Reservation
 	5,  // 48: fedsched.v1.DisplacedJob.reservation:type_name -> fedsched.v1.Reservation
@@ -3003,21 +3180,23 @@ var file_fedsched_v1_site_proto_depIdxs = []int32{
 	17, // 60: fedsched.v1.SiteService.WatchJobs:input_type -> fedsched.v1.WatchJobsRequest
 	19, // 61: fedsched.v1.SiteService.Explain:input_type -> fedsched.v1.ExplainRequest
 	21, // 62: fedsched.v1.SiteService.GetSite:input_type -> fedsched.v1.GetSiteRequest
-	26, // 63: fedsched.v1.SiteService.CreateReservation:input_type -> fedsched.v1.CreateReservationRequest
-	29, // 64: fedsched.v1.SiteService.ListReservations:input_type -> fedsched.v1.ListReservationsRequest
-	31, // 65: fedsched.v1.SiteService.DeleteReservation:input_type -> fedsched.v1.DeleteReservationRequest
-	10, // 66: fedsched.v1.SiteService.SubmitJob:output_type -> fedsched.v1.SubmitJobResponse
-	12, // 67: fedsched.v1.SiteService.GetJob:output_type -> fedsched.v1.GetJobResponse
-	14, // 68: fedsched.v1.SiteService.ListJobs:output_type -> fedsched.v1.ListJobsResponse
-	16, // 69: fedsched.v1.SiteService.CancelJob:output_type -> fedsched.v1.CancelJobResponse
-	18, // 70: fedsched.v1.SiteService.WatchJobs:output_type -> fedsched.v1.JobEvent
-	20, // 71: fedsched.v1.SiteService.Explain:output_type -> fedsched.v1.ExplainResponse
-	22, // 72: fedsched.v1.SiteService.GetSite:output_type -> fedsched.v1.GetSiteResponse
-	28, // 73: fedsched.v1.SiteService.CreateReservation:output_type -> fedsched.v1.CreateReservationResponse
-	30, // 74: fedsched.v1.SiteService.ListReservations:output_type -> fedsched.v1.ListReservationsResponse
-	32, // 75: fedsched.v1.SiteService.DeleteReservation:output_type -> fedsched.v1.DeleteReservationResponse
-	66, // [66:76] is the sub-list for method output_type
-	56, // [56:66] is the sub-list for method input_type
+	34, // 63: fedsched.v1.SiteService.GetJobOutput:input_type -> fedsched.v1.GetJobOutputRequest
+	26, // 64: fedsched.v1.SiteService.CreateReservation:input_type -> fedsched.v1.CreateReservationRequest
+	29, // 65: fedsched.v1.SiteService.ListReservations:input_type -> fedsched.v1.ListReservationsRequest
+	31, // 66: fedsched.v1.SiteService.DeleteReservation:input_type -> fedsched.v1.DeleteReservationRequest
+	10, // 67: fedsched.v1.SiteService.SubmitJob:output_type -> fedsched.v1.SubmitJobResponse
+	12, // 68: fedsched.v1.SiteService.GetJob:output_type -> fedsched.v1.GetJobResponse
+	14, // 69: fedsched.v1.SiteService.ListJobs:output_type -> fedsched.v1.ListJobsResponse
+	16, // 70: fedsched.v1.SiteService.CancelJob:output_type -> fedsched.v1.CancelJobResponse
+	18, // 71: fedsched.v1.SiteService.WatchJobs:output_type -> fedsched.v1.JobEvent
+	20, // 72: fedsched.v1.SiteService.Explain:output_type -> fedsched.v1.ExplainResponse
+	22, // 73: fedsched.v1.SiteService.GetSite:output_type -> fedsched.v1.GetSiteResponse
+	35, // 74: fedsched.v1.SiteService.GetJobOutput:output_type -> fedsched.v1.JobOutputChunk
+	28, // 75: fedsched.v1.SiteService.CreateReservation:output_type -> fedsched.v1.CreateReservationResponse
+	30, // 76: fedsched.v1.SiteService.ListReservations:output_type -> fedsched.v1.ListReservationsResponse
+	32, // 77: fedsched.v1.SiteService.DeleteReservation:output_type -> fedsched.v1.DeleteReservationResponse
+	67, // [67:78] is the sub-list for method output_type
+	56, // [56:67] is the sub-list for method input_type
 	56, // [56:56] is the sub-list for extension type_name
 	56, // [56:56] is the sub-list for extension extendee
 	0,  // [0:56] is the sub-list for field type_name
@@ -3035,7 +3214,7 @@ func file_fedsched_v1_site_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fedsched_v1_site_proto_rawDesc), len(file_fedsched_v1_site_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -43,6 +43,7 @@ const (
 	SiteService_WatchJobs_FullMethodName         = "/fedsched.v1.SiteService/WatchJobs"
 	SiteService_Explain_FullMethodName           = "/fedsched.v1.SiteService/Explain"
 	SiteService_GetSite_FullMethodName           = "/fedsched.v1.SiteService/GetSite"
+	SiteService_GetJobOutput_FullMethodName      = "/fedsched.v1.SiteService/GetJobOutput"
 	SiteService_CreateReservation_FullMethodName = "/fedsched.v1.SiteService/CreateReservation"
 	SiteService_ListReservations_FullMethodName  = "/fedsched.v1.SiteService/ListReservations"
 	SiteService_DeleteReservation_FullMethodName = "/fedsched.v1.SiteService/DeleteReservation"
@@ -85,6 +86,13 @@ type SiteServiceClient interface {
 	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
 	// GetSite describes the site: its capabilities and its current load.
 	GetSite(ctx context.Context, in *GetSiteRequest, opts ...grpc.CallOption) (*GetSiteResponse, error)
+	// GetJobOutput streams a job's standard output (or error) from offset;
+	// with follow, it keeps streaming what the job writes until the job has
+	// ended and everything is sent. For a delegated job the site asks the
+	// peer that runs it (FederationService.PeerJobOutput). NOT_FOUND for an
+	// unknown job; FAILED_PRECONDITION for a job with no output (the
+	// simulated executor, a job that never started, a file gone).
+	GetJobOutput(ctx context.Context, in *GetJobOutputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobOutputChunk], error)
 	// CreateReservation makes an operator's fixed reservation: procs
 	// processors held for exactly [start, end), never moved, shortened or
 	// overbooked by any policy. With every_seconds it is a standing
@@ -201,6 +209,25 @@ func (c *siteServiceClient) GetSite(ctx context.Context, in *GetSiteRequest, opt
 	return out, nil
 }
 
+func (c *siteServiceClient) GetJobOutput(ctx context.Context, in *GetJobOutputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobOutputChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SiteService_ServiceDesc.Streams[1], SiteService_GetJobOutput_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GetJobOutputRequest, JobOutputChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SiteService_GetJobOutputClient = grpc.ServerStreamingClient[JobOutputChunk]
+
 func (c *siteServiceClient) CreateReservation(ctx context.Context, in *CreateReservationRequest, opts ...grpc.CallOption) (*CreateReservationResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateReservationResponse)
@@ -268,6 +295,13 @@ type SiteServiceServer interface {
 	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
 	// GetSite describes the site: its capabilities and its current load.
 	GetSite(context.Context, *GetSiteRequest) (*GetSiteResponse, error)
+	// GetJobOutput streams a job's standard output (or error) from offset;
+	// with follow, it keeps streaming what the job writes until the job has
+	// ended and everything is sent. For a delegated job the site asks the
+	// peer that runs it (FederationService.PeerJobOutput). NOT_FOUND for an
+	// unknown job; FAILED_PRECONDITION for a job with no output (the
+	// simulated executor, a job that never started, a file gone).
+	GetJobOutput(*GetJobOutputRequest, grpc.ServerStreamingServer[JobOutputChunk]) error
 	// CreateReservation makes an operator's fixed reservation: procs
 	// processors held for exactly [start, end), never moved, shortened or
 	// overbooked by any policy. With every_seconds it is a standing
@@ -325,6 +359,9 @@ func (UnimplementedSiteServiceServer) Explain(context.Context, *ExplainRequest) 
 }
 func (UnimplementedSiteServiceServer) GetSite(context.Context, *GetSiteRequest) (*GetSiteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSite not implemented")
+}
+func (UnimplementedSiteServiceServer) GetJobOutput(*GetJobOutputRequest, grpc.ServerStreamingServer[JobOutputChunk]) error {
+	return status.Error(codes.Unimplemented, "method GetJobOutput not implemented")
 }
 func (UnimplementedSiteServiceServer) CreateReservation(context.Context, *CreateReservationRequest) (*CreateReservationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateReservation not implemented")
@@ -475,6 +512,17 @@ func _SiteService_GetSite_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SiteService_GetJobOutput_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GetJobOutputRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SiteServiceServer).GetJobOutput(m, &grpc.GenericServerStream[GetJobOutputRequest, JobOutputChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SiteService_GetJobOutputServer = grpc.ServerStreamingServer[JobOutputChunk]
+
 func _SiteService_CreateReservation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateReservationRequest)
 	if err := dec(in); err != nil {
@@ -577,6 +625,11 @@ var SiteService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WatchJobs",
 			Handler:       _SiteService_WatchJobs_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "GetJobOutput",
+			Handler:       _SiteService_GetJobOutput_Handler,
 			ServerStreams: true,
 		},
 	},
