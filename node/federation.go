@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,6 +173,8 @@ type delegationResult struct {
 	peer    string
 	asked   []string
 	refused []string
+	// answers are every asked peer's answer, for explain.
+	answers []*fedschedv1.QuoteAnswer
 	err     error
 	// intent: the goroutine has chosen and asks the loop to persist the
 	// choice before it agrees.
@@ -222,6 +225,7 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		return func(err error) { o.proceed <- err == nil }
 	}
 	delete(n.inflight, o.seq)
+	lj.job.QuoteAnswers = append(lj.job.QuoteAnswers, o.answers...)
 	if o.agreed != nil {
 		a := o.agreed
 		delete(n.live, o.seq)
@@ -410,15 +414,16 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 				defer wg.Done()
 				qctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
 				defer cancel()
+				var r *fedschedv1.QuoteResponse
 				cl, err := n.client(qctx, c.Addr)
-				if err != nil {
-					n.observeFailure(c.Site)
-					return
+				if err == nil {
+					r, err = cl.Quote(qctx, &fedschedv1.QuoteRequest{OriginSite: n.cfg.Site, OriginJobId: job.GetId(), Spec: spec,
+						Route: job.GetRoute(), HoldSeconds: n.fed.HoldSeconds, StartNow: fl.acf})
 				}
-				r, err := cl.Quote(qctx, &fedschedv1.QuoteRequest{OriginSite: n.cfg.Site, OriginJobId: job.GetId(), Spec: spec,
-					Route: job.GetRoute(), HoldSeconds: n.fed.HoldSeconds, StartNow: fl.acf})
+				n.metrics.quotesAsked.WithLabelValues(c.Site, quoteAnswer(r, err)).Inc()
 				mu.Lock()
 				defer mu.Unlock()
+				res.answers = append(res.answers, answerOf(c.Site, r, err, n.now()))
 				if err != nil {
 					n.observeFailure(c.Site)
 					return
@@ -441,6 +446,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 		}
 	}
 	slices.Sort(res.refused)
+	slices.SortFunc(res.answers, func(a, b *fedschedv1.QuoteAnswer) int { return strings.Compare(a.GetPeerSite(), b.GetPeerSite()) })
 	// Best breaks ties by position: the location policy's rank, whatever
 	// order the replies came in.
 	slices.SortFunc(offers, func(a, b quoted) int { return a.rank - b.rank })
@@ -571,6 +577,9 @@ type quoteResult struct {
 
 func (o *quoteOp) run(n *Node, now int64) func(error) {
 	resp, err := n.quote(o.req, now)
+	if err == nil {
+		n.metrics.quotesGiven.WithLabelValues(o.req.GetOriginSite(), quoteAnswer(resp, nil)).Inc()
+	}
 	return func(cerr error) {
 		if cerr != nil && err == nil {
 			err = fmt.Errorf("storing the hold failed: %w: %w", ErrUnavailable, cerr)
@@ -625,7 +634,7 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 		free := n.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
 		if !share.Allows(pj.Procs, free, n.procs) {
 			n.site.Unhold(now, seq)
-			return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)), nil
+			return refuse(fedschedv1.Reason_REASON_REJECTED_COMMUNITY_SHARE, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)), nil
 		}
 	}
 	specB, _ := proto.Marshal(spec)

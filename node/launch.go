@@ -3,11 +3,13 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -59,6 +61,12 @@ type LaunchOptions struct {
 	// e2e harness closes it under the running site to crash it without
 	// letting in-flight commits finish.
 	StoreOpened func(io.Closer)
+	// HTTPAddr, if not nil, receives the bound address of the HTTP
+	// listener (cfg.HTTP.Listen) once it listens.
+	HTTPAddr chan<- string
+	// HTTPAuthorize, if not nil, wraps every handler of the HTTP listener:
+	// the hook for the site's authorization policy.
+	HTTPAuthorize func(http.Handler) http.Handler
 }
 
 // Launch runs one site until ctx ends: it opens the store, builds the
@@ -187,6 +195,12 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	log.Info("node starting", "site", cfg.Site, "listen", lis.Addr().String(), "data", cfg.DataDir, "procs", cfg.Procs,
 		"executor", cfg.Executor, "policy", cfg.Policy, "time_scale", cfg.TimeScale, "gossip", cfg.Gossip.Addr)
 	g, gctx := errgroup.WithContext(ctx)
+	if cfg.HTTP.Listen != "" {
+		if err := startHTTP(gctx, g, cfg, n, opt, log); err != nil {
+			lis.Close()
+			return err
+		}
+	}
 	g.Go(func() error { return ex.Run(gctx) })
 	g.Go(func() error { return n.Run(gctx) })
 	g.Go(func() error { return n.Serve(gctx, lis, 5*time.Second, grpc.Creds(serverCreds)) })
@@ -209,6 +223,32 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
+	return nil
+}
+
+// startHTTP listens on cfg.HTTP.Listen and serves the metrics and the
+// status page under g, with the API's TLS settings.
+func startHTTP(ctx context.Context, g *errgroup.Group, cfg config.Config, n *Node, opt LaunchOptions, log *slog.Logger) error {
+	var tc *tls.Config
+	if cfg.TLS.Cert != "" {
+		var err error
+		if tc, _, err = tlsConfigs(cfg.TLS); err != nil {
+			return err
+		}
+	}
+	hl, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http listen on %s: %w: %w", cfg.HTTP.Listen, ErrUnavailable, err)
+	}
+	scheme := "http"
+	if tc != nil {
+		scheme = "https"
+	}
+	log.Info("serving metrics and the status page", "url", scheme+"://"+hl.Addr().String()+"/")
+	if opt.HTTPAddr != nil {
+		opt.HTTPAddr <- hl.Addr().String()
+	}
+	g.Go(func() error { return ServeHTTP(ctx, hl, n.HTTPHandler(opt.HTTPAuthorize), tc) })
 	return nil
 }
 

@@ -47,6 +47,7 @@ const (
 	SiteService_CreateReservation_FullMethodName = "/fedsched.v1.SiteService/CreateReservation"
 	SiteService_ListReservations_FullMethodName  = "/fedsched.v1.SiteService/ListReservations"
 	SiteService_DeleteReservation_FullMethodName = "/fedsched.v1.SiteService/DeleteReservation"
+	SiteService_GetPlan_FullMethodName           = "/fedsched.v1.SiteService/GetPlan"
 )
 
 // SiteServiceClient is the client API for SiteService service.
@@ -120,6 +121,11 @@ type SiteServiceClient interface {
 	// are free at once and waiting jobs may move earlier into them.
 	// NOT_FOUND (reason RESERVATION_NOT_FOUND) if the id is unknown here.
 	DeleteReservation(ctx context.Context, in *DeleteReservationRequest, opts ...grpc.CallOption) (*DeleteReservationResponse, error)
+	// The site's plan now: every reservation (running and waiting jobs,
+	// holds backing quotes, fixed and standing reservations) and the queued
+	// jobs, each pending one with what it waits for. For `fedsched plan` and
+	// dashboards.
+	GetPlan(ctx context.Context, in *GetPlanRequest, opts ...grpc.CallOption) (*GetPlanResponse, error)
 }
 
 type siteServiceClient struct {
@@ -258,6 +264,16 @@ func (c *siteServiceClient) DeleteReservation(ctx context.Context, in *DeleteRes
 	return out, nil
 }
 
+func (c *siteServiceClient) GetPlan(ctx context.Context, in *GetPlanRequest, opts ...grpc.CallOption) (*GetPlanResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPlanResponse)
+	err := c.cc.Invoke(ctx, SiteService_GetPlan_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SiteServiceServer is the server API for SiteService service.
 // All implementations must embed UnimplementedSiteServiceServer
 // for forward compatibility.
@@ -329,6 +345,11 @@ type SiteServiceServer interface {
 	// are free at once and waiting jobs may move earlier into them.
 	// NOT_FOUND (reason RESERVATION_NOT_FOUND) if the id is unknown here.
 	DeleteReservation(context.Context, *DeleteReservationRequest) (*DeleteReservationResponse, error)
+	// The site's plan now: every reservation (running and waiting jobs,
+	// holds backing quotes, fixed and standing reservations) and the queued
+	// jobs, each pending one with what it waits for. For `fedsched plan` and
+	// dashboards.
+	GetPlan(context.Context, *GetPlanRequest) (*GetPlanResponse, error)
 	mustEmbedUnimplementedSiteServiceServer()
 }
 
@@ -371,6 +392,9 @@ func (UnimplementedSiteServiceServer) ListReservations(context.Context, *ListRes
 }
 func (UnimplementedSiteServiceServer) DeleteReservation(context.Context, *DeleteReservationRequest) (*DeleteReservationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteReservation not implemented")
+}
+func (UnimplementedSiteServiceServer) GetPlan(context.Context, *GetPlanRequest) (*GetPlanResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPlan not implemented")
 }
 func (UnimplementedSiteServiceServer) mustEmbedUnimplementedSiteServiceServer() {}
 func (UnimplementedSiteServiceServer) testEmbeddedByValue()                     {}
@@ -577,6 +601,24 @@ func _SiteService_DeleteReservation_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SiteService_GetPlan_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPlanRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SiteServiceServer).GetPlan(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SiteService_GetPlan_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SiteServiceServer).GetPlan(ctx, req.(*GetPlanRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SiteService_ServiceDesc is the grpc.ServiceDesc for SiteService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -619,6 +661,10 @@ var SiteService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteReservation",
 			Handler:    _SiteService_DeleteReservation_Handler,
+		},
+		{
+			MethodName: "GetPlan",
+			Handler:    _SiteService_GetPlan_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
