@@ -405,6 +405,7 @@ func (c Config) Validate() error {
 	if sf := c.Overbooking.SecurityFactor; !(sf >= 0) || math.IsInf(sf, 0) {
 		bad("overbooking.security_factor", "must be a finite number >= 0, got %v", sf)
 	}
+	c.refuseIneffective(bad)
 	if c.Gossip.Addr != "" {
 		if err := checkHostPort(c.Gossip.Addr); err != nil {
 			bad("gossip.addr", "%v", err)
