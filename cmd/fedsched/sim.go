@@ -209,8 +209,8 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	rep.Fixed = res.Fixed
 	rep.StartAccuracy = sim.ComputeStartAccuracy(res.Records)
 	out := simReport{Trace: tr.Name, Sites: []siteReport{rep}}
-	printSimTable(cmd.OutOrStdout(), out)
-	printStartAccuracy(cmd.OutOrStdout(), out.Sites)
+	printSimTable(tableOut(cmd, f.jsonOut), out)
+	printStartAccuracy(tableOut(cmd, f.jsonOut), out.Sites)
 	if f.jsonOut != "" {
 		if err := writeJSON(cmd.OutOrStdout(), f.jsonOut, out); err != nil {
 			return err
@@ -339,6 +339,15 @@ func printSimTable(w io.Writer, r simReport) {
 			d.Jobs, 100*d.Met, d.MeanTardiness, d.LateMeanTardiness, d.MaxTardiness)
 	}
 	tw.Flush()
+}
+
+// tableOut is where a replay prints its human table: stdout, unless the
+// JSON goes there (--json -), so that stdout is JSON alone for scripts.
+func tableOut(cmd *cobra.Command, jsonOut string) io.Writer {
+	if jsonOut == "-" {
+		return cmd.ErrOrStderr()
+	}
+	return cmd.OutOrStdout()
 }
 
 // writeJSON writes v as indented JSON to path, or to stdout for "-".

@@ -89,8 +89,8 @@ func runStartAccuracy(cmd *cobra.Command, f simFlags, in []sim.Job, cfg sim.Conf
 	p.X.Tick.Marker = plot.ConstantTicks(hourTicks())
 	_ = draw.PosRight
 	out := simReport{Trace: rep.Name, Sites: sites}
-	printSimTable(cmd.OutOrStdout(), out)
-	printStartAccuracy(cmd.OutOrStdout(), sites)
+	printSimTable(tableOut(cmd, f.jsonOut), out)
+	printStartAccuracy(tableOut(cmd, f.jsonOut), sites)
 	if f.jsonOut != "" {
 		if err := writeJSON(cmd.OutOrStdout(), f.jsonOut, out); err != nil {
 			return err
@@ -99,7 +99,7 @@ func runStartAccuracy(cmd *cobra.Command, f simFlags, in []sim.Job, cfg sim.Conf
 	if err := p.Save(8*vg.Inch, 4.5*vg.Inch, f.accPlot); err != nil {
 		return fmt.Errorf("start accuracy plot: %w", err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", f.accPlot)
+	fmt.Fprintf(tableOut(cmd, f.jsonOut), "wrote %s\n", f.accPlot)
 	return nil
 }
 
