@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -169,6 +170,7 @@ type Site struct {
 	err       error         // its result
 	lis       *crashListener
 	transport *discovery.PartitionTransport
+	store     io.Closer // the current Launch's store
 }
 
 // Start starts the sites of opts one after the other, each joining the
@@ -340,6 +342,11 @@ func (c *Cluster) launch(ctx context.Context, s *Site) error {
 	lctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	opt := node.LaunchOptions{
+		StoreOpened: func(st io.Closer) {
+			s.mu.Lock()
+			s.store = st
+			s.mu.Unlock()
+		},
 		Logger:     c.log.With("site", s.Name),
 		Listener:   cl,
 		Ready:      ready,
@@ -520,6 +527,27 @@ func (c *Cluster) Crash(name string) error {
 	lis.kill()
 	cancel()
 	return nil
+}
+
+// HardCrash crashes site name like Crash, but first closes its store under
+// it: a commit in flight fails instead of finishing, and nothing the site
+// does after this instant reaches its data directory (as if its process
+// were killed; its jobs die with it, as with Crash).
+func (c *Cluster) HardCrash(name string) error {
+	s, err := c.mustSite(name)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	st, running := s.store, s.running
+	s.mu.Unlock()
+	if !running || st == nil {
+		return fmt.Errorf("e2e: site %s is not running", name)
+	}
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("e2e: site %s: close store: %w", name, err)
+	}
+	return c.Crash(name)
 }
 
 // Stop stops site name gracefully (it leaves the gossip) and waits until

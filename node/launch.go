@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -56,6 +57,10 @@ type LaunchOptions struct {
 	// Clock overrides the node's clock (tests); nil means real time, scaled
 	// by cfg.TimeScale.
 	Clock clock.Clock
+	// StoreOpened, if not nil, receives the site's store once open; the
+	// e2e harness closes it under the running site to crash it without
+	// letting in-flight commits finish.
+	StoreOpened func(io.Closer)
 	// HTTPAddr, if not nil, receives the bound address of the HTTP
 	// listener (cfg.HTTP.Listen) once it listens.
 	HTTPAddr chan<- string
@@ -85,6 +90,9 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
+	if opt.StoreOpened != nil {
+		opt.StoreOpened(st)
+	}
 	epoch, err := checkStore(ctx, st, cfg.DataDir)
 	if err != nil {
 		return err

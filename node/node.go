@@ -570,7 +570,8 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	// The kill comes only after the kill's whole second: at equal times a
 	// job's own end comes first (plan.Killed), so a job that ends in the
 	// second its reservation ends has finished, not been killed.
-	kill := n.deps.Clock.Now().Unix() + d.End - min(d.Start, now)
+	at := n.deps.Clock.Now().Unix() // after this turn's commit (see pass)
+	kill := at + d.End - min(d.Start, now)
 	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
 		Deadline: time.Unix(kill+1, 0), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
@@ -592,7 +593,9 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 			fmt.Sprintf("the executor could not start the command: %v", err), fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 		return
 	}
-	lj.job.StartTime = toTime(now)
+	// The record says when the job really started, from which its slot is
+	// measured, not when the turn began.
+	lj.job.StartTime = toTime(max(now, at))
 	r, api := n.reservationOf(lj.job.GetId(), lj.pj.Procs, plan.Placement{Start: d.Start, End: d.End}, lj.pj.Estimate)
 	lj.job.Reservation = api
 	n.pending.putRes(lj.job.GetId(), r)
