@@ -600,7 +600,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	lj.job.Reservation = api
 	n.pending.putRes(lj.job.GetId(), r)
 	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.Reason_REASON_STARTED,
-		fmt.Sprintf("started on %d processors; killed at %s if still running", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339)), now)
+		fmt.Sprintf("started on %d processors; killed at %s if still running%s", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339), n.runsAs(es.JobID)), now)
 }
 
 // finish ends a live job: it leaves the core and the store's reservations,

@@ -54,6 +54,14 @@ type JobDirs interface {
 	JobDir(jobID string) string
 }
 
+// Describer is implemented by executors whose jobs have a name of their
+// own elsewhere (Slurm's job id), so that users can find them there.
+type Describer interface {
+	// Describe names what runs a tracked job ("Slurm job 42"); "" if
+	// unknown.
+	Describe(jobID string) string
+}
+
 // Spec is what an executor needs to run one job.
 type Spec struct {
 	// JobID names the job; it must be usable as a file name: 1 to 200
