@@ -20,7 +20,7 @@ import (
 func liveSite(t *testing.T, procs int) string {
 	t.Helper()
 	cfg := config.Default()
-	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor = "live", t.TempDir(), procs, "simulated"
+	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor, cfg.Insecure = "live", t.TempDir(), procs, "simulated", true
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
