@@ -17,6 +17,7 @@ import (
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/discovery"
+	"github.com/fedsched/fedsched/node/auth"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
@@ -98,6 +99,9 @@ type Node struct {
 	// by the loop.
 	resv reservations
 
+	// authz authorizes every call (authz.go).
+	authOnce sync.Once
+	authz    *auth.Interceptor
 	// metrics are the node's Prometheus series (metrics.go).
 	metrics *metrics
 	// recent are the last jobs that ended or were delegated, oldest first,
@@ -600,7 +604,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	lj.job.Reservation = api
 	n.pending.putRes(lj.job.GetId(), r)
 	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.Reason_REASON_STARTED,
-		fmt.Sprintf("started on %d processors; killed at %s if still running", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339)), now)
+		fmt.Sprintf("started on %d processors; killed at %s if still running%s", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339), n.runsAs(es.JobID)), now)
 }
 
 // finish ends a live job: it leaves the core and the store's reservations,
