@@ -814,7 +814,15 @@ type Job struct {
 	// Every state change, oldest first.
 	History []*Transition `protobuf:"bytes,17,rep,name=history,proto3" json:"history,omitempty"`
 	// When the job record last changed.
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// The (aged) number of runtime samples the site's statistics held when
+	// its admission test judged a slot shorter than the job's estimate; 0 if
+	// it judged none.
+	OverbookSamples float64 `protobuf:"fixed64,19,opt,name=overbook_samples,json=overbookSamples,proto3" json:"overbook_samples,omitempty"`
+	// True when the site did not overbook the job because overbook_samples
+	// was below its overbooking.min_samples: it does not bet on what it has
+	// not measured.
+	TooFewSamples bool `protobuf:"varint,20,opt,name=too_few_samples,json=tooFewSamples,proto3" json:"too_few_samples,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -973,6 +981,20 @@ func (x *Job) GetUpdateTime() *timestamppb.Timestamp {
 		return x.UpdateTime
 	}
 	return nil
+}
+
+func (x *Job) GetOverbookSamples() float64 {
+	if x != nil {
+		return x.OverbookSamples
+	}
+	return 0
+}
+
+func (x *Job) GetTooFewSamples() bool {
+	if x != nil {
+		return x.TooFewSamples
+	}
+	return false
 }
 
 // SubmitJobRequest asks the site to accept one job.
@@ -2688,7 +2710,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x02to\x18\x02 \x01(\x0e2\x15.fedsched.v1.JobStateR\x02to\x12+\n" +
 	"\x06reason\x18\x03 \x01(\x0e2\x13.fedsched.v1.ReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x8c\x06\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xdf\x06\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x04spec\x18\x02 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\x12+\n" +
@@ -2715,7 +2737,9 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x05route\x18\x10 \x03(\v2\x15.fedsched.v1.RouteHopR\x05route\x121\n" +
 	"\ahistory\x18\x11 \x03(\v2\x17.fedsched.v1.TransitionR\ahistory\x12;\n" +
 	"\vupdate_time\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTimeB\f\n" +
+	"updateTime\x12)\n" +
+	"\x10overbook_samples\x18\x13 \x01(\x01R\x0foverbookSamples\x12&\n" +
+	"\x0ftoo_few_samples\x18\x14 \x01(\bR\rtooFewSamplesB\f\n" +
 	"\n" +
 	"_exit_code\"e\n" +
 	"\x10SubmitJobRequest\x12'\n" +
