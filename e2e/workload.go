@@ -47,7 +47,7 @@ type SliceSite struct {
 // TraceSlice chooses jobs of a real trace and fits them to a federation
 // and a time budget.
 type TraceSlice struct {
-	// Trace is a file or an embedded trace (kth, hpc2n, nasa, lublin).
+	// Trace is a file or an embedded trace (kth, hpc2n, nasa, lublin, ctc, sdsc).
 	Trace string
 	// Skip jobs of the sanitised trace, then take Jobs.
 	Skip, Jobs int

@@ -479,6 +479,7 @@ func (n *Node) setState(j *fedschedv1.Job, rec store.JobRecord, state fedschedv1
 	n.pending.putJob(rec)
 	n.eventSeq++
 	n.pending.events = append(n.pending.events, &fedschedv1.JobEvent{Job: proto.Clone(j).(*fedschedv1.Job), PreviousState: prev, Time: toTime(now), Sequence: n.eventSeq})
+	n.logDecision(j, prev)
 	return rec
 }
 

@@ -40,7 +40,7 @@ type Scenario struct {
 type ScenarioSite struct {
 	// Name of the site; required and unique.
 	Name string `yaml:"name"`
-	// Trace is a file or an embedded trace (kth, hpc2n, nasa, lublin).
+	// Trace is a file or an embedded trace (kth, hpc2n, nasa, lublin, ctc, sdsc).
 	Trace string `yaml:"trace"`
 	// Procs is the site size; default the trace header's.
 	Procs int `yaml:"procs"`

@@ -18,10 +18,12 @@ var TraceAliases = map[string]string{
 	"hpc2n":  traces.HPC2N,
 	"nasa":   traces.NASA,
 	"lublin": traces.Lublin,
+	"ctc":    traces.CTC,
+	"sdsc":   traces.SDSC,
 }
 
 // LoadTrace reads a trace by path, falling back to the embedded traces by
-// alias (kth, hpc2n, nasa, lublin) or file name when no such file exists.
+// alias (kth, hpc2n, nasa, lublin, ctc, sdsc) or file name when no such file exists.
 func LoadTrace(name string, opts swf.Options) (*swf.Trace, error) {
 	if name == "" {
 		return nil, fmt.Errorf("no trace named: %w", ErrBadConfig)

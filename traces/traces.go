@@ -37,6 +37,15 @@ const (
 	// Lublin is a synthetic 10,000-job trace for 256 processors from the
 	// Lublin-Feitelson workload model; it has no runtime estimates.
 	Lublin = "lublin_256.swf.gz"
+	// CTC is the cleaned log of the IBM SP2 at the Cornell Theory Center,
+	// Jun 1996 - May 1997 (EASY scheduler); it has runtime estimates. Its
+	// header says 338 processors (the batch partition); the federation study
+	// (CTC96) runs it as a site of 430.
+	CTC = "CTC-SP2-1996-3.1-cln.swf.gz"
+	// SDSC is the cleaned log of the 128-processor IBM SP2 at the San Diego
+	// Supercomputer Center, Apr 1998 - Apr 2000; it has runtime estimates.
+	// The federation study calls it SDSC00.
+	SDSC = "SDSC-SP2-1998-4.2-cln.swf.gz"
 )
 
 // ErrUnknownTrace is returned (wrapped) by Open and Bytes when the name is not

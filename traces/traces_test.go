@@ -14,7 +14,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := []string{traces.HPC2N, traces.KTH, traces.NASA, traces.Lublin}
+	want := []string{traces.HPC2N, traces.KTH, traces.NASA, traces.Lublin, traces.CTC, traces.SDSC}
 	slices.Sort(want)
 	if got := traces.Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %q, want %q", got, want)
@@ -105,6 +105,33 @@ func TestUnknownTrace(t *testing.T) {
 		}
 		if _, err := traces.Bytes(name); !errors.Is(err, traces.ErrUnknownTrace) {
 			t.Errorf("Bytes(%q): err = %v, want ErrUnknownTrace", name, err)
+		}
+	}
+}
+
+// TestJobCounts pins the number of job lines package swf parses from each
+// trace, so that a truncated or substituted file is caught.
+func TestJobCounts(t *testing.T) {
+	want := map[string]int{
+		traces.KTH:    28476,
+		traces.HPC2N:  3170,
+		traces.NASA:   18239,
+		traces.Lublin: 10000,
+		traces.CTC:    77222,
+		traces.SDSC:   59715,
+	}
+	for _, name := range traces.Names() {
+		rc, err := traces.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := swf.Read(rc, name, swf.Options{})
+		rc.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(tr.Jobs) != want[name] {
+			t.Errorf("%s: %d jobs, want %d", name, len(tr.Jobs), want[name])
 		}
 	}
 }

@@ -50,7 +50,9 @@ func main() {
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, errorLine(err))
+		if !errors.As(err, new(loggedError)) {
+			fmt.Fprintln(os.Stderr, errorLine(err))
+		}
 		os.Exit(1)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/grpclog"
 
 	"github.com/fedsched/fedsched/node"
 	"github.com/fedsched/fedsched/node/config"
@@ -31,17 +32,38 @@ their supervisors and are re-attached at the next start.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Resolve(cmd.Flags(), os.LookupEnv)
 			if err != nil {
-				return fmt.Errorf("InvalidArgument: %w", err)
+				err = fmt.Errorf("InvalidArgument: %w", err)
+				if f := cmd.Flags().Lookup("log-format"); f != nil && f.Value.String() == "json" {
+					// Even a configuration the node refuses is reported in
+					// the format the operator asked for.
+					return logged(slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil)), err)
+				}
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			log := node.NewLogger(cfg.Log, cmd.ErrOrStderr())
+			grpclog.SetLoggerV2(node.GRPCLogger(log))
 			if err := node.Launch(cmd.Context(), cfg, node.LaunchOptions{Logger: log}); err != nil {
-				return fmt.Errorf("%s: %w", node.CodeOf(err), err)
+				return logged(log, fmt.Errorf("%s: %w", node.CodeOf(err), err))
 			}
 			return nil
 		},
 	}
 	config.BindFlags(cmd.Flags())
 	return cmd
+}
+
+// loggedError is an error the command has already written to its log;
+// main exits with status 1 without printing it again, so that a node
+// logging JSON writes nothing but JSON lines.
+type loggedError struct{ err error }
+
+func (e loggedError) Error() string { return e.err.Error() }
+func (e loggedError) Unwrap() error { return e.err }
+
+// logged writes err to log as the node's last line and marks it written.
+func logged(log *slog.Logger, err error) error {
+	log.Error("node failed", "err", errorLine(err))
+	return loggedError{err}
 }
 
 // newSuperviseCmd is the hidden command the process executor re-executes

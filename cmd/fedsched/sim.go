@@ -35,6 +35,7 @@ type simFlags struct {
 	deadline string
 	forecast string
 	offered  float64
+	span     string
 }
 
 func newSimCmd() *cobra.Command {
@@ -68,6 +69,7 @@ predicts each job at its submission from the jobs completed before it
 	fl.StringVar(&f.deadline, "deadline-model", "", "give jobs soft deadlines drawn from their runtimes and report deadline metrics: uniform (f-model, f ~ U[1,10]), modal (rounded human values) or none (default: uniform with --policy edf|lttr, none otherwise)")
 	fl.Float64Var(&f.offered, "offered-load", 0, "scale the arrival times so that the offered load at actual runtimes is this (0.9 = 90 %; 0 keeps the trace's times); not with --strategy, which has --load")
 	fl.StringVar(&f.forecast, "forecast", "online", "runtime forecast of --policy lttr: online (forecaster fed the completions so far), estimate (the user's estimate) or oracle (the actual runtime: a perfect forecast, for comparison)")
+	fl.StringVar(&f.span, "span", "", "keep only the jobs submitted within this span of the first, e.g. 335d for the study's eleven-month traces; empty keeps all")
 	fl.BoolVar(&f.sanitize, "sanitize", false, "apply the five sanitisation rules of the federation study (see docs/simulation.md)")
 	fl.StringVar(&f.rule4, "rule4", "clip", "with --sanitize, jobs that ran past their estimate: clip (cut to the estimate) or drop")
 	fl.BoolVar(&f.skipBad, "skip-malformed", false, "skip and count malformed trace lines instead of failing")
@@ -88,6 +90,8 @@ type siteReport struct {
 	sim.Metrics
 	// DeadlineModel, Forecast and the deadline metrics appear with
 	// deadlines (--deadline-model, --policy edf|lttr).
+	// Span is --span: the replay kept only the jobs submitted within it.
+	Span          string  `json:"span,omitempty"`
 	OfferedLoad   float64 `json:"offered_load,omitempty"`
 	DeadlineModel string  `json:"deadline_model,omitempty"`
 	Forecast      string  `json:"forecast,omitempty"`
@@ -104,6 +108,9 @@ type simReport struct {
 
 func runSim(cmd *cobra.Command, f simFlags) error {
 	if f.scenario != "" {
+		if f.span != "" {
+			return fmt.Errorf("InvalidArgument: --span is for trace replays; a scenario aligns its sites with its own span: field")
+		}
 		return runScenario(cmd, f)
 	}
 	pol, err := plan.ParsePolicy(f.policy)
@@ -130,13 +137,22 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		return err
 	}
 	if f.sla.strategy != "" {
-		if f.offered != 0 || f.deadline != "" {
-			return fmt.Errorf("InvalidArgument: --offered-load and --deadline-model are for plain replays; SLA experiments (--strategy) set load (--load) and deadlines themselves")
+		if f.offered != 0 || f.deadline != "" || f.span != "" {
+			return fmt.Errorf("InvalidArgument: --offered-load, --deadline-model and --span are for plain replays; SLA experiments (--strategy) set load (--load) and deadlines themselves")
 		}
 		return runSLA(cmd, f, tr, procs, standing)
 	}
 	jobs := tr.Jobs
 	rep := siteReport{Name: siteName(tr.Name), Procs: procs, Policy: pol.String()}
+	if f.span != "" {
+		// Cut before sanitising, so that the dropped counts are the window's.
+		span, err := sim.ParseSpan(f.span)
+		if err != nil {
+			return fmt.Errorf("InvalidArgument: --span: %w", err)
+		}
+		jobs = swf.KeepSpan(jobs, span)
+		rep.Span = f.span
+	}
 	if f.sanitize {
 		opts := swf.DefaultSanitizeOptions()
 		opts.Rule4 = rule4

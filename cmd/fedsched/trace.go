@@ -9,7 +9,7 @@ import (
 
 // traceFlagHelp documents what --trace accepts, for every command that
 // reads a trace.
-const traceFlagHelp = "SWF trace: a file path (plain or gzip), or an embedded trace: kth, hpc2n, nasa, lublin (or its file name)"
+const traceFlagHelp = "SWF trace: a file path (plain or gzip), or an embedded trace: kth, hpc2n, nasa, lublin, ctc, sdsc (or its file name)"
 
 // loadTrace reads a trace by path or embedded name, with CLI error codes.
 func loadTrace(name string, opts swf.Options) (*swf.Trace, error) {

@@ -75,6 +75,34 @@ type Config struct {
 	// TLS configures transport security of the gRPC API and of peer
 	// connections. The zero value (the default) serves plaintext.
 	TLS TLS `yaml:"tls"`
+
+	// HTTP configures the node's HTTP listener: Prometheus metrics at
+	// /metrics and the status page at /. Off by default.
+	HTTP HTTP `yaml:"http"`
+
+	// Log configures what the node logs and how (docs/metrics.md).
+	Log Log `yaml:"log"`
+}
+
+// HTTP is the configuration of the metrics and status-page listener.
+type HTTP struct {
+	// Listen is the host:port of the HTTP listener. Default: empty, which
+	// turns it off (several nodes on one host would otherwise fight over
+	// one default port). Use 127.0.0.1:PORT for local operators only; with
+	// tls.cert set the listener serves HTTPS with the API's certificate and
+	// client-certificate policy.
+	Listen string `yaml:"listen"`
+}
+
+// Log is the configuration of the node's log.
+type Log struct {
+	// Format is "text" (logfmt-like key=value lines) or "json" (one JSON
+	// object per line, every line, start-up warnings included). Default:
+	// text.
+	Format string `yaml:"format"`
+	// Level is the lowest level written: debug, info, warn or error.
+	// Default: info.
+	Level string `yaml:"level"`
 }
 
 // Overbooking is the SLA admission configuration; the overbook package
@@ -234,6 +262,8 @@ const (
 	DefaultMinSamples   = 30
 	DefaultAgeFactor    = 0.9
 	DefaultAgeEvery     = 100
+	DefaultLogFormat    = "text"
+	DefaultLogLevel     = "info"
 )
 
 // Executor kinds.
@@ -244,10 +274,12 @@ const (
 
 // Accepted values of the enumerated fields.
 var (
-	executors = []string{ExecutorProcess, ExecutorSimulated}
-	policies  = []string{"conservative", "easy", "fcfs", "list"}
-	modes     = []string{"heuristic", "comprehensive"}
-	riskTests = []string{"threshold", "risk"}
+	executors  = []string{ExecutorProcess, ExecutorSimulated}
+	policies   = []string{"conservative", "easy", "fcfs", "list"}
+	modes      = []string{"heuristic", "comprehensive"}
+	riskTests  = []string{"threshold", "risk"}
+	logFormats = []string{"text", "json"}
+	logLevels  = []string{"debug", "info", "warn", "error"}
 )
 
 // Default returns the configuration a node runs with when nothing is given.
@@ -275,6 +307,7 @@ func Default() Config {
 			AgeFactor:  DefaultAgeFactor,
 			AgeEvery:   DefaultAgeEvery,
 		},
+		Log: Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
 	}
 }
 
@@ -392,6 +425,17 @@ func (c Config) Validate() error {
 		if err := checkHostPort(j); err != nil {
 			bad(fmt.Sprintf("gossip.join[%d]", i), "%v", err)
 		}
+	}
+	if c.HTTP.Listen != "" {
+		if err := checkHostPort(c.HTTP.Listen); err != nil {
+			bad("http.listen", "%v", err)
+		}
+	}
+	if !slices.Contains(logFormats, c.Log.Format) {
+		bad("log.format", "%q is not one of %s", c.Log.Format, strings.Join(logFormats, ", "))
+	}
+	if !slices.Contains(logLevels, c.Log.Level) {
+		bad("log.level", "%q is not one of %s", c.Log.Level, strings.Join(logLevels, ", "))
 	}
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		bad("tls", "cert and key go together")

@@ -57,6 +57,9 @@ var fields = []field{
 	{"tls.cert", "PEM certificate of this node; empty serves plaintext", func(c *Config) any { return &c.TLS.Cert }},
 	{"tls.key", "PEM private key of tls.cert", func(c *Config) any { return &c.TLS.Key }},
 	{"tls.ca", "PEM CA that client and peer certificates must chain to (mutual TLS)", func(c *Config) any { return &c.TLS.CA }},
+	{"http.listen", "host:port of the HTTP listener serving /metrics and the status page; empty: off", func(c *Config) any { return &c.HTTP.Listen }},
+	{"log.format", "log format: text or json (one JSON object per line)", func(c *Config) any { return &c.Log.Format }},
+	{"log.level", "lowest level logged: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
 }
 
 // shortFlags are the flags the command-line contract names differently
@@ -65,6 +68,7 @@ var shortFlags = map[string]string{
 	"data_dir":    "data",
 	"gossip.addr": "gossip",
 	"gossip.join": "join",
+	"http.listen": "http",
 }
 
 // FlagName returns the flag of a YAML path: "overbooking.pof_max" ->
