@@ -495,10 +495,16 @@ func (n *Node) reservationOf(id string, procs int, pl plan.Placement, estimate i
 func (n *Node) pass(ctx context.Context, now int64) {
 	for _, d := range n.site.Pass(now) {
 		lj := n.live[d.JobID]
-		if lj == nil || d.Kind != plan.DecideStart {
-			continue
+		switch {
+		case lj == nil:
+		case d.Kind == plan.DecideStart:
+			n.start(ctx, lj, d, now)
+		case d.Kind == plan.DecideExpire:
+			n.finish(lj, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_REJECTED_DEADLINE_UNREACHABLE,
+				fmt.Sprintf("the queue could not start the job by %s, the last start that runs its %d s estimate before its deadline %s",
+					time.Unix(lj.pj.Deadline-lj.pj.Estimate, 0).UTC().Format(time.RFC3339), lj.pj.Estimate, time.Unix(lj.pj.Deadline, 0).UTC().Format(time.RFC3339)),
+				fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 		}
-		n.start(ctx, lj, d, now)
 	}
 	for _, id := range n.site.Moved() {
 		lj := n.live[id]
@@ -525,8 +531,13 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	// gets the whole length of its slot, measured from its actual start
 	// (it may overlap the next reservation on its processors by that
 	// lateness, rather than lose part of what its SLA promised).
+	//
+	// The kill comes only after the kill's whole second: at equal times a
+	// job's own end comes first (plan.Killed), so a job that ends in the
+	// second its reservation ends has finished, not been killed.
+	kill := n.deps.Clock.Now().Unix() + d.End - min(d.Start, now)
 	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
-		Deadline: n.deps.Clock.Now().Add(time.Duration(d.End-min(d.Start, now)) * time.Second), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
+		Deadline: time.Unix(kill+1, 0), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
 	err := n.deps.Executor.Start(ctx, es)
 	if errors.Is(err, executor.ErrAlreadyStarted) {
@@ -621,6 +632,11 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 	case e.Killed && e.Cause == executor.CauseDeadline:
 		n.learn(lj, ran, true)
 		outcome, msg := fedschedv1.SlaOutcome_SLA_OUTCOME_MET, "killed at the end of its reservation after receiving its full estimate (the estimate was short)"
+		// The kill comes just after the reservation's last second (start):
+		// the job got its slot, not the extra second.
+		if r := lj.job.GetReservation(); r != nil {
+			ran = min(ran, r.GetEnd().AsTime().Unix()-r.GetStart().AsTime().Unix())
+		}
 		if ran < lj.pj.Estimate {
 			outcome, msg = fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, fmt.Sprintf("killed at the end of its overbooked reservation after %d of %d estimated seconds", ran, lj.pj.Estimate)
 		}

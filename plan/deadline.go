@@ -49,6 +49,7 @@ func (s *Site) cmpQueued(a, b *entry) int {
 // enqueue adds an accepted waiting job to the queue: at the end under the
 // submission-order policies, at its key's place under EDF and LTTR.
 func (s *Site) enqueue(e *entry) {
+	s.noteQueued(e)
 	if !s.cfg.Policy.DeadlineOrdered() {
 		s.waiting = append(s.waiting, e)
 		return

@@ -37,6 +37,13 @@ func (j *Job) window(now int64) (from, to int64) {
 	return max(now, j.Release), j.Deadline
 }
 
+// Killed reports whether a running job that would end by itself at end is
+// cut by a kill at killAt. At equal times a job's own end comes first: a job
+// that finishes exactly when its reservation ends has finished, and was not
+// killed. Drivers decide every job's end by this rule (the simulator on its
+// virtual clock; the node by killing only after the kill's whole second).
+func Killed(end, killAt int64) bool { return end > killAt }
+
 // Policy is a site's queue policy.
 type Policy int
 

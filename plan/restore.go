@@ -19,6 +19,7 @@ func (s *Site) Restore(j Job, pl Placement, running bool) error {
 	if !running && s.cfg.Policy != Conservative {
 		e.place = Placement{Reason: ReasonQueued}
 		s.waiting = append(s.waiting, e)
+		s.noteQueued(e)
 		return nil
 	}
 	// A running job may have started before its release (never, in this

@@ -41,6 +41,11 @@ const (
 	DecideStart DecisionKind = iota
 	// Extend a running job's kill time to End (an overbooked job grew back).
 	DecideExtend
+	// Expire a waiting job whose window has closed: under FCFS, EASY and
+	// LIST (hard deadlines) it can no longer run its estimate before its
+	// deadline. The core has dropped it; the driver ends it (its SLA is
+	// violated: the provider accepted it and did not run it in time).
+	DecideExpire
 )
 
 // Decision is an instruction of the core to its driver.
@@ -83,6 +88,9 @@ type Site struct {
 	downs   int64           // failed-processor reservations made so far
 	out     []Decision
 	fixed   fixedSet // fixed reservations (fixed.go)
+	// expireAt is a lower bound of the earliest time a waiting job's window
+	// closes under a queue policy with hard deadlines (expire.go).
+	expireAt int64
 }
 
 // NewSite returns the core of an empty site.
@@ -97,7 +105,7 @@ func NewSite(cfg Config) (*Site, error) {
 	if adm == nil {
 		adm = FullEstimate{}
 	}
-	s := &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry)}
+	s := &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry), expireAt: Forever}
 	for _, f := range cfg.Fixed {
 		if _, err := s.AddFixed(Never, f, false); err != nil {
 			return nil, fmt.Errorf("site: %w", err)
@@ -127,6 +135,10 @@ func (s *Site) Submit(now int64, j Job) Placement {
 		return Placement{Reason: ReasonRejectedInvalid}
 	case j.Procs > s.cfg.Procs:
 		return Placement{Reason: ReasonRejectedTooWide}
+	case s.cfg.Policy.hardQueue() && closed(&j, now):
+		// Queued, it could only expire: its window is shorter than its
+		// estimate.
+		return Placement{Reason: ReasonRejectedNoGap}
 	}
 	s.seq++
 	s.inOrder++
@@ -210,10 +222,13 @@ func (s *Site) Pass(now int64) []Decision {
 		}
 		s.startDue(now)
 	case FCFS:
+		s.expireQueued(now)
 		s.startQueued(now, false, false, false)
 	case EASY:
+		s.expireQueued(now)
 		s.startQueued(now, true, true, false)
 	case LIST:
+		s.expireQueued(now)
 		s.startQueued(now, true, false, false)
 	case EDF, LTTR:
 		s.sortQueue()
@@ -333,7 +348,7 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 				break
 			}
 			if protectHead {
-				if st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, now, Forever); ok {
+				if st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, max(now, j.Release), Forever); ok {
 					if s.plan.Reserve(Reservation{ID: j.ID, Procs: j.Procs, Start: st, End: st + j.Estimate, Release: j.Release, Deadline: Forever}) == nil {
 						headReserved, headID = true, j.ID
 					}
@@ -357,10 +372,11 @@ func keep(q []*entry, k, from int) int {
 	return copy(q[k:], q[from:])
 }
 
-// NextWake returns the earliest time after now at which a pass has work to
-// do without any new event (a reservation begins, a kept reservation runs
-// out, or, under the queue policies with jobs waiting, a fixed reservation
-// ends), or Forever.
+// NextWake returns the earliest time after now at which a pass may decide
+// something new without any new event, or Forever: a reservation begins, a
+// kept reservation runs out, a hold expires; under the queue policies with
+// jobs waiting, a fixed reservation ends, a waiting job is released, or a
+// waiting job's window closes (it expires).
 func (s *Site) NextWake(now int64) int64 {
 	t := Forever
 	if s.cfg.Policy == Conservative {
@@ -369,6 +385,8 @@ func (s *Site) NextWake(now int64) int64 {
 				t = e.place.Start
 			}
 		}
+	} else {
+		t = s.queueWake(now)
 	}
 	if len(s.ghosts) > 0 && s.ghosts[0].end < t {
 		t = s.ghosts[0].end

@@ -40,6 +40,7 @@ type Record struct {
 	End      int64 // when it stopped running, if started
 	Reserved int64 // length of its reservation when it stopped (after any growth)
 	Killed   bool  // cut at the end of its reservation before it finished
+	Expired  bool  // accepted into a queue, and its window closed before it started
 	// Forecast is the runtime forecast the core was given at submission
 	// (Config.Predictor); 0 for none.
 	Forecast int64
@@ -154,7 +155,13 @@ func (h *completions) popDue(t int64, gens []int32, f func(idx int32)) {
 // apply carries out a core decision for record r (index i) at t: a start,
 // or a later kill time; either way the job's end is scheduled anew.
 func (h *completions) apply(r *Record, i int32, d plan.Decision, t int64, gens []int32) {
-	if d.Kind == plan.DecideStart {
+	switch d.Kind {
+	case plan.DecideExpire:
+		// Its window closed before it could start: it never runs, and
+		// Settle counts its SLA as violated.
+		r.Expired = true
+		return
+	case plan.DecideStart:
 		r.Started, r.Start = true, t
 	}
 	r.Reserved = d.End - r.Start
@@ -166,7 +173,7 @@ func (h *completions) apply(r *Record, i int32, d plan.Decision, t int64, gens [
 // of its reservation if it needed longer.
 func (r *Record) ended(t int64) {
 	r.End = t
-	r.Killed = r.Start+r.Runtime > t
+	r.Killed = plan.Killed(r.Start+r.Runtime, t)
 }
 
 // Run replays jobs, which must be sorted by Submit and have distinct IDs,

@@ -1,0 +1,157 @@
+package node_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fedsched/fedsched/node/clock"
+	"github.com/fedsched/fedsched/node/store"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// watchFor reads events from w until job id reaches state; it fails the
+// test after timeout of wall time. It makes no call to the site.
+func watchFor(t *testing.T, w fedschedv1.SiteService_WatchJobsClient, cancel context.CancelFunc, id string, state fedschedv1.JobState, timeout time.Duration) *fedschedv1.Job {
+	t.Helper()
+	timer := time.AfterFunc(timeout, cancel)
+	defer timer.Stop()
+	for {
+		ev, err := w.Recv()
+		if err != nil {
+			t.Fatalf("job %s never reached %v without another call to the site: %v", id, state, err)
+		}
+		if ev.GetJob().GetId() == id && ev.GetJob().GetState() == state {
+			return ev.GetJob()
+		}
+	}
+}
+
+// settle waits (briefly) until the node's loop has armed a timer on clk.
+func settle(clk *clock.Manual, n int) {
+	for deadline := time.Now().Add(300 * time.Millisecond); clk.Waiters() < n && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestReleaseStartsOnTime: a job released 100 s ahead on an idle site
+// starts at its release, woken by nothing but the node's own timer.
+func TestReleaseStartsOnTime(t *testing.T) {
+	for _, pol := range []string{"conservative", "easy", "fcfs", "list"} {
+		t.Run(pol, func(t *testing.T) {
+			clk := clock.NewManual(monday)
+			cfg := testConfig(t.TempDir())
+			cfg.Policy = pol
+			s := startManual(t, cfg, store.NewMemStore(), clk, 0)
+			defer s.stop(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w, err := s.client.WatchJobs(ctx, &fedschedv1.WatchJobsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Header(); err != nil {
+				t.Fatal(err)
+			}
+			j := submitAt(t, s.client, 2, time.Hour, 100*time.Second, 0)
+			settle(clk, 1)
+			clk.Advance(100 * time.Second)
+			got := watchFor(t, w, cancel, j.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING, 5*time.Second)
+			if !got.GetStartTime().AsTime().Equal(monday.Add(100 * time.Second)) {
+				t.Errorf("started at %v, want the release", got.GetStartTime().AsTime())
+			}
+		})
+	}
+}
+
+// TestStaleHeadIsRejected: under FCFS, a job at the head whose deadline can
+// no longer be met is REJECTED with its SLA violated when its window
+// closes, and the job behind it starts.
+func TestStaleHeadIsRejected(t *testing.T) {
+	for _, pol := range []string{"easy", "fcfs", "list"} {
+		t.Run(pol, func(t *testing.T) {
+			clk := clock.NewManual(monday)
+			cfg := testConfig(t.TempDir())
+			cfg.Policy = pol
+			s := startManual(t, cfg, store.NewMemStore(), clk, 0)
+			defer s.stop(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w, err := s.client.WatchJobs(ctx, &fedschedv1.WatchJobsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Header(); err != nil {
+				t.Fatal(err)
+			}
+			blocker := submitAt(t, s.client, 8, time.Hour, 0, 0)
+			stale := submitAt(t, s.client, 8, time.Hour, 0, 90*time.Minute)
+			behind := submitAt(t, s.client, 8, time.Hour, 0, 0)
+			watchFor(t, w, cancel, blocker.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING, 5*time.Second)
+			settle(clk, 2) // the loop's timer and the executor's
+			clk.Advance(30*time.Minute + time.Second)
+			got := watchFor(t, w, cancel, stale.GetId(), fedschedv1.JobState_JOB_STATE_REJECTED, 5*time.Second)
+			if got.GetReason() != fedschedv1.Reason_REASON_REJECTED_DEADLINE_UNREACHABLE || got.GetSlaOutcome() != fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED ||
+				!strings.Contains(got.GetMessage(), "could not start") {
+				t.Errorf("stale head: %v %v %q", got.GetReason(), got.GetSlaOutcome(), got.GetMessage())
+			}
+			settle(clk, 2)
+			clk.Advance(30 * time.Minute)
+			watchFor(t, w, cancel, behind.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING, 5*time.Second)
+		})
+	}
+}
+
+// TestEndAtEstimateIsCompleted: a job whose runtime is exactly its
+// estimate finished by itself at the end of its reservation: COMPLETED,
+// not KILLED. (The clock runs at 10x real time so that the node's and the
+// executor's readings of it differ, as they do in production.)
+func TestEndAtEstimateIsCompleted(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.TimeScale = 10
+	s := startSite(t, cfg, store.NewMemStore())
+	defer s.stop(t)
+	var ids []string
+	for range 3 {
+		sp := spec(2, 2)
+		sp.SimRuntimeSeconds = 2
+		sp.Deadline, sp.Fee, sp.Penalty = timestampAfter(s.clk, time.Hour), 10, 5
+		r, err := s.client.SubmitJob(context.Background(), &fedschedv1.SubmitJobRequest{Spec: sp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.GetJob().GetId())
+	}
+	for _, id := range ids {
+		j := waitEnded(t, s.client, id)
+		if j.GetState() != fedschedv1.JobState_JOB_STATE_COMPLETED || j.GetSlaOutcome() != fedschedv1.SlaOutcome_SLA_OUTCOME_MET {
+			t.Errorf("job %s ending at its estimate: %v %v %q", id, j.GetState(), j.GetSlaOutcome(), j.GetMessage())
+		}
+	}
+}
+
+// timestampAfter is clk's time plus d.
+func timestampAfter(clk clock.Clock, d time.Duration) *timestamppb.Timestamp {
+	return timestamppb.New(clk.Now().Add(d))
+}
+
+// waitEnded polls job id until it is in a terminal state.
+func waitEnded(t *testing.T, c fedschedv1.SiteServiceClient, id string) *fedschedv1.Job {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		r, err := c.GetJob(context.Background(), &fedschedv1.GetJobRequest{JobId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r.GetJob().GetState() {
+		case fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.JobState_JOB_STATE_DELEGATED:
+			continue
+		}
+		return r.GetJob()
+	}
+	t.Fatalf("job %s never ended", id)
+	return nil
+}
