@@ -21,6 +21,9 @@ func TestAdmissionMemoryFlat(t *testing.T) {
 	for _, mode := range []Mode{Heuristic, Comprehensive} {
 		t.Run(mode.String(), func(t *testing.T) {
 			jobs := n
+			if mode == Comprehensive && raceEnabled {
+				jobs = n / 4 // same pattern, a quarter of the convolutions
+			}
 			a := &Admission{Stats: uniformStats(t), Mode: mode, Test: Threshold{PoFMax: 0.5}, Learn: true}
 			s, err := plan.NewSite(plan.Config{Procs: 4, Admission: a})
 			if err != nil {
