@@ -70,7 +70,7 @@ func TestBest(t *testing.T) {
 		{"profit wins", []Quote{{Site: "a", PoF: 0.2, End: 10, Expires: 200}, {Site: "b", PoF: 0.1, End: 50, Expires: 200}}, 1},
 		{"price counts", []Quote{{Site: "a", Price: 5, End: 10, Expires: 200}, {Site: "b", PoF: 0.01, End: 50, Expires: 200}}, 1},
 		{"tie to earliest end", []Quote{{Site: "a", End: 50, Expires: 200}, {Site: "b", End: 10, Expires: 200}}, 1},
-		{"tie to site name", []Quote{{Site: "b", End: 10, Expires: 200}, {Site: "a", End: 10, Expires: 200}}, 1},
+		{"tie to rank order, never the name", []Quote{{Site: "b", End: 10, Expires: 200}, {Site: "a", End: 10, Expires: 200}}, 0},
 		{"expired skipped", []Quote{{Site: "a", End: 10, Expires: 100}, {Site: "b", PoF: 0.5, End: 10, Expires: 200}}, 1},
 	}
 	for _, tc := range tests {
@@ -137,7 +137,25 @@ func TestPricing(t *testing.T) {
 	if !(CommunityShare{}).Allows(10, 10, 100) || (CommunityShare{Share: 0.2}).Allows(10, 25, 100) || !(CommunityShare{Share: 0.2}).Allows(10, 30, 100) {
 		t.Fatal("community share rule wrong")
 	}
-	if ShouldDelegate(OnReject, true, 100, 0) || !ShouldDelegate(OnReject, false, 0, 0) || !ShouldDelegate(ACF, true, 100, 0) {
-		t.Fatal("transfer policy wrong")
+	for _, c := range []struct {
+		mode                TransferMode
+		accepted, startsNow bool
+		want                bool
+	}{
+		{OnReject, true, false, false}, {OnReject, false, false, true},
+		{ACF, true, true, false}, {ACF, true, false, true}, {ACF, false, false, true},
+		{RQF, false, false, false}, {RQF, true, false, false},
+	} {
+		if got := ShouldDelegate(c.mode, c.accepted, c.startsNow); got != c.want {
+			t.Errorf("ShouldDelegate(%v, accepted %v, starts now %v) = %v", c.mode, c.accepted, c.startsNow, got)
+		}
+	}
+	for _, m := range []TransferMode{OnReject, ACF, RQF} {
+		if got, err := ParseTransfer(m.String()); err != nil || got != m {
+			t.Errorf("ParseTransfer(%q) = %v, %v", m, got, err)
+		}
+	}
+	if _, err := ParseTransfer("push"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ParseTransfer(push) = %v", err)
 	}
 }

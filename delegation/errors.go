@@ -8,3 +8,6 @@ var (
 	// agreement's state (e.g. agreeing to a rejected quote).
 	ErrTransition = errors.New("transition not allowed")
 )
+
+// ErrInvalid is returned for a policy name or setting that does not exist.
+var ErrInvalid = errors.New("invalid delegation setting")

@@ -1,6 +1,7 @@
 package delegation
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -27,8 +28,11 @@ func (q Quote) Profit(fee, penalty float64) float64 {
 }
 
 // Best returns the index of the quote with the highest expected profit for
-// the origin, ties broken by the earliest end and then by site name, or -1
-// if quotes is empty. Expired quotes (Expires <= now) are skipped.
+// the origin, ties broken by the earliest end and then by position: callers
+// pass quotes in the location policy's rank order, so the better-ranked
+// peer wins a tie, never the alphabetically first (under ACF every quote
+// ties on profit and end). It returns -1 if quotes is empty. Expired quotes
+// (Expires <= now) are skipped.
 func Best(quotes []Quote, fee, penalty float64, now int64) int {
 	best := -1
 	for i, q := range quotes {
@@ -44,7 +48,7 @@ func Best(quotes []Quote, fee, penalty float64, now int64) int {
 		switch {
 		case pq > pb+1e-9:
 			best = i
-		case math.Abs(pq-pb) <= 1e-9 && (q.End < b.End || q.End == b.End && q.Site < b.Site):
+		case math.Abs(pq-pb) <= 1e-9 && q.End < b.End:
 			best = i
 		}
 	}
@@ -169,19 +173,46 @@ const (
 	// OnReject delegates a job only when local admission fails (the
 	// default).
 	OnReject TransferMode = iota
-	// ACF also offers a job that local admission accepts but cannot start
-	// now (Accept Fitting, Grimme et al. 2008): a peer takes it only if it
-	// can start it sooner.
+	// ACF (Accept Fitting, Grimme et al. 2008) also offers every job the
+	// site's own policy would not start now; a peer takes it only if its
+	// own policy would start it now (plan.Site.CanStartNow on both sides).
 	ACF
+	// RQF (Request Fitting) pulls: a site with processors its own queue
+	// leaves idle asks peers for their waiting jobs and takes those its
+	// own policy would start now. It discloses the queue to peers.
+	RQF
 )
 
-// ShouldDelegate is the transfer policy: whether a job the local admission
-// answered with (accepted, local start) is offered to peers at now.
-func ShouldDelegate(mode TransferMode, accepted bool, localStart, now int64) bool {
-	if !accepted {
-		return true
+var transferNames = [...]string{"on-reject", "acf", "rqf"}
+
+func (m TransferMode) String() string {
+	if m >= 0 && int(m) < len(transferNames) {
+		return transferNames[m]
 	}
-	return mode == ACF && localStart > now
+	return fmt.Sprintf("TransferMode(%d)", int(m))
+}
+
+// ParseTransfer parses a transfer policy name as String writes it.
+func ParseTransfer(name string) (TransferMode, error) {
+	for i, n := range transferNames {
+		if strings.EqualFold(name, n) {
+			return TransferMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("transfer policy %q: want one of %s: %w", name, strings.Join(transferNames[:], ", "), ErrInvalid)
+}
+
+// ShouldDelegate is the push transfer policy: whether a job is offered to
+// peers at now, given whether local admission accepts it and whether the
+// site's own policy would start it now. RQF never pushes.
+func ShouldDelegate(mode TransferMode, accepted, startsNow bool) bool {
+	switch mode {
+	case OnReject:
+		return !accepted
+	case ACF:
+		return !accepted || !startsNow
+	}
+	return false
 }
 
 // Pricing is the price model of a site that quotes for remote work.

@@ -328,12 +328,13 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 		site  string
 		addr  string
 		offer *fedschedv1.Offer
+		rank  int // position in the location policy's order
 	}
 	var mu sync.Mutex
 	var offers []quoted
 	var wg sync.WaitGroup
 	spec := job.GetSpec()
-	for _, c := range cands {
+	for rank, c := range cands {
 		res.asked = append(res.asked, c.Site)
 		wg.Add(1)
 		go func() {
@@ -357,11 +358,14 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 				res.refused = append(res.refused, c.Site)
 				return
 			}
-			offers = append(offers, quoted{site: c.Site, addr: c.Addr, offer: r.GetOffer()})
+			offers = append(offers, quoted{site: c.Site, addr: c.Addr, offer: r.GetOffer(), rank: rank})
 		}()
 	}
 	wg.Wait()
 	slices.Sort(res.refused)
+	// Best breaks ties by position: the location policy's rank, whatever
+	// order the replies came in.
+	slices.SortFunc(offers, func(a, b quoted) int { return a.rank - b.rank })
 	if len(offers) == 0 {
 		return
 	}

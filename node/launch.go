@@ -53,6 +53,9 @@ type LaunchOptions struct {
 	// Clock overrides the node's clock (tests); nil means real time, scaled
 	// by cfg.TimeScale.
 	Clock clock.Clock
+	// SlurmPollInterval overrides how often the slurm executor asks Slurm
+	// about its jobs (tests); 0 means executor.DefaultSlurmPollInterval.
+	SlurmPollInterval time.Duration
 }
 
 // Launch runs one site until ctx ends: it opens the store, builds the
@@ -85,8 +88,12 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	}
 	var ex executor.Executor
 	switch cfg.Executor {
-	case "simulated":
+	case config.ExecutorSimulated:
 		ex = executor.NewSimulated(executor.SimulatedConfig{Clock: clk, Logger: log})
+	case config.ExecutorSlurm:
+		if ex, cfg.Procs, err = newSlurmExecutor(ctx, cfg, opt.SlurmPollInterval, log); err != nil {
+			return err
+		}
 	default:
 		sup := opt.Supervisor
 		if sup == nil {

@@ -76,6 +76,7 @@ type Node struct {
 	nextW    int
 	eventSeq uint64
 	procs    int
+	usable   int // processors the executor's batch system offers (slurm.go)
 
 	// Federation (federation.go). agreements, byOrigin and inflight are
 	// owned by the loop; history and conns are shared with the delegation
@@ -130,7 +131,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs,
+	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs, usable: cfg.Procs,
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), watchers: make(map[int]*watcher),
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
 		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1),
@@ -206,6 +207,10 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}()
 	batch := make([]op, 0, maxBatch)
+	var capacity <-chan int
+	if cr, ok := n.deps.Executor.(executor.CapacityReporter); ok {
+		capacity = cr.Capacity()
+	}
 	for {
 		now := n.now()
 		if timer != nil {
@@ -235,12 +240,14 @@ func (n *Node) Run(ctx context.Context) error {
 			}
 		case e := <-n.deps.Executor.Exits():
 			exit = &e
+		case n.usable = <-capacity:
 		case <-tick:
 		}
 		now = n.now()
 		if exit != nil {
 			n.handleExit(*exit, now)
 		}
+		n.capacity(now)
 		n.expireAgreements(now)
 		deliver := make([]func(error), 0, len(batch))
 		for _, o := range batch {
@@ -539,6 +546,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
 		Deadline: time.Unix(kill+1, 0), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
+	n.batchSpec(&es, lj)
 	err := n.deps.Executor.Start(ctx, es)
 	if errors.Is(err, executor.ErrAlreadyStarted) {
 		// The node died after starting the job and before storing that:
@@ -627,8 +635,14 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 	}
 	switch {
 	case e.Lost:
-		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART,
-			"the job was running when the node stopped and its outcome could not be recovered", fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+		msg := "the job was running when the node stopped and its outcome could not be recovered"
+		if e.Detail != "" {
+			msg = "the job's outcome could not be recovered: " + e.Detail
+		}
+		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART, msg, fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+	case e.ProviderFailed:
+		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
+			"the site failed the job: "+e.Detail, fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 	case e.Killed && e.Cause == executor.CauseDeadline:
 		n.learn(lj, ran, true)
 		outcome, msg := fedschedv1.SlaOutcome_SLA_OUTCOME_MET, "killed at the end of its reservation after receiving its full estimate (the estimate was short)"

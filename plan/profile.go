@@ -29,12 +29,17 @@ type Profile struct {
 	free  []int32 // recycled node indexes
 	root  int32
 	seed  uint64 // xorshift state for treap priorities; deterministic
+	runs  runSums
 }
 
 type tnode struct {
 	key         int64
-	val, mn, mx int32 // val: free count from key to the next key; mn/mx over the subtree
-	lz          int32 // pending addition for both children's subtrees
+	lo, hi      int64  // smallest and largest key of the subtree (keys never change under lazy additions)
+	size        int32  // breakpoints in the subtree
+	sumOK       uint64 // bit j: the run summary at level j (runs.go) is up to date
+	slot        int32  // where the node's run summaries are kept; 0: none
+	val, mn, mx int32  // val: free count from key to the next key; mn/mx over the subtree
+	lz          int32  // pending addition for both children's subtrees
 	prio        uint32
 	left, right int32
 }
@@ -43,6 +48,7 @@ type tnode struct {
 // at every time.
 func NewProfile(procs int) *Profile {
 	p := &Profile{procs: procs, nodes: make([]tnode, 1, 64), seed: 0x9E3779B97F4A7C15}
+	p.runs.init(procs)
 	p.root = p.newNode(Never, int32(procs))
 	return p
 }
@@ -61,7 +67,7 @@ func (p *Profile) rand() uint32 {
 }
 
 func (p *Profile) newNode(key int64, val int32) int32 {
-	n := tnode{key: key, val: val, mn: val, mx: val, prio: p.rand()}
+	n := tnode{key: key, lo: key, hi: key, size: 1, val: val, mn: val, mx: val, prio: p.rand()}
 	if k := len(p.free); k > 0 {
 		i := p.free[k-1]
 		p.free = p.free[:k-1]
@@ -94,14 +100,20 @@ func (p *Profile) push(i int32) {
 
 func (p *Profile) pull(i int32) {
 	n := &p.nodes[i]
-	n.mn, n.mx = n.val, n.val
+	n.mn, n.mx, n.lo, n.hi, n.size, n.sumOK = n.val, n.val, n.key, n.key, 1, 0
 	if l := n.left; l != 0 {
-		n.mn = min(n.mn, p.nodes[l].mn)
-		n.mx = max(n.mx, p.nodes[l].mx)
+		c := &p.nodes[l]
+		n.mn = min(n.mn, c.mn)
+		n.mx = max(n.mx, c.mx)
+		n.lo = c.lo
+		n.size += c.size
 	}
 	if r := n.right; r != 0 {
-		n.mn = min(n.mn, p.nodes[r].mn)
-		n.mx = max(n.mx, p.nodes[r].mx)
+		c := &p.nodes[r]
+		n.mn = min(n.mn, c.mn)
+		n.mx = max(n.mx, c.mx)
+		n.hi = c.hi
+		n.size += c.size
 	}
 }
 
@@ -250,6 +262,7 @@ func (p *Profile) drop(t int64) {
 	}
 	l, r := p.split(p.root, t)
 	m, r := p.split(r, t+1)
+	p.releaseSlot(m)
 	p.free = append(p.free, m)
 	p.root = p.merge(l, r)
 }
@@ -297,30 +310,159 @@ func (p *Profile) Fits(procs int, start, end int64) bool {
 // EarliestFit returns the earliest start s >= onOrAfter such that procs
 // processors are free throughout [s, s+duration) and s+duration <= deadline.
 // ok is false when no such start exists.
+//
+// It is one in-order walk of the breakpoints after onOrAfter that tracks the
+// current run of steps with at least procs free and stops at the first run
+// that lasts duration. Whole subtrees are stepped over without being visited
+// when all their steps are short of procs (the run ends at their first key),
+// all have enough (the run goes on through them), or, on a saturated plan,
+// their run summaries (runs.go) show that no run inside them lasts duration.
+// The cost is therefore set by the subtrees that might hold the answer, not
+// by the number of short gaps before it.
 func (p *Profile) EarliestFit(procs int, duration, onOrAfter, deadline int64) (start int64, ok bool) {
 	if procs > p.procs || duration <= 0 {
 		return 0, false
 	}
-	q := int32(procs)
-	s := onOrAfter
-	for {
-		if s+duration > deadline {
-			return 0, false
+	f := fitWalk{p: p, q: int32(procs), d: duration, after: onOrAfter, run: Forever, last: deadline - duration}
+	if onOrAfter > f.last {
+		return 0, false
+	}
+	if _, v := p.floor(onOrAfter); v >= f.q {
+		f.run = onOrAfter
+	}
+	if !f.walk(p.root, 0) {
+		// The last step lasts for ever; a run still open there fits.
+		f.resolve()
+		f.found = f.run != Forever
+	}
+	if !f.found || f.run > f.last {
+		return 0, false
+	}
+	return f.run, true
+}
+
+// fitWalk is the state of EarliestFit's walk: run is the start of the
+// current run of steps with at least q free (Forever when the last step
+// seen had fewer), last the latest start that still meets the deadline.
+// When the run began inside a subtree the walk stepped over, run is only a
+// lower bound and lazy that subtree (its pending addition lazyAcc): the
+// exact start costs a descent, paid only when the run might be long enough.
+// lazyNext is the first key after that subtree (Forever: none seen yet),
+// where the run begins if the subtree's last step is short.
+type fitWalk struct {
+	p             *Profile
+	q             int32
+	lazy, lazyAcc int32
+	lazyNext      int64
+	d, after      int64
+	run, last     int64
+	found, fail   bool
+}
+
+// resolve makes run exact.
+func (f *fitWalk) resolve() {
+	if f.lazy != 0 {
+		f.run = f.p.afterLastBelow(f.lazy, f.lazyAcc, f.q, f.lazyNext)
+		f.lazy = 0
+	}
+}
+
+// lasts reports whether the current run, if it goes on up to end, lasts d.
+func (f *fitWalk) lasts(end int64) bool {
+	if f.run == Forever || end-f.run < f.d {
+		return false
+	}
+	f.resolve()
+	return f.run != Forever && end-f.run >= f.d
+}
+
+// step handles a breakpoint at key (or a skipped subtree starting at key
+// whose steps are all good or all short) and reports whether the walk is
+// over.
+func (f *fitWalk) step(key int64, good bool) bool {
+	if f.lasts(key) {
+		f.found = true
+		return true
+	}
+	if !good {
+		f.run, f.lazy = Forever, 0
+		return false
+	}
+	if f.lazy != 0 && f.lazyNext == Forever {
+		f.lazyNext = key
+	}
+	if f.run == Forever {
+		if key > f.last {
+			f.fail = true
+			return true
 		}
-		if _, v := p.floor(s); v < q {
-			s = p.firstAfter(s, q, true)
+		f.run = key
+	}
+	return false
+}
+
+// walk visits, in order, the breakpoints of subtree i (lazy addition acc
+// pending from above) with keys after f.after, and reports whether the walk
+// is over (found or failed).
+func (f *fitWalk) walk(i, acc int32) bool {
+	for i != 0 {
+		n := &f.p.nodes[i]
+		if n.lo > f.after {
+			// The whole subtree lies after the start: skip it if uniform.
+			if n.mx+acc < f.q {
+				return f.step(n.lo, false)
+			}
+			if n.mn+acc >= f.q {
+				return f.step(n.lo, true)
+			}
+			if n.size >= f.p.runs.minSize {
+				if rs, ok := f.p.runs.bound(f.p, i, f.q-(n.mn+acc)); ok && rs.long < f.d {
+					return f.skip(i, acc, rs)
+				}
+			}
+		}
+		if n.key <= f.after {
+			acc += n.lz
+			i = n.right
 			continue
 		}
-		end := s + duration
-		if p.firstAfter(s, q, false) >= end {
-			return s, true
+		if f.walk(n.left, acc+n.lz) {
+			return true
 		}
-		// Every start up to the last shortfall inside [s, end) would contain
-		// it, so the next candidate is the first step back to >= q after it.
-		// Jumping past the last shortfall rather than the first skips all
-		// the short gaps inside the window at once.
-		s = p.firstAfter(p.lastBelowBefore(end, q), q, true)
+		if f.step(n.key, n.val+acc >= f.q) {
+			return true
+		}
+		acc += n.lz
+		i = n.right
 	}
+	return false
+}
+
+// skip steps over subtree i, which has both short and good steps and no
+// run inside that lasts d (rs bounds its runs at q). Only the run coming in,
+// up to the first short step, and the one going out, from after the last
+// short step, matter.
+func (f *fitWalk) skip(i, acc int32, rs runSum) bool {
+	if f.run != Forever && rs.pre-f.run >= f.d {
+		if f.lasts(f.p.firstBelow(i, acc, f.q)) {
+			f.found = true
+			return true
+		}
+	}
+	f.run, f.lazy = Forever, 0
+	if rs.suf == Forever {
+		return false // the subtree ends short even at the lower level
+	}
+	f.run, f.lazy, f.lazyAcc, f.lazyNext = rs.suf, i, acc, Forever
+	if f.last < Forever/2 {
+		// A deadline: know the exact start to test it.
+		f.resolve()
+		if f.run != Forever && f.run > f.last {
+			f.fail = true
+			return true
+		}
+	}
+	return false
 }
 
 // Gap is a maximal interval [Start, End) of a window during which at least

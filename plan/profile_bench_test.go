@@ -11,12 +11,17 @@ import (
 // load over the spread is load (1.0 = exactly the site's capacity). Jobs
 // take 1-128 processors for 1 minute to 4 hours.
 func benchPlan(b *testing.B, load float64) (*Plan, int64) {
+	return benchPlanN(b, load, 5000)
+}
+
+// benchPlanN is benchPlan with n reservations.
+func benchPlanN(b *testing.B, load float64, n int) (*Plan, int64) {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	p := New(1000)
-	// Mean area of a job: 64.5 procs x 2 h; 5,000 of them over the spread.
-	spread := int64(5000 * 64.5 * 2 * 3600 / 1000 / load)
-	for id := int64(1); p.Len() < 5000; id++ {
+	// Mean area of a job: 64.5 procs x 2 h; n of them over the spread.
+	spread := int64(float64(n) * 64.5 * 2 * 3600 / 1000 / load)
+	for id := int64(1); p.Len() < n; id++ {
 		q := 1 + rng.IntN(128)
 		d := 60 + rng.Int64N(4*3600)
 		on := rng.Int64N(spread)
@@ -37,8 +42,24 @@ func BenchmarkEarliestFit(b *testing.B) {
 	}
 }
 
+// BenchmarkEarliestFitSize sweeps the plan size at load 1.0 (a saturated
+// plan): the cost per query should grow with log n, not with n.
+func BenchmarkEarliestFitSize(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			p, spread := benchPlanN(b, 1.0, n)
+			runEarliestFit(b, p, spread)
+			b.ReportMetric(float64(p.Profile().Len()), "breakpoints")
+		})
+	}
+}
+
 func benchEarliestFit(b *testing.B, load float64) {
 	p, spread := benchPlan(b, load)
+	runEarliestFit(b, p, spread)
+}
+
+func runEarliestFit(b *testing.B, p *Plan, spread int64) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	type query struct {
 		q    int
@@ -47,6 +68,12 @@ func benchEarliestFit(b *testing.B, load float64) {
 	qs := make([]query, 4096)
 	for i := range qs {
 		qs[i] = query{1 + rng.IntN(256), 60 + rng.Int64N(4*3600), rng.Int64N(spread)}
+	}
+	// One pass before timing: the run summaries a query needs are computed
+	// on first use and kept until the plan changes there, so the timed
+	// loop measures a plan that has been queried before, as a live one has.
+	for _, x := range qs {
+		p.EarliestFit(x.q, x.d, x.t, Forever)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

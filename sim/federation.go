@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -8,15 +9,25 @@ import (
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/plan"
+	"github.com/fedsched/fedsched/site"
 )
 
-// FedSite is one site of a federated replay: its processors, its policy and
-// the jobs its own community submits to it.
+// FedSite is one site of a federated replay: its processors, its policy,
+// its SLA admission and the jobs its own community submits to it.
 type FedSite struct {
 	Name   string
 	Procs  int
 	Policy plan.Policy
-	Jobs   []Job // sorted by Submit
+	// Overbooking, if not nil, lets the site's admission overbook (the
+	// node's overbooking block); it requires the conservative policy.
+	Overbooking *site.Overbooking
+	// Fixed are fixed reservations the site holds from the start.
+	Fixed []plan.FixedSpec
+	// Prefer lists peers asked first, one at a time (ordered spill-over).
+	Prefer []string
+	// CommunityShare is the share of processors kept for local users.
+	CommunityShare float64
+	Jobs           []Job // sorted by Submit
 }
 
 // FedConfig configures a federated replay.
@@ -25,16 +36,25 @@ type FedConfig struct {
 	// Federate turns delegation on; off, every site runs alone (the
 	// baseline of every comparison).
 	Federate bool
-	// Transfer is the transfer policy: OnReject, or ACF (offer every job
-	// that cannot start at once; a peer takes it only if it can start it
-	// at once).
+	// Transfer is the transfer policy: OnReject, ACF (offer every job the
+	// site's own policy would not start now; a peer takes it only if its
+	// own policy would start it now) or RQF (idle sites pull jobs from
+	// peers' queues).
 	Transfer delegation.TransferMode
 	// Location bounds and spreads the peers asked for quotes.
 	Location delegation.LocationConfig
 	// MaxHops limits how often a job is delegated (0 means 1).
 	MaxHops int
-	// Seed seeds the location policy's jitter, one stream per site.
+	// Seed seeds the location policy's jitter (one stream per decision)
+	// and message loss.
 	Seed uint64
+	// Latency is how long a message between two sites takes, in seconds
+	// (default 0: delivered at the time it is sent, after everything
+	// already due then).
+	Latency int64
+	// Loss is the probability that a message is lost (tests of the
+	// protocol's timeouts and retries); 0 for none.
+	Loss float64
 }
 
 // FedRecord is what happened to one job of a federated replay.
@@ -113,32 +133,85 @@ type fedSubmit struct {
 	idx  int32 // global record index
 }
 
-// RunFederation replays every site's jobs on one virtual clock. With
-// Federate, each submission follows the delegation protocol in memory: the
-// transfer policy decides whether to look for a peer, the location policy
-// ranks the candidates from their outlook (the gossip digest's content),
-// each candidate quotes with its own admission test (Site.Probe), and the
-// best quote — earliest end, the same Best rule the node uses — wins if it
-// beats the local answer; the job is then submitted at the peer. Jobs are
-// never delegated back to a site on their route.
+// delivery is a message in flight; ties at one time go by sequence number.
+type delivery struct {
+	at  int64
+	seq int64
+	msg site.Message
+}
+
+type network []delivery
+
+func (h network) Len() int { return len(h) }
+func (h network) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h network) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *network) Push(x any)   { *h = append(*h, x.(delivery)) }
+func (h *network) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// exactView is the simulator's membership: every other site, with its
+// exact outlook at the moment of asking (the node's gossip is delayed and
+// rounded; docs/architecture.md lists the difference).
+type exactView struct {
+	agents []*site.Agent
+	sites  []FedSite
+	self   int
+}
+
+func (v exactView) Candidates(now int64) []delegation.Candidate {
+	out := make([]delegation.Candidate, 0, len(v.agents)-1)
+	for k, a := range v.agents {
+		if k == v.self {
+			continue
+		}
+		o := a.Site().Outlook(now, 3600, 4*3600, 24*3600)
+		out = append(out, delegation.Candidate{Site: v.sites[k].Name, Procs: v.sites[k].Procs,
+			FreeNow: o[0], Free1h: o[1], Free4h: o[2], Free24h: o[3]})
+	}
+	return out
+}
+
+// RunFederation replays every site's jobs on one virtual clock, each site
+// run by its own site.Agent: the same agent a node runs, with the
+// simulator as its driver. Messages between agents go through an
+// in-memory network with cfg.Latency (and cfg.Loss); with Federate off,
+// every site runs alone.
 //
-// Event order at each time t: ends at every site, then submissions (site
-// order, then each site's job order), then one pass per site in site order.
+// Event order at each time t: ends at every site (in record order), then
+// submissions (site order, then each site's job order), then messages due
+// at t in the order they were sent, then a tick of every site that has
+// work (site order); repeated until nothing more is due at t.
 func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	n := len(cfg.Sites)
-	sites := make([]*plan.Site, n)
-	rngs := make([]*rand.Rand, n)
-	hist := make([]map[string]delegation.History, n)
+	if cfg.Latency < 0 || !(cfg.Loss >= 0 && cfg.Loss < 1) {
+		return nil, fmt.Errorf("sim: latency %d, loss %v: %w", cfg.Latency, cfg.Loss, ErrBadConfig)
+	}
+	agents := make([]*site.Agent, n)
+	byName := make(map[string]int, n)
 	res := &FedResult{Sites: cfg.Sites}
 	var subs []fedSubmit
 	for k, s := range cfg.Sites {
-		st, err := plan.NewSite(plan.Config{Procs: s.Procs, Policy: s.Policy})
-		if err != nil {
-			return nil, fmt.Errorf("site %s: %w", s.Name, err)
+		byName[s.Name] = k
+		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed,
+			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
+			CommunityShare: s.CommunityShare, Seed: cfg.Seed}
+		if cfg.Federate {
+			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
 		}
-		sites[k] = st
-		rngs[k] = rand.New(rand.NewPCG(cfg.Seed, uint64(k)))
-		hist[k] = make(map[string]delegation.History)
+		a, err := site.New(ac)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		agents[k] = a
 		for i, j := range s.Jobs {
 			if i > 0 && j.Submit < s.Jobs[i-1].Submit {
 				return nil, fmt.Errorf("site %s: job %d: %w", s.Name, j.ID, ErrUnsorted)
@@ -148,18 +221,52 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			subs = append(subs, fedSubmit{at: j.Submit, site: k, idx: idx})
 		}
 	}
-	// All submissions in time order; site order then job order at ties.
 	sortSubmits(subs)
 	gens := make([]int32, len(res.Records))
 	var pending completions
+	var net network
+	var seq int64
+	loss := rand.New(rand.NewPCG(cfg.Seed, 0x1055))
+	var t int64
+	// drain carries out what agent k decided and puts its messages on the
+	// network.
+	drain := func(k int) {
+		r := agents[k].Ready()
+		for _, d := range r.Decisions {
+			i := int32(d.Job.ID)
+			f := &res.Records[i]
+			switch d.Kind {
+			case site.DecideAccept:
+				f.Exec, f.Decision = k, d.Placement
+				if len(f.Route) == 0 || !f.Route.Visited(cfg.Sites[k].Name) {
+					f.Route = d.Route
+				}
+			case site.DecideReject:
+				f.Exec, f.Decision, f.Route = k, d.Placement, d.Route
+			case site.DecideDelegate:
+				f.Route = d.Route
+			case site.DecideStart:
+				pending.apply(&f.Record, i, plan.Decision{Kind: plan.DecideStart, JobID: int64(i), Start: d.Start, End: d.End}, t, gens)
+			case site.DecideExtend:
+				pending.apply(&f.Record, i, plan.Decision{Kind: plan.DecideExtend, JobID: int64(i), Start: d.Start, End: d.End}, t, gens)
+			}
+		}
+		for _, m := range r.Messages {
+			if cfg.Loss > 0 && loss.Float64() < cfg.Loss {
+				continue
+			}
+			seq++
+			heap.Push(&net, delivery{at: t + cfg.Latency, seq: seq, msg: m})
+		}
+	}
 	next := 0
+	events := 0
 	wakes := make([]int64, n)
 	for k := range wakes {
 		wakes[k] = plan.Forever
 	}
-	events := 0
 	for {
-		t := plan.Forever
+		t = plan.Forever
 		for _, w := range wakes {
 			t = min(t, w)
 		}
@@ -169,6 +276,9 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		if len(pending) > 0 {
 			t = min(t, pending[0].at)
 		}
+		if len(net) > 0 {
+			t = min(t, net[0].at)
+		}
 		if t == plan.Forever {
 			break
 		}
@@ -177,94 +287,45 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				return nil, fmt.Errorf("sim: %w", err)
 			}
 		}
-		pending.popDue(t, gens, func(i int32) {
-			f := &res.Records[i]
-			f.ended(t)
-			sites[f.Exec].End(t, int64(i))
-			if f.Exec != f.Origin && f.Estimate > 0 {
-				h := hist[f.Origin][cfg.Sites[f.Exec].Name]
-				h.Observe(float64(f.End-f.Submit) / float64(f.Estimate))
-				hist[f.Origin][cfg.Sites[f.Exec].Name] = h
+		for {
+			pending.popDue(t, gens, func(i int32) {
+				f := &res.Records[i]
+				f.ended(t)
+				agents[f.Exec].End(t, site.JobKey{Site: cfg.Sites[f.Origin].Name, ID: int64(i)}, !f.Killed)
+				drain(f.Exec)
+			})
+			for next < len(subs) && subs[next].at == t {
+				s := subs[next]
+				next++
+				f := &res.Records[s.idx]
+				f.Route = delegation.Route{{Site: cfg.Sites[s.site].Name, Action: delegation.ActionSubmitted, At: t}}
+				agents[s.site].Submit(t, int64(s.idx), f.planJob())
+				drain(s.site)
 			}
-		})
-		for next < len(subs) && subs[next].at == t {
-			s := subs[next]
-			next++
-			f := &res.Records[s.idx]
-			pj := f.planJob()
-			pj.ID = int64(s.idx)
-			f.Route = delegation.Route{{Site: cfg.Sites[s.site].Name, Action: delegation.ActionSubmitted, At: t}}
-			exec := s.site
-			if cfg.Federate {
-				exec = delegate(cfg, sites, s.site, pj, f, rngs[s.site], hist[s.site], t)
+			for len(net) > 0 && net[0].at == t {
+				m := heap.Pop(&net).(delivery).msg
+				k, ok := byName[m.To]
+				if !ok {
+					continue
+				}
+				agents[k].Step(t, m)
+				drain(k)
 			}
-			f.Exec = exec
-			f.Decision = sites[exec].Submit(t, pj)
-		}
-		for k, st := range sites {
-			for _, d := range st.Pass(t) {
-				pending.apply(&res.Records[d.JobID].Record, int32(d.JobID), d, t, gens)
+			ticked := false
+			for k, a := range agents {
+				if a.Stepped() || wakes[k] <= t {
+					a.Tick(t)
+					drain(k)
+					wakes[k] = a.NextWake(t)
+					ticked = true
+				}
 			}
-			wakes[k] = st.NextWake(t)
+			if !ticked && (len(net) == 0 || net[0].at > t) && (len(pending) == 0 || pending[0].at > t) {
+				break
+			}
 		}
 	}
 	return res, nil
-}
-
-// delegate runs the in-memory delegation protocol for one submission and
-// returns the index of the site that takes the job.
-func delegate(cfg FedConfig, sites []*plan.Site, origin int, pj plan.Job, f *FedRecord, rng *rand.Rand, hist map[string]delegation.History, t int64) int {
-	local := sites[origin].Probe(t, pj)
-	localEnd := local.End
-	if !local.OK() {
-		localEnd = plan.Forever
-	}
-	// A queued job (queue policies) is accepted with no start yet: Start
-	// is Forever, so only ACF offers it.
-	if !delegation.ShouldDelegate(cfg.Transfer, local.OK(), local.Start, t) || !f.Route.CanDelegate(cfg.MaxHops) {
-		return origin
-	}
-	cands := make([]delegation.Candidate, 0, len(sites)-1)
-	for k, st := range sites {
-		if k == origin {
-			continue
-		}
-		o := st.Outlook(t, 3600, 4*3600, 24*3600)
-		cands = append(cands, delegation.Candidate{Site: cfg.Sites[k].Name, Procs: cfg.Sites[k].Procs,
-			FreeNow: o[0], Free1h: o[1], Free4h: o[2], Free24h: o[3]})
-	}
-	ranked := delegation.Rank(cands, pj.Procs, f.Route, hist, cfg.Location, rng)
-	quotes := make([]delegation.Quote, 0, len(ranked))
-	where := make([]int, 0, len(ranked))
-	for _, c := range ranked {
-		k := siteIndex(cfg.Sites, c.Site)
-		p := sites[k].Probe(t, pj)
-		// A quote must beat what the origin can do itself; under ACF a
-		// peer takes a job only if it can start it at once.
-		if !p.OK() || p.Reason == plan.ReasonQueued || p.End >= localEnd || cfg.Transfer == delegation.ACF && p.Start > t {
-			f.Route = f.Route.With(delegation.Hop{Site: c.Site, Action: delegation.ActionRefused, At: t})
-			continue
-		}
-		f.Route = f.Route.With(delegation.Hop{Site: c.Site, Action: delegation.ActionQuoted, At: t})
-		quotes = append(quotes, delegation.Quote{Site: c.Site, Start: p.Start, End: p.End, PoF: p.PoF, Expires: t + 1})
-		where = append(where, k)
-	}
-	b := delegation.Best(quotes, pj.Fee, pj.Penalty, t)
-	if b < 0 {
-		return origin
-	}
-	f.Route = f.Route.With(delegation.Hop{Site: quotes[b].Site, Action: delegation.ActionDelegated, At: t,
-		Reason: "the peer's quote ends earlier than the local placement"})
-	return where[b]
-}
-
-func siteIndex(sites []FedSite, name string) int {
-	for k, s := range sites {
-		if s.Name == name {
-			return k
-		}
-	}
-	return -1
 }
 
 func sortSubmits(s []fedSubmit) {

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/fedsched/fedsched/delegation"
@@ -126,24 +127,55 @@ func TestFederationOffIsAlone(t *testing.T) {
 	}
 }
 
+// TestParseScenarioRejectsBadInput: every field is checked, and the
+// message names the field and its line.
 func TestParseScenarioRejectsBadInput(t *testing.T) {
-	bad := map[string]string{
-		"one site":      "sites: [{name: a, trace: kth}]",
-		"unknown field": "sites: [{name: a, trace: kth}, {name: b, trace: kth}]\nbogus: 1",
-		"no name":       "sites: [{trace: kth}, {name: b, trace: kth}]",
-		"duplicate":     "sites: [{name: a, trace: kth}, {name: a, trace: kth}]",
-		"no trace":      "sites: [{name: a}, {name: b, trace: kth}]",
-		"bad policy":    "sites: [{name: a, trace: kth, policy: lifo}, {name: b, trace: kth}]",
-		"bad transfer":  "transfer: maybe\nsites: [{name: a, trace: kth}, {name: b, trace: kth}]",
-		"bad span":      "span: forever\nsites: [{name: a, trace: kth}, {name: b, trace: kth}]",
-		"negative":      "sites: [{name: a, trace: kth, procs: -1}, {name: b, trace: kth}]",
+	const two = "sites:\n  - name: a\n    trace: kth\n  - name: b\n    trace: kth\n"
+	site := func(extra string) string {
+		return "sites:\n  - name: a\n    trace: kth\n  - name: b\n    trace: kth\n" + extra
 	}
-	for name, doc := range bad {
-		t.Run(name, func(t *testing.T) {
-			if _, err := ParseScenario([]byte(doc)); !errorsIs(err, ErrBadConfig) {
-				t.Fatalf("ParseScenario = %v, want ErrBadConfig", err)
+	bad := []struct {
+		name, doc, want string
+	}{
+		{"one site", "sites: [{name: a, trace: kth}]", "line 1: sites: a federation needs at least two sites"},
+		{"unknown field", two + "bogus: 1", "field bogus not found"},
+		{"no name", "sites:\n  - trace: kth\n  - name: b\n    trace: kth\n", "line 2: sites[0].name: required"},
+		{"duplicate", "sites:\n  - name: a\n    trace: kth\n  - name: a\n    trace: kth\n", "line 4: sites[1].name: \"a\" repeated"},
+		{"no trace", "sites:\n  - name: a\n  - name: b\n    trace: kth\n", "line 2: sites[0].trace: required"},
+		{"bad policy", site("    policy: lifo\n"), "line 6: sites[1].policy"},
+		{"bad transfer", "transfer: maybe\n" + two, "line 1: transfer: \"maybe\""},
+		{"bad span", "span: forever\n" + two, "line 1: span"},
+		{"negative span", "span: -5d\n" + two, "line 1: span: \"-5d\": want a positive duration"},
+		{"negative procs", site("    procs: -1\n"), "line 6: sites[1].procs: must be >= 0"},
+		{"infinite time_scale", site("    time_scale: .inf\n"), "line 6: sites[1].time_scale: must be a finite number > 0"},
+		{"NaN jitter", "jitter: .nan\n" + two, "line 1: jitter: must be a finite number"},
+		{"negative max_candidates", two + "max_candidates: -3\n", "line 6: max_candidates: must be >= 0"},
+		{"negative max_hops", two + "max_hops: -1\n", "line 6: max_hops: must be >= 0"},
+		{"control character in a name", "sites:\n  - name: \"a\\tb\"\n    trace: kth\n  - name: b\n    trace: kth\n", "line 2: sites[0].name"},
+		{"bad clock", "clock: wall\n" + two, "line 1: clock: \"wall\": want per-site or shared"},
+		{"negative latency", "latency: -1\n" + two, "line 1: latency"},
+		{"overbooking under easy", site("    overbooking:\n      enabled: true\n"), "line 7: sites[1].overbooking.enabled: needs policy conservative"},
+		{"overbooking block without enabled", site("    policy: conservative\n    overbooking:\n      pof_max: 0.2\n"), "line 7: sites[1].overbooking: set, but overbooking is not enabled"},
+		{"pof_max out of range", site("    policy: conservative\n    overbooking:\n      enabled: true\n      pof_max: 1.5\n"), "line 9: sites[1].overbooking.pof_max: must be in [0, 1]"},
+		{"bad mode", site("    policy: conservative\n    overbooking:\n      enabled: true\n      mode: wild\n"), "line 9: sites[1].overbooking.mode"},
+		{"security factor without the risk test", site("    policy: conservative\n    overbooking:\n      enabled: true\n      security_factor: 3\n"), "sites[1].overbooking.security_factor: has no effect"},
+		{"deadline factor below 1", site("    deadlines:\n      factor: 0.5\n"), "line 7: sites[1].deadlines.factor: must be a finite number >= 1"},
+		{"penalty ratio without fees", site("    fees:\n      penalty_ratio: 2\n"), "line 7: sites[1].fees.penalty_ratio: has no effect"},
+		{"fixed ends before it starts", site("    fixed:\n      - procs: 1\n        start: 10\n        end: 5\n"), "line 9: sites[1].fixed[0].end: must be after start"},
+		{"prefer an unknown site", site("    prefer: [a, zz]\n"), "line 6: sites[1].prefer[1]: \"zz\" is not another site"},
+		{"prefer itself", site("    prefer: [b]\n"), "sites[1].prefer[0]"},
+		{"community share of 1", site("    community_share: 1\n"), "line 6: sites[1].community_share: must be in [0, 1)"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseScenario([]byte(c.doc))
+			if !errorsIs(err, ErrBadConfig) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("ParseScenario = %v, want ErrBadConfig saying %q", err, c.want)
 			}
 		})
+	}
+	if _, err := ParseScenario([]byte(site("    policy: conservative\n    overbooking:\n      enabled: true\n      risk_test: risk\n      security_factor: 3\n    deadlines:\n      factor: 2\n    fees:\n      enabled: true\n      penalty_ratio: 2\n    prefer: [a]\n"))); err != nil {
+		t.Fatalf("a valid SLA site is refused: %v", err)
 	}
 }
 

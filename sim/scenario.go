@@ -10,7 +10,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/overbook"
 	"github.com/fedsched/fedsched/plan"
+	"github.com/fedsched/fedsched/site"
 	"github.com/fedsched/fedsched/swf"
 )
 
@@ -22,9 +24,15 @@ type Scenario struct {
 	// Span aligns the traces: each site keeps the jobs submitted within
 	// Span of its first kept job ("90d", "2160h"). Empty keeps everything.
 	Span string `yaml:"span"`
-	// Seed seeds the location policy's jitter. Default 1.
+	// Clock is "per-site" (default: each site's trace starts at time 0)
+	// or "shared" (absolute trace time, one clock for all sites: for sites
+	// cut from one grid trace).
+	Clock string `yaml:"clock"`
+	// Seed seeds the location policy's jitter and the replications of
+	// --runs. Default 1.
 	Seed uint64 `yaml:"seed"`
-	// Transfer is the transfer policy: "acf" (default) or "on-reject".
+	// Transfer is the transfer policy: "acf" (default), "on-reject" or
+	// "rqf".
 	Transfer string `yaml:"transfer"`
 	// MaxCandidates is how many peers are asked for quotes (default 3).
 	MaxCandidates int `yaml:"max_candidates"`
@@ -32,8 +40,13 @@ type Scenario struct {
 	Jitter float64 `yaml:"jitter"`
 	// MaxHops limits delegations per job (default 1).
 	MaxHops int `yaml:"max_hops"`
+	// Latency is the one-way message delay between sites in seconds
+	// (default 0).
+	Latency int64 `yaml:"latency"`
 	// Sites lists the sites.
 	Sites []ScenarioSite `yaml:"sites"`
+
+	root *yaml.Node // for the line numbers of messages
 }
 
 // ScenarioSite is one site of a scenario.
@@ -44,8 +57,7 @@ type ScenarioSite struct {
 	Trace string `yaml:"trace"`
 	// Procs is the site size; default the trace header's.
 	Procs int `yaml:"procs"`
-	// Policy: conservative, easy (default), fcfs, list, edf or lttr
-	// (scenario jobs have no deadlines: edf and lttr then run as easy).
+	// Policy: conservative, easy (default), fcfs, list, edf or lttr.
 	Policy string `yaml:"policy"`
 	// Skip drops this many jobs from the start of the sanitised trace,
 	// to choose a window.
@@ -53,6 +65,56 @@ type ScenarioSite struct {
 	// TimeScale multiplies the trace's submit times (< 1 compresses
 	// arrivals: more load). Default 1.
 	TimeScale float64 `yaml:"time_scale"`
+	// Overbooking mirrors the node's overbooking block.
+	Overbooking ScenarioOverbooking `yaml:"overbooking"`
+	// Deadlines gives the site's jobs deadlines (SLA jobs).
+	Deadlines ScenarioDeadlines `yaml:"deadlines"`
+	// Fees gives the site's jobs fees and penalties.
+	Fees ScenarioFees `yaml:"fees"`
+	// Fixed lists fixed reservations, in seconds of the site's clock.
+	Fixed []ScenarioFixed `yaml:"fixed"`
+	// Prefer lists peers asked first, one at a time (ordered spill-over).
+	Prefer []string `yaml:"prefer"`
+	// CommunityShare is the share of processors kept for local users.
+	CommunityShare float64 `yaml:"community_share"`
+}
+
+// ScenarioOverbooking mirrors the node's overbooking block.
+type ScenarioOverbooking struct {
+	Enabled        bool     `yaml:"enabled"`
+	Mode           string   `yaml:"mode"`
+	RiskTest       string   `yaml:"risk_test"`
+	PoFMax         *float64 `yaml:"pof_max"`
+	SecurityFactor float64  `yaml:"security_factor"`
+}
+
+// ScenarioDeadlines sets deadline = submit + factor x estimate.
+type ScenarioDeadlines struct {
+	Factor float64 `yaml:"factor"`
+}
+
+// ScenarioFees sets fee = procs x estimate in hours, penalty = ratio x fee.
+type ScenarioFees struct {
+	Enabled      bool    `yaml:"enabled"`
+	PenaltyRatio float64 `yaml:"penalty_ratio"`
+}
+
+// ScenarioFixed is one fixed reservation.
+type ScenarioFixed struct {
+	Name  string `yaml:"name"`
+	Procs int    `yaml:"procs"`
+	Start int64  `yaml:"start"`
+	End   int64  `yaml:"end"`
+}
+
+// HasSLAs reports whether any site gives its jobs deadlines or fees.
+func (s *Scenario) HasSLAs() bool {
+	for _, site := range s.Sites {
+		if site.Deadlines.Factor != 0 || site.Fees.Enabled || site.Overbooking.Enabled {
+			return true
+		}
+	}
+	return false
 }
 
 // LoadScenario reads and checks a scenario file. Unknown fields are errors.
@@ -61,10 +123,15 @@ func LoadScenario(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	return ParseScenario(b)
+	s, err := ParseScenario(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
 }
 
-// ParseScenario parses and checks a scenario document.
+// ParseScenario parses and checks a scenario document: every field, with
+// a message that names the field and its line.
 func ParseScenario(b []byte) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -72,109 +139,342 @@ func ParseScenario(b []byte) (*Scenario, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("scenario: %w: %w", ErrBadConfig, err)
 	}
-	if len(s.Sites) < 2 {
-		return nil, fmt.Errorf("scenario: a federation needs at least two sites, got %d: %w", len(s.Sites), ErrBadConfig)
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, fmt.Errorf("scenario: %w: %w", ErrBadConfig, err)
 	}
-	seen := map[string]bool{}
-	for i, site := range s.Sites {
-		switch {
-		case site.Name == "":
-			return nil, fmt.Errorf("scenario: site %d has no name: %w", i+1, ErrBadConfig)
-		case seen[site.Name]:
-			return nil, fmt.Errorf("scenario: site name %q repeated: %w", site.Name, ErrBadConfig)
-		case site.Trace == "":
-			return nil, fmt.Errorf("scenario: site %q has no trace: %w", site.Name, ErrBadConfig)
-		case site.Procs < 0 || site.Skip < 0 || site.TimeScale < 0 || math.IsNaN(site.TimeScale):
-			return nil, fmt.Errorf("scenario: site %q: procs, skip and time_scale must be >= 0: %w", site.Name, ErrBadConfig)
-		}
-		if site.Policy != "" {
-			if _, err := plan.ParsePolicy(site.Policy); err != nil {
-				return nil, fmt.Errorf("scenario: site %q: %w: %w", site.Name, ErrBadConfig, err)
-			}
-		}
-		seen[site.Name] = true
-	}
-	if _, err := s.transfer(); err != nil {
-		return nil, err
-	}
-	if _, err := s.span(); err != nil {
+	s.root = &root
+	if err := s.check(); err != nil {
 		return nil, err
 	}
 	return &s, nil
 }
 
-func (s *Scenario) transfer() (delegation.TransferMode, error) {
-	switch strings.ToLower(s.Transfer) {
-	case "", "acf":
-		return delegation.ACF, nil
-	case "on-reject":
-		return delegation.OnReject, nil
+// line returns the line of the value at path (keys and sequence indexes)
+// in the document, or of its closest ancestor present.
+func (s *Scenario) line(path ...any) int {
+	n := s.root
+	if n == nil {
+		return 0
 	}
-	return 0, fmt.Errorf("scenario: transfer %q: want acf or on-reject: %w", s.Transfer, ErrBadConfig)
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	ln := n.Line
+	for _, p := range path {
+		var next *yaml.Node
+		switch k := p.(type) {
+		case string:
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == k {
+						next = n.Content[i+1]
+						ln = n.Content[i].Line
+					}
+				}
+			}
+		case int:
+			if n.Kind == yaml.SequenceNode && k < len(n.Content) {
+				next = n.Content[k]
+				ln = next.Line
+			}
+		}
+		if next == nil {
+			return ln
+		}
+		n = next
+	}
+	return ln
+}
+
+// bad is a validation error naming the field and its line.
+func (s *Scenario) bad(msg string, path ...any) error {
+	var b strings.Builder
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(k)
+		case int:
+			fmt.Fprintf(&b, "[%d]", k)
+		}
+	}
+	return fmt.Errorf("scenario: line %d: %s: %s: %w", s.line(path...), b.String(), msg, ErrBadConfig)
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// validName is the node's rule for site names: letters, digits, '.', '-'
+// and '_', at most 63, starting with a letter or digit.
+func validName(n string) bool {
+	if n == "" || len(n) > 63 {
+		return false
+	}
+	for i, r := range n {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || i > 0 && (r == '.' || r == '-' || r == '_')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Scenario) check() error {
+	if len(s.Sites) < 2 {
+		return s.bad(fmt.Sprintf("a federation needs at least two sites, got %d", len(s.Sites)), "sites")
+	}
+	if _, err := s.transfer(); err != nil {
+		return s.bad(fmt.Sprintf("%q: want acf, on-reject or rqf", s.Transfer), "transfer")
+	}
+	if s.Span != "" {
+		if v, err := ParseSpan(s.Span); err != nil || v <= 0 {
+			return s.bad(fmt.Sprintf("%q: want a positive duration such as 60d or 2160h", s.Span), "span")
+		}
+	}
+	switch s.Clock {
+	case "", "per-site", "shared":
+	default:
+		return s.bad(fmt.Sprintf("%q: want per-site or shared", s.Clock), "clock")
+	}
+	switch {
+	case s.MaxCandidates < 0:
+		return s.bad(fmt.Sprintf("must be >= 0 (0 means 3), got %d", s.MaxCandidates), "max_candidates")
+	case !finite(s.Jitter):
+		return s.bad(fmt.Sprintf("must be a finite number, got %v", s.Jitter), "jitter")
+	case s.MaxHops < 0:
+		return s.bad(fmt.Sprintf("must be >= 0 (0 means 1), got %d", s.MaxHops), "max_hops")
+	case s.Latency < 0:
+		return s.bad(fmt.Sprintf("must be >= 0 seconds, got %d", s.Latency), "latency")
+	}
+	seen := map[string]bool{}
+	for i, site := range s.Sites {
+		at := func(msg string, field ...any) error { return s.bad(msg, append([]any{"sites", i}, field...)...) }
+		switch {
+		case site.Name == "":
+			return at("required", "name")
+		case !validName(site.Name):
+			return at(fmt.Sprintf("%q: letters, digits, '.', '-' and '_', at most 63, starting with a letter or digit", site.Name), "name")
+		case seen[site.Name]:
+			return at(fmt.Sprintf("%q repeated", site.Name), "name")
+		case site.Trace == "":
+			return at("required", "trace")
+		case site.Procs < 0:
+			return at(fmt.Sprintf("must be >= 0 (0: the trace header's), got %d", site.Procs), "procs")
+		case site.Skip < 0:
+			return at(fmt.Sprintf("must be >= 0, got %d", site.Skip), "skip")
+		case !finite(site.TimeScale) || site.TimeScale < 0:
+			return at(fmt.Sprintf("must be a finite number > 0 (0 means 1), got %v", site.TimeScale), "time_scale")
+		case !finite(site.CommunityShare) || site.CommunityShare < 0 || site.CommunityShare >= 1:
+			return at(fmt.Sprintf("must be in [0, 1), got %v", site.CommunityShare), "community_share")
+		case !finite(site.Deadlines.Factor) || site.Deadlines.Factor != 0 && site.Deadlines.Factor < 1:
+			return at(fmt.Sprintf("must be a finite number >= 1 (deadline = submit + factor x estimate), got %v", site.Deadlines.Factor), "deadlines", "factor")
+		case !finite(site.Fees.PenaltyRatio) || site.Fees.PenaltyRatio < 0:
+			return at(fmt.Sprintf("must be a finite number >= 0, got %v", site.Fees.PenaltyRatio), "fees", "penalty_ratio")
+		case site.Fees.PenaltyRatio != 0 && !site.Fees.Enabled:
+			return at("has no effect without fees.enabled: true", "fees", "penalty_ratio")
+		}
+		seen[site.Name] = true
+		pol := plan.EASY
+		if site.Policy != "" {
+			p, err := plan.ParsePolicy(site.Policy)
+			if err != nil {
+				return at(err.Error(), "policy")
+			}
+			pol = p
+		}
+		if err := s.checkOverbooking(i, site.Overbooking, pol); err != nil {
+			return err
+		}
+		for f, fx := range site.Fixed {
+			switch {
+			case fx.Procs <= 0:
+				return at(fmt.Sprintf("must be > 0, got %d", fx.Procs), "fixed", f, "procs")
+			case fx.Start < 0:
+				return at(fmt.Sprintf("must be >= 0 seconds, got %d", fx.Start), "fixed", f, "start")
+			case fx.End <= fx.Start:
+				return at(fmt.Sprintf("must be after start (%d), got %d", fx.Start, fx.End), "fixed", f, "end")
+			case fx.Name != "" && !validName(fx.Name):
+				return at(fmt.Sprintf("%q: letters, digits, '.', '-' and '_'", fx.Name), "fixed", f, "name")
+			}
+		}
+	}
+	for i, site := range s.Sites {
+		for p, name := range site.Prefer {
+			if !seen[name] || name == site.Name {
+				return s.bad(fmt.Sprintf("%q is not another site of the scenario", name), "sites", i, "prefer", p)
+			}
+		}
+		if len(site.Prefer) > 0 && s.Transfer == "rqf" {
+			return s.bad("prefer orders the peers a site pushes to; rqf only pulls", "sites", i, "prefer")
+		}
+	}
+	return nil
+}
+
+func (s *Scenario) checkOverbooking(i int, o ScenarioOverbooking, pol plan.Policy) error {
+	at := func(msg string, field ...any) error {
+		return s.bad(msg, append([]any{"sites", i, "overbooking"}, field...)...)
+	}
+	if !o.Enabled {
+		if o.Mode != "" || o.RiskTest != "" || o.PoFMax != nil || o.SecurityFactor != 0 {
+			return at("set, but overbooking is not enabled (enabled: true)")
+		}
+		return nil
+	}
+	switch {
+	case pol != plan.Conservative:
+		return at(fmt.Sprintf("needs policy conservative (the queue policies keep no reservations to overbook), the site has %v", pol), "enabled")
+	case o.Mode != "" && o.Mode != "heuristic" && o.Mode != "comprehensive":
+		return at(fmt.Sprintf("%q: want heuristic or comprehensive", o.Mode), "mode")
+	case o.RiskTest != "" && o.RiskTest != "threshold" && o.RiskTest != "risk":
+		return at(fmt.Sprintf("%q: want threshold or risk", o.RiskTest), "risk_test")
+	case o.PoFMax != nil && (!finite(*o.PoFMax) || *o.PoFMax < 0 || *o.PoFMax > 1):
+		return at(fmt.Sprintf("must be in [0, 1], got %v", *o.PoFMax), "pof_max")
+	case o.PoFMax != nil && o.RiskTest == "risk":
+		return at("has no effect with risk_test: risk", "pof_max")
+	case !finite(o.SecurityFactor) || o.SecurityFactor < 0:
+		return at(fmt.Sprintf("must be a finite number >= 0, got %v", o.SecurityFactor), "security_factor")
+	case o.SecurityFactor != 0 && o.RiskTest != "risk":
+		return at("has no effect without risk_test: risk", "security_factor")
+	}
+	return nil
+}
+
+// admission builds the site agent's overbooking from the block, as the
+// node does from its config.
+func (o ScenarioOverbooking) admission() *site.Overbooking {
+	if !o.Enabled {
+		return nil
+	}
+	ob := &site.Overbooking{}
+	if o.Mode == "comprehensive" {
+		ob.Mode = overbook.Comprehensive
+	}
+	if o.RiskTest == "risk" {
+		sf := o.SecurityFactor
+		if sf == 0 {
+			sf = 2
+			if o.Mode == "comprehensive" {
+				sf = 4
+			}
+		}
+		ob.Test = overbook.Risk{SecurityFactor: sf}
+	} else {
+		pm := 0.1
+		if o.PoFMax != nil {
+			pm = *o.PoFMax
+		}
+		ob.Test = overbook.Threshold{PoFMax: pm}
+	}
+	return ob
+}
+
+func (s *Scenario) transfer() (delegation.TransferMode, error) {
+	if s.Transfer == "" {
+		return delegation.ACF, nil
+	}
+	return delegation.ParseTransfer(s.Transfer)
 }
 
 // span is the alignment span in seconds, 0 for none.
-func (s *Scenario) span() (int64, error) {
+func (s *Scenario) span() int64 {
 	if s.Span == "" {
-		return 0, nil
+		return 0
 	}
-	v, err := ParseSpan(s.Span)
-	if err != nil {
-		return 0, fmt.Errorf("scenario: span: %w: %w", ErrBadConfig, err)
-	}
-	return v, nil
+	v, _ := ParseSpan(s.Span)
+	return v
 }
 
 // Build loads the scenario's traces (sanitised; traces without estimates
-// keep their jobs with exact estimates), aligns and scales them, and returns
-// the federation configuration with Federate on.
+// keep their jobs with exact estimates), aligns and scales them, gives SLA
+// terms to the jobs of sites with deadlines or fees, and returns the
+// federation configuration with Federate on.
 func (s *Scenario) Build() (FedConfig, error) {
-	span, _ := s.span()
+	span := s.span()
 	tm, _ := s.transfer()
 	seed := s.Seed
 	if seed == 0 {
 		seed = 1
 	}
-	cfg := FedConfig{Federate: true, Transfer: tm, MaxHops: s.MaxHops, Seed: seed,
+	cfg := FedConfig{Federate: true, Transfer: tm, MaxHops: s.MaxHops, Seed: seed, Latency: s.Latency,
 		Location: delegation.LocationConfig{MaxCandidates: s.MaxCandidates, Jitter: s.Jitter}}
-	for _, site := range s.Sites {
+	type loaded struct {
+		jobs  []Job
+		procs int
+		epoch int64
+	}
+	var all []loaded
+	for i, site := range s.Sites {
 		tr, err := LoadTrace(site.Trace, swf.Options{})
 		if err != nil {
-			return cfg, fmt.Errorf("site %s: %w", site.Name, err)
+			return cfg, fmt.Errorf("scenario: line %d: sites[%d].trace: %w", s.line("sites", i, "trace"), i, err)
 		}
 		procs := site.Procs
 		if procs == 0 {
 			procs = int(tr.Header.Procs())
 		}
 		if procs <= 0 {
-			return cfg, fmt.Errorf("site %s: trace has no MaxProcs; set procs: %w", site.Name, ErrBadConfig)
-		}
-		pol := plan.EASY
-		if site.Policy != "" {
-			pol, _ = plan.ParsePolicy(site.Policy)
+			return cfg, s.bad("the trace has no MaxProcs; set procs", "sites", i, "procs")
 		}
 		opts := swf.DefaultSanitizeOptions()
 		opts.RequireEstimate = HasEstimates(tr.Jobs)
 		jobs, _ := swf.Sanitize(tr.Jobs, int64(procs), opts)
 		if site.Skip >= len(jobs) {
-			return cfg, fmt.Errorf("site %s: skip %d leaves no jobs: %w", site.Name, site.Skip, ErrBadConfig)
+			return cfg, s.bad(fmt.Sprintf("%d leaves none of the trace's %d jobs", site.Skip, len(jobs)), "sites", i, "skip")
 		}
-		in := FromSWF(jobs[site.Skip:])
+		all = append(all, loaded{jobs: FromSWF(jobs[site.Skip:]), procs: procs, epoch: tr.Header.UnixStartTime})
+	}
+	// The time origin: each site's first job (per-site), or the earliest
+	// absolute trace time of all of them (shared).
+	origin := make([]int64, len(all))
+	if s.Clock == "shared" {
+		first := int64(math.MaxInt64)
+		for _, l := range all {
+			first = min(first, l.epoch+l.jobs[0].Submit)
+		}
+		for k, l := range all {
+			origin[k] = first - l.epoch
+		}
+	} else {
+		for k, l := range all {
+			origin[k] = l.jobs[0].Submit
+		}
+	}
+	for k, site := range s.Sites {
+		l := all[k]
+		pol := plan.EASY
+		if site.Policy != "" {
+			pol, _ = plan.ParsePolicy(site.Policy)
+		}
 		scale := site.TimeScale
 		if scale == 0 {
 			scale = 1
 		}
-		t0 := in[0].Submit
-		kept := in[:0]
-		for _, j := range in {
-			j.Submit -= t0
-			if span > 0 && j.Submit >= span {
+		fees := overbook.FeeModel{PenaltyRatio: site.Fees.PenaltyRatio}
+		kept := l.jobs[:0]
+		for _, j := range l.jobs {
+			j.Submit -= origin[k]
+			if span > 0 && j.Submit-(l.jobs[0].Submit-origin[k]) >= span {
 				break
 			}
 			j.Submit = int64(math.Round(float64(j.Submit) * scale))
+			if f := site.Deadlines.Factor; f > 0 {
+				j.Deadline = j.Submit + int64(math.Ceil(f*float64(j.Estimate)))
+			}
+			if site.Fees.Enabled {
+				j.Fee = fees.Fee(j.Procs, j.Estimate)
+				j.Penalty = fees.Penalty(j.Procs, j.Estimate)
+			}
 			kept = append(kept, j)
 		}
-		cfg.Sites = append(cfg.Sites, FedSite{Name: site.Name, Procs: procs, Policy: pol, Jobs: kept})
+		fs := FedSite{Name: site.Name, Procs: l.procs, Policy: pol, Jobs: kept, Overbooking: site.Overbooking.admission(),
+			Prefer: site.Prefer, CommunityShare: site.CommunityShare}
+		for f, fx := range site.Fixed {
+			fs.Fixed = append(fs.Fixed, plan.FixedSpec{ID: -int64(f + 1), Name: fx.Name, Procs: fx.Procs, Start: fx.Start, End: fx.End})
+		}
+		cfg.Sites = append(cfg.Sites, fs)
 	}
 	return cfg, nil
 }

@@ -36,13 +36,19 @@ type Config struct {
 	Listen string `yaml:"listen"`
 
 	// Procs is the number of identical processors the site schedules.
-	// Default: the number of CPUs of this host. Must be >= 1.
+	// Default: the number of CPUs of this host; with the slurm executor,
+	// the CPUs of its partition (0 after Resolve: read from sinfo at
+	// start). Must be >= 1 otherwise.
 	Procs int `yaml:"procs"`
 
-	// Executor runs the jobs: "process" (real local processes) or
+	// Executor runs the jobs: "process" (real local processes),
 	// "simulated" (jobs pretend to run for their sim_runtime_seconds or
-	// estimate). Default: process. Empty is invalid.
+	// estimate) or "slurm" (jobs are Slurm batch jobs; see Slurm).
+	// Default: process. Empty is invalid.
 	Executor string `yaml:"executor"`
+
+	// Slurm configures the slurm executor.
+	Slurm Slurm `yaml:"slurm"`
 
 	// TimeScale is how many times faster than the wall clock the site's
 	// clock runs: 60 makes a virtual hour pass in a minute. Only the
@@ -103,6 +109,15 @@ type Log struct {
 	// Level is the lowest level written: debug, info, warn or error.
 	// Default: info.
 	Level string `yaml:"level"`
+}
+
+// Slurm configures the slurm executor, which uses the Slurm client
+// commands on PATH with the environment's SLURM_CONF.
+type Slurm struct {
+	// Partition is the Slurm partition fedsched owns and submits to; it
+	// should be dedicated to fedsched (docs/slurm.md). Default: the
+	// cluster's default partition.
+	Partition string `yaml:"partition"`
 }
 
 // Overbooking is the SLA admission configuration; the overbook package
@@ -270,11 +285,12 @@ const (
 const (
 	ExecutorProcess   = "process"
 	ExecutorSimulated = "simulated"
+	ExecutorSlurm     = "slurm"
 )
 
 // Accepted values of the enumerated fields.
 var (
-	executors  = []string{ExecutorProcess, ExecutorSimulated}
+	executors  = []string{ExecutorProcess, ExecutorSimulated, ExecutorSlurm}
 	policies   = []string{"conservative", "easy", "fcfs", "list"}
 	modes      = []string{"heuristic", "comprehensive"}
 	riskTests  = []string{"threshold", "risk"}
@@ -378,8 +394,11 @@ func (c Config) Validate() error {
 	if err := checkHostPort(c.Listen); err != nil {
 		bad("listen", "%v", err)
 	}
-	if c.Procs < 1 {
+	if c.Procs < 1 && !(c.Procs == 0 && c.Executor == ExecutorSlurm) {
 		bad("procs", "must be >= 1, got %d", c.Procs)
+	}
+	if c.Slurm.Partition != "" && c.Executor != ExecutorSlurm {
+		bad("slurm.partition", "needs executor slurm (the %s executor does not use Slurm)", c.Executor)
 	}
 	if !slices.Contains(executors, c.Executor) {
 		bad("executor", "%q is not one of %s", c.Executor, strings.Join(executors, ", "))
@@ -387,8 +406,8 @@ func (c Config) Validate() error {
 	switch {
 	case !(c.TimeScale > 0) || math.IsInf(c.TimeScale, 0):
 		bad("time_scale", "must be a finite number > 0, got %v", c.TimeScale)
-	case c.TimeScale != 1 && c.Executor == ExecutorProcess:
-		bad("time_scale", "must be 1 with the process executor (real processes run in real time), got %v", c.TimeScale)
+	case c.TimeScale != 1 && c.Executor != ExecutorSimulated:
+		bad("time_scale", "must be 1 with the %s executor (real jobs run in real time), got %v", c.Executor, c.TimeScale)
 	}
 	if !slices.Contains(policies, c.Policy) {
 		bad("policy", "%q is not one of %s", c.Policy, strings.Join(policies, ", "))

@@ -278,7 +278,10 @@ func TestValidate(t *testing.T) {
 		"listen with a bad port":    {func(c *Config) { c.Listen = "localhost:http" }, "listen"},
 		"listen port out of range":  {func(c *Config) { c.Listen = ":70000" }, "listen"},
 		"zero procs":                {func(c *Config) { c.Procs = 0 }, "procs"},
-		"unknown executor":          {func(c *Config) { c.Executor = "slurm" }, "executor"},
+		"unknown executor":          {func(c *Config) { c.Executor = "pbs" }, "executor"},
+		"negative procs with slurm": {func(c *Config) { c.Executor = "slurm"; c.Procs = -1 }, "procs"},
+		"partition without slurm":   {func(c *Config) { c.Slurm.Partition = "p" }, "slurm.partition"},
+		"scaled slurm executor":     {func(c *Config) { c.Executor = "slurm"; c.TimeScale = 2 }, "time_scale"},
 		"zero time scale":           {func(c *Config) { c.TimeScale = 0 }, "time_scale"},
 		"negative time scale":       {func(c *Config) { c.Executor = "simulated"; c.TimeScale = -2 }, "time_scale"},
 		"scaled process executor":   {func(c *Config) { c.TimeScale = 10 }, "time_scale"},
@@ -375,4 +378,46 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = c.Validate()
 	})
+}
+
+// TestSlurmProcsDefault: with the slurm executor and no procs given
+// anywhere, procs is 0 (read from the partition at start); given by a
+// flag, the environment or the YAML file, it is kept.
+func TestSlurmProcsDefault(t *testing.T) {
+	yamlWith := filepath.Join(t.TempDir(), "with.yaml")
+	if err := os.WriteFile(yamlWith, []byte("executor: slurm\nprocs: 12\nslurm:\n  partition: fed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yamlWithout := filepath.Join(t.TempDir(), "without.yaml")
+	if err := os.WriteFile(yamlWithout, []byte("executor: slurm\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		procs int
+	}{
+		{"flag executor only", []string{"--executor", "slurm"}, nil, 0},
+		{"flag procs", []string{"--executor", "slurm", "--procs", "8"}, nil, 8},
+		{"env procs", []string{"--executor", "slurm"}, map[string]string{"FEDSCHED_PROCS": "6"}, 6},
+		{"yaml procs", []string{"--config", yamlWith}, nil, 12},
+		{"yaml without procs", []string{"--config", yamlWithout}, nil, 0},
+		{"process executor", nil, nil, runtime.NumCPU()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+			BindFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Resolve(fs, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Procs != tc.procs {
+				t.Errorf("procs = %d, want %d", c.Procs, tc.procs)
+			}
+		})
+	}
 }

@@ -2,11 +2,13 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
 )
 
 // EnvPrefix starts the name of every environment variable of the node.
@@ -32,8 +34,9 @@ var fields = []field{
 	{"site", "site name, unique in the federation (default: host name)", func(c *Config) any { return &c.Site }},
 	{"data_dir", "directory of the node's state: store file and job directories", func(c *Config) any { return &c.DataDir }},
 	{"listen", "host:port of the gRPC API", func(c *Config) any { return &c.Listen }},
-	{"procs", "processors the site schedules (default: CPUs of this host)", func(c *Config) any { return &c.Procs }},
-	{"executor", "how jobs run: process or simulated", func(c *Config) any { return &c.Executor }},
+	{"procs", "processors the site schedules (default: CPUs of this host; slurm executor: CPUs of its partition)", func(c *Config) any { return &c.Procs }},
+	{"executor", "how jobs run: process, simulated or slurm", func(c *Config) any { return &c.Executor }},
+	{"slurm.partition", "Slurm partition the slurm executor submits to (default: the cluster's default partition)", func(c *Config) any { return &c.Slurm.Partition }},
 	{"time_scale", "how many times faster than the wall clock the site's clock runs (simulated executor only)", func(c *Config) any { return &c.TimeScale }},
 	{"policy", "queue policy: conservative, easy, fcfs or list", func(c *Config) any { return &c.Policy }},
 	{"kill_grace", "time between SIGTERM and SIGKILL when a job is killed", func(c *Config) any { return &c.KillGrace }},
@@ -220,8 +223,32 @@ func Resolve(fs *pflag.FlagSet, lookup func(string) (string, bool)) (Config, err
 	if err := c.ApplyFlags(fs); err != nil {
 		return Config{}, fmt.Errorf("config: flags: %w", err)
 	}
+	if c.Executor == ExecutorSlurm && !procsGiven(path, fs, lookup) {
+		// The partition's CPUs, read from sinfo when the node starts.
+		c.Procs = 0
+	}
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// procsGiven reports whether procs was set by the YAML file at path, the
+// environment or a flag (the default depends on the executor).
+func procsGiven(path string, fs *pflag.FlagSet, lookup func(string) (string, bool)) bool {
+	if fl := fs.Lookup(FlagName("procs")); fl != nil && fl.Changed {
+		return true
+	}
+	if _, ok := lookup(EnvName("procs")); ok {
+		return true
+	}
+	if path == "" {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var doc map[string]any
+	return yaml.Unmarshal(data, &doc) == nil && doc["procs"] != nil
 }

@@ -38,6 +38,15 @@ type Executor interface {
 	Run(ctx context.Context) error
 }
 
+// CapacityReporter is implemented by executors in front of a batch system
+// whose processors come and go (Slurm drains, loses and returns nodes).
+type CapacityReporter interface {
+	// Capacity returns the channel on which Run reports the processors
+	// the batch system would start jobs on now, whenever that changes (and
+	// once at the start). It is never closed.
+	Capacity() <-chan int
+}
+
 // Spec is what an executor needs to run one job.
 type Spec struct {
 	// JobID names the job; it must be usable as a file name: 1 to 200
@@ -47,7 +56,8 @@ type Spec struct {
 	// in DefaultPath if Env has none. Required by Process.
 	Argv []string
 	// Env is the job's complete environment; the node's own is not
-	// inherited. The executor adds FEDSCHED_JOB_ID, and PATH=DefaultPath if
+	// inherited. The executor adds FEDSCHED_JOB_ID=JobID unless Env sets it
+	// (the node sets it to the id the user knows), and PATH=DefaultPath if
 	// Env has no PATH.
 	Env map[string]string
 	// Workdir is the working directory; empty means the job's directory.
@@ -62,6 +72,18 @@ type Spec struct {
 	// Runtime is how long a Simulated job really runs; zero means Estimate.
 	// Process ignores it.
 	Runtime time.Duration
+	// Procs is how many processors the job holds (Slurm: its tasks). The
+	// executor adds FEDSCHED_PROCS to the environment. 0 means 1.
+	Procs int
+	// Script, when set, is run instead of Argv: a batch script (Slurm
+	// submits it as is, so it may start with any interpreter line).
+	Script []byte
+	// Stdout and Stderr are the files the job's output goes to; empty
+	// means the job directory's stdout and stderr. They may be equal.
+	Stdout, Stderr string
+	// User is the account the job runs as (Slurm: sbatch --uid/--gid when
+	// the node runs as root). Empty means the node's own.
+	User string
 }
 
 // DefaultPath is the PATH a job gets when its environment has none.
@@ -102,6 +124,12 @@ type Exit struct {
 	// vanished without recording it, or (Simulated) the executor that ran
 	// it is gone. The other fields but JobID and At are then meaningless.
 	Lost bool
+	// ProviderFailed is true when the site, not the job, failed it: a
+	// Slurm node failed under it, or it was cancelled outside fedsched.
+	ProviderFailed bool
+	// Detail says in a few words what the executor saw (for example the
+	// batch system's end state); may be empty.
+	Detail string
 	// At is when the job ended (when it was found lost, if Lost), by the
 	// executor's clock.
 	At time.Time

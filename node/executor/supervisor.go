@@ -180,9 +180,6 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 	env := make([]string, 0, len(spec.Env)+2)
 	path := DefaultPath
 	for k, v := range spec.Env {
-		if k == "FEDSCHED_JOB_ID" {
-			continue
-		}
 		if k == "PATH" {
 			path = v
 		}
@@ -191,7 +188,9 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 	if _, ok := spec.Env["PATH"]; !ok {
 		env = append(env, "PATH="+DefaultPath)
 	}
-	env = append(env, "FEDSCHED_JOB_ID="+spec.JobID)
+	if _, ok := spec.Env["FEDSCHED_JOB_ID"]; !ok {
+		env = append(env, "FEDSCHED_JOB_ID="+spec.JobID)
+	}
 	workdir := spec.Workdir
 	if workdir == "" {
 		workdir = dir

@@ -1,0 +1,59 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/fedsched/fedsched/node/config"
+	"github.com/fedsched/fedsched/node/executor"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// newSlurmExecutor builds the slurm executor and checks that Slurm answers
+// and that the partition exists. It returns the site's processors: cfg.Procs
+// if set, otherwise all CPUs of the partition.
+func newSlurmExecutor(ctx context.Context, cfg config.Config, poll time.Duration, log *slog.Logger) (executor.Executor, int, error) {
+	s, err := executor.NewSlurm(executor.SlurmConfig{DataDir: cfg.DataDir, Partition: cfg.Slurm.Partition, PollInterval: poll, Logger: log})
+	if err != nil {
+		return nil, 0, err
+	}
+	total, usable, err := s.CPUs(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("slurm executor: %w: %w (is SLURM_CONF set and slurmctld up?)", ErrUnavailable, err)
+	}
+	part, _ := s.Partition(ctx)
+	procs := cfg.Procs
+	if procs == 0 {
+		procs = total
+	}
+	log.Info("slurm executor", "partition", part, "partition_cpus", total, "usable_cpus", usable, "procs", procs)
+	return s, procs, nil
+}
+
+// capacity carries out a change of the processors the executor's batch
+// system would start jobs on: the site takes processors out of service
+// through the core's node-failure path (plan.Site.NodeDown) and returns
+// them (NodeUp). Only idle processors are taken: a drained Slurm node lets
+// its running jobs finish, so the rest follow as those jobs end (applied
+// again every turn). Waiting jobs that no longer fit their windows fail,
+// SLA violated: the provider lost the processors.
+func (n *Node) capacity(now int64) {
+	want := max(0, n.procs-n.usable)
+	for n.site.Down() > want {
+		if !n.site.NodeUp(now) {
+			break
+		}
+	}
+	for n.site.Down() < want && n.site.Busy()+n.site.Down() < n.procs {
+		_, lost := n.site.NodeDown(now, n.site.Busy())
+		for _, seq := range lost {
+			if lj := n.live[seq]; lj != nil {
+				n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
+					"processors of the site were lost (a batch-system node drained or failed) and no slot remains in the job's window",
+					fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+			}
+		}
+	}
+}

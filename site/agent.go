@@ -1,0 +1,712 @@
+package site
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/overbook"
+	"github.com/fedsched/fedsched/plan"
+)
+
+// PeerView is the driver's membership view: the peers that may be asked
+// for quotes now, with what they gossip (a hint, never a promise). The node
+// reads it from memberlist digests, the simulator from the other agents'
+// exact outlook; that difference is one of the drivers' (docs/architecture.md).
+type PeerView interface {
+	Candidates(now int64) []delegation.Candidate
+}
+
+// Overbooking configures the SLA admission test; nil in Config means every
+// accepted job gets its full estimate. The names mirror the node's
+// `overbooking:` block. The runtime-ratio statistics are the node's: by
+// runtime band, empty at the start, learning from every job that
+// completes here.
+type Overbooking struct {
+	Mode overbook.Mode
+	// Test is the acceptance test of an overbooked placement (default
+	// PoF < 0.1).
+	Test overbook.Test
+}
+
+// Config configures an Agent. Zero values mean the defaults given.
+type Config struct {
+	// Name is the site's name, unique in the federation. Required.
+	Name string
+	// Procs is the number of processors. Required.
+	Procs int
+	// Policy is the queue policy. Overbooking requires Conservative.
+	Policy plan.Policy
+	// Overbooking, if not nil, lets admission overbook.
+	Overbooking *Overbooking
+	// Fixed are fixed reservations held from the start.
+	Fixed []plan.FixedSpec
+	// TrackMoves and NoGrowBack are passed to plan.Config (the node sets
+	// both: it stores moved reservations and cannot move a kill time).
+	TrackMoves, NoGrowBack bool
+
+	// Peers is the membership view; nil runs the site alone.
+	Peers PeerView
+	// Transfer is the transfer policy (default on-reject).
+	Transfer delegation.TransferMode
+	// Prefer lists peers in preference order (ordered spill-over): each is
+	// asked alone, in turn, before the location policy ranks the others.
+	Prefer []string
+	// Location bounds and spreads the peers asked per round.
+	Location delegation.LocationConfig
+	// MaxHops limits how often a job is delegated (default 1).
+	MaxHops int
+	// HoldSeconds is the longest hold this site grants a quote (default 60).
+	HoldSeconds int64
+	// ReplySeconds is how long the agent waits for a peer's answer before
+	// it decides without it, and how often it resends an unacknowledged
+	// report (default 60).
+	ReplySeconds int64
+	// CommunityShare is the share of processors kept for local users:
+	// remote jobs are not quoted into slots that would leave less free.
+	CommunityShare float64
+	// Seed seeds the location policy's jitter; each job draws from its
+	// own stream (Seed, job id), so a decision can be replayed.
+	Seed uint64
+}
+
+// DecisionKind is what a Decision tells the driver.
+type DecisionKind int
+
+// Decision kinds.
+const (
+	// DecideAccept: the site accepted a job it will run (submitted here,
+	// agreed with an origin, or taken from a peer's queue).
+	DecideAccept DecisionKind = iota + 1
+	// DecideReject: no site takes the job.
+	DecideReject
+	// DecideDelegate: a peer owns the job now (origin side).
+	DecideDelegate
+	// DecideStart: start the job now; kill it at End.
+	DecideStart
+	// DecideExtend: move a running job's kill time to End.
+	DecideExtend
+	// DecideOutcome: the origin learnt how its delegated job ended.
+	DecideOutcome
+)
+
+var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome"}
+
+func (k DecisionKind) String() string {
+	if k > 0 && int(k) < len(decisionNames) {
+		return decisionNames[k]
+	}
+	return fmt.Sprintf("DecisionKind(%d)", int(k))
+}
+
+// Decision is one thing the agent decided, for its driver to persist and
+// carry out.
+type Decision struct {
+	Kind DecisionKind
+	Job  JobKey
+	// Placement is the admission answer (Accept, Reject) or the peer's
+	// accepted slot (Delegate).
+	Placement plan.Placement
+	// Start and End are the reservation of Start and Extend.
+	Start, End int64
+	// Peer is the executing site (Delegate) or the site a job was taken
+	// from (Accept under RQF).
+	Peer string
+	// Route is the job's provenance so far.
+	Route delegation.Route
+	// Outcome is how a delegated job ended (Outcome).
+	Outcome Outcome
+}
+
+// Ready is everything the agent decided since the last call to Ready: the
+// driver persists the decisions, then sends the messages.
+type Ready struct {
+	Decisions []Decision
+	Messages  []Message
+}
+
+// Empty reports whether there is nothing to do.
+func (r Ready) Empty() bool { return len(r.Decisions) == 0 && len(r.Messages) == 0 }
+
+type state int
+
+const (
+	stateAsking    state = iota + 1 // origin: quote requests out
+	stateAgreeing                   // origin: agree out
+	stateLocal                      // accepted here: waiting or running
+	stateDelegated                  // origin: a peer owns it
+	stateHeld                       // peer: a hold backs a quote
+	stateTaking                     // RQF: a hold backs a take request
+)
+
+type job struct {
+	key   JobKey
+	pj    plan.Job // pj.ID is this agent's id
+	route delegation.Route
+	state state
+	// origin side
+	localEnd int64      // end of the local answer when delegation began
+	startNow bool       // ACF: ask only for quotes that start now
+	rounds   [][]string // candidate rounds still to ask
+	asked    []string   // this round, in rank order
+	waiting  map[string]bool
+	offers   map[string]*Offer
+	deadline int64 // answers are waited for until here
+	peer     string
+	// executing side
+	from    string // the site that asked for the quote (or handed the job over)
+	started bool
+	start   int64
+	place   plan.Placement
+	expires int64 // hold expiry
+}
+
+// Agent is one site's decision core.
+type Agent struct {
+	cfg  Config
+	site *plan.Site
+	adm  *overbook.Admission
+	seq  int64
+	jobs map[JobKey]*job
+	byID map[int64]*job
+	// waits holds the jobs in a state with a time limit (asking, agreeing,
+	// held, taking): NextWake and Tick look only at them.
+	waits   map[JobKey]*job
+	hist    map[string]delegation.History
+	reports map[JobKey]*pendingReport
+	ready   Ready
+	dirty   bool  // an event since the last Tick: a pass is due
+	rqfAt   int64 // last time RQF asked peers
+	pulling int   // RQF queue answers still expected
+	ids     []int64
+}
+
+type pendingReport struct {
+	msg  Message
+	next int64
+}
+
+// New returns the agent of an empty site.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Name == "" {
+		return nil, fmt.Errorf("site agent: no name: %w", ErrInvalid)
+	}
+	if cfg.MaxHops < 0 || cfg.HoldSeconds < 0 || cfg.ReplySeconds < 0 || !(cfg.CommunityShare >= 0 && cfg.CommunityShare < 1) ||
+		cfg.Location.MaxCandidates < 0 || math.IsNaN(cfg.Location.Jitter) || math.IsInf(cfg.Location.Jitter, 0) {
+		return nil, fmt.Errorf("site agent %s: negative or non-finite setting: %w", cfg.Name, ErrInvalid)
+	}
+	if cfg.Transfer < delegation.OnReject || cfg.Transfer > delegation.RQF {
+		return nil, fmt.Errorf("site agent %s: transfer policy %v: %w", cfg.Name, cfg.Transfer, ErrInvalid)
+	}
+	if cfg.MaxHops == 0 {
+		cfg.MaxHops = 1
+	}
+	if cfg.HoldSeconds == 0 {
+		cfg.HoldSeconds = 60
+	}
+	if cfg.ReplySeconds == 0 {
+		cfg.ReplySeconds = 60
+	}
+	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
+	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job), hist: make(map[string]delegation.History),
+		reports: make(map[JobKey]*pendingReport), rqfAt: minTime}
+	if o := cfg.Overbooking; o != nil {
+		if cfg.Policy != plan.Conservative {
+			return nil, fmt.Errorf("site agent %s: overbooking needs the conservative policy (the queue policies keep no reservations to overbook), not %v: %w", cfg.Name, cfg.Policy, ErrInvalid)
+		}
+		st, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime})
+		if err != nil {
+			return nil, fmt.Errorf("site agent %s: %w", cfg.Name, err)
+		}
+		a.adm = &overbook.Admission{Stats: st, Mode: o.Mode, Test: o.Test, Learn: true}
+		pc.Admission = a.adm
+	}
+	s, err := plan.NewSite(pc)
+	if err != nil {
+		return nil, fmt.Errorf("site agent %s: %w", cfg.Name, err)
+	}
+	a.site = s
+	return a, nil
+}
+
+// Name is the site's name.
+func (a *Agent) Name() string { return a.cfg.Name }
+
+// Site is the agent's scheduling core, for reading (outlook, plan, status).
+// Callers must not change it.
+func (a *Agent) Site() *plan.Site { return a.site }
+
+// History is what delegations to each peer achieved, as this site saw it.
+func (a *Agent) History() map[string]delegation.History { return a.hist }
+
+// Ready returns the batch decided since the last call and starts a new one.
+func (a *Agent) Ready() Ready {
+	r := a.ready
+	a.ready = Ready{}
+	return r
+}
+
+func (a *Agent) decide(d Decision) { a.ready.Decisions = append(a.ready.Decisions, d) }
+
+func (a *Agent) send(m Message) {
+	m.From = a.cfg.Name
+	a.ready.Messages = append(a.ready.Messages, m)
+}
+
+func (a *Agent) add(j *job) {
+	a.jobs[j.key] = j
+	a.byID[j.pj.ID] = j
+}
+
+func (a *Agent) forget(j *job) {
+	delete(a.jobs, j.key)
+	delete(a.byID, j.pj.ID)
+	delete(a.waits, j.key)
+}
+
+// set moves j to state st, keeping waits up to date.
+func (a *Agent) set(j *job, st state) {
+	j.state = st
+	switch st {
+	case stateAsking, stateAgreeing, stateHeld, stateTaking:
+		a.waits[j.key] = j
+	default:
+		delete(a.waits, j.key)
+	}
+}
+
+func (a *Agent) nextID() int64 {
+	a.seq++
+	return a.seq
+}
+
+// Submit takes a job a local user submitted at now, under the site's id for
+// it (unique at this site). The transfer policy decides whether peers are
+// asked first; otherwise, or when none takes it, local admission decides.
+func (a *Agent) Submit(now int64, id int64, j plan.Job) {
+	a.dirty = true
+	j.ID = a.nextID()
+	jb := &job{key: JobKey{Site: a.cfg.Name, ID: id}, pj: j,
+		route: delegation.Route{{Site: a.cfg.Name, Action: delegation.ActionSubmitted, At: now}}}
+	if _, dup := a.jobs[jb.key]; dup {
+		a.decide(Decision{Kind: DecideReject, Job: jb.key, Placement: plan.Placement{Reason: plan.ReasonRejectedInvalid}, Route: jb.route})
+		return
+	}
+	a.add(jb)
+	if !a.offer(now, jb) {
+		a.admit(now, jb)
+	}
+}
+
+// offer runs the push transfer policy for jb and starts asking peers; it
+// reports false when the job stays home.
+func (a *Agent) offer(now int64, jb *job) bool {
+	if a.cfg.Peers == nil || a.cfg.Transfer == delegation.RQF || !jb.route.CanDelegate(a.cfg.MaxHops) {
+		return false
+	}
+	local := a.site.Probe(now, jb.pj)
+	startsNow := local.OK() && a.site.CanStartNow(now, jb.pj)
+	if !delegation.ShouldDelegate(a.cfg.Transfer, local.OK(), startsNow) {
+		return false
+	}
+	jb.localEnd = plan.Forever
+	if local.OK() && local.Start != plan.Forever {
+		jb.localEnd = local.End
+	}
+	jb.startNow = a.cfg.Transfer == delegation.ACF && local.OK()
+	jb.rounds = a.rounds(now, jb)
+	return a.ask(now, jb)
+}
+
+// rounds orders the peers to ask: each preferred peer alone, in the
+// operator's order, then the location policy's ranking of the others.
+func (a *Agent) rounds(now int64, jb *job) [][]string {
+	cands := a.cfg.Peers.Candidates(now)
+	var rounds [][]string
+	var rest []delegation.Candidate
+	for _, c := range cands {
+		if c.Site != a.cfg.Name && !slices.Contains(a.cfg.Prefer, c.Site) {
+			rest = append(rest, c)
+		}
+	}
+	for _, p := range a.cfg.Prefer {
+		for _, c := range cands {
+			if c.Site == p && c.Procs >= jb.pj.Procs && !jb.route.Visited(p) {
+				rounds = append(rounds, []string{p})
+			}
+		}
+	}
+	if ranked := delegation.Rank(rest, jb.pj.Procs, jb.route, a.hist, a.cfg.Location, newRand(a.cfg.Seed, uint64(jb.pj.ID))); len(ranked) > 0 {
+		names := make([]string, len(ranked))
+		for i, c := range ranked {
+			names[i] = c.Site
+		}
+		rounds = append(rounds, names)
+	}
+	return rounds
+}
+
+// ask sends the next round's quote requests; false when no round is left.
+func (a *Agent) ask(now int64, jb *job) bool {
+	if len(jb.rounds) == 0 {
+		return false
+	}
+	jb.asked, jb.rounds = jb.rounds[0], jb.rounds[1:]
+	a.set(jb, stateAsking)
+	jb.waiting = make(map[string]bool, len(jb.asked))
+	jb.offers = make(map[string]*Offer, len(jb.asked))
+	jb.deadline = now + a.cfg.ReplySeconds
+	spec := jb.pj
+	spec.ID = 0
+	for _, p := range jb.asked {
+		jb.waiting[p] = true
+		a.send(Message{Kind: KindQuoteRequest, To: p, Job: jb.key, Spec: spec, Route: jb.route, StartNow: jb.startNow, HoldSeconds: a.cfg.HoldSeconds})
+	}
+	return true
+}
+
+// admit runs local admission for jb.
+func (a *Agent) admit(now int64, jb *job) {
+	pl := a.site.Submit(now, jb.pj)
+	if !pl.OK() {
+		a.forget(jb)
+		a.decide(Decision{Kind: DecideReject, Job: jb.key, Placement: pl, Route: jb.route})
+		return
+	}
+	a.set(jb, stateLocal)
+	jb.place = pl
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: pl, Route: jb.route})
+}
+
+// choose picks among the offers of the round that has ended.
+func (a *Agent) choose(now int64, jb *job) {
+	quotes := make([]delegation.Quote, 0, len(jb.offers))
+	sites := make([]string, 0, len(jb.offers))
+	for _, p := range jb.asked { // rank order: Best breaks ties by position
+		o := jb.offers[p]
+		if o == nil {
+			continue
+		}
+		// A quote must beat what the origin can do itself.
+		if o.End >= jb.localEnd || jb.startNow && o.Start > now {
+			a.send(Message{Kind: KindRelease, To: p, Job: jb.key})
+			continue
+		}
+		quotes = append(quotes, o.Quote)
+		sites = append(sites, p)
+	}
+	b := delegation.Best(quotes, jb.pj.Fee, jb.pj.Penalty, now)
+	for i, p := range sites {
+		if i != b {
+			a.send(Message{Kind: KindRelease, To: p, Job: jb.key})
+		}
+	}
+	if b < 0 {
+		if !a.ask(now, jb) {
+			a.admit(now, jb)
+		}
+		return
+	}
+	a.set(jb, stateAgreeing)
+	jb.peer = sites[b]
+	jb.deadline = now + a.cfg.ReplySeconds
+	a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
+}
+
+// End tells the agent that a job it started stopped at now: completed by
+// itself, or killed at the end of its reservation (or failed). Unknown jobs
+// are ignored and reported false.
+func (a *Agent) End(now int64, key JobKey, completed bool) bool {
+	jb := a.jobs[key]
+	if jb == nil || jb.state != stateLocal || !jb.started {
+		return false
+	}
+	a.dirty = true
+	a.site.End(now, jb.pj.ID)
+	ran := now - jb.start
+	if a.adm != nil {
+		// The node's rule: a job that ended by itself shows its runtime; a
+		// killed one only that it needed more than it ran (censored), never
+		// how much more, which would be an oracle no live site has.
+		o := overbook.Observation{Ran: ran, Censored: !completed && ran < jb.pj.Estimate}
+		a.adm.Record(&jb.pj, o) //nolint:errcheck // a job without a usable estimate is not learnt from
+	}
+	a.forget(jb)
+	if key.Site != a.cfg.Name {
+		m := Message{Kind: KindReport, To: key.Site, Job: key, Outcome: Outcome{Start: jb.start, End: now, Completed: completed}}
+		a.reports[key] = &pendingReport{msg: m, next: now + a.cfg.ReplySeconds}
+		a.send(m)
+	}
+	return true
+}
+
+// Step takes a message from a peer.
+func (a *Agent) Step(now int64, m Message) {
+	a.dirty = true
+	switch m.Kind {
+	case KindQuoteRequest:
+		a.quote(now, m)
+	case KindQuote:
+		jb := a.jobs[m.Job]
+		if jb == nil || jb.state != stateAsking || !jb.waiting[m.From] {
+			if m.Offer != nil { // late: the origin has moved on
+				a.send(Message{Kind: KindRelease, To: m.From, Job: m.Job})
+			}
+			return
+		}
+		delete(jb.waiting, m.From)
+		if m.Offer != nil {
+			jb.offers[m.From] = m.Offer
+			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionQuoted, At: now})
+		} else {
+			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionRefused, Reason: m.Reason, At: now})
+		}
+		if len(jb.waiting) == 0 {
+			a.choose(now, jb)
+		}
+	case KindAgree:
+		a.agree(now, m)
+	case KindAgreed:
+		jb := a.jobs[m.Job]
+		if jb == nil || jb.state != stateAgreeing || jb.peer != m.From {
+			return
+		}
+		if m.Offer == nil {
+			a.failed(m.From)
+			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionRefused, Reason: m.Reason, At: now})
+			if !a.ask(now, jb) {
+				a.admit(now, jb)
+			}
+			return
+		}
+		a.set(jb, stateDelegated)
+		jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionDelegated, At: now,
+			Reason: "the peer's quote ends earlier than the local placement"})
+		pl := plan.Placement{Start: m.Offer.Start, End: m.Offer.End, PoF: m.Offer.PoF, Reason: plan.ReasonPlacedInFull}
+		if m.Offer.Overbooked {
+			pl.Reason = plan.ReasonOverbooked
+		}
+		a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: m.From, Route: jb.route})
+	case KindRelease:
+		if jb := a.jobs[m.Job]; jb != nil && jb.state == stateHeld && m.From == jb.from {
+			a.site.Unhold(now, jb.pj.ID)
+			a.forget(jb)
+		}
+	case KindReport:
+		a.send(Message{Kind: KindReportAck, To: m.From, Job: m.Job})
+		jb := a.jobs[m.Job]
+		if jb == nil || jb.state != stateDelegated || jb.peer != m.From {
+			return // a repeated report
+		}
+		a.forget(jb)
+		if jb.pj.Estimate > 0 {
+			h := a.hist[m.From]
+			h.Observe(float64(m.Outcome.End-jb.pj.Release) / float64(jb.pj.Estimate))
+			a.hist[m.From] = h
+		}
+		a.decide(Decision{Kind: DecideOutcome, Job: jb.key, Peer: m.From, Outcome: m.Outcome, Route: jb.route})
+	case KindReportAck:
+		delete(a.reports, m.Job)
+	case KindQueueRequest:
+		a.disclose(now, m)
+	case KindQueue:
+		a.pick(now, m)
+	case KindTake:
+		a.handOver(now, m)
+	case KindTaken:
+		a.taken(now, m)
+	}
+}
+
+func (a *Agent) failed(peer string) {
+	h := a.hist[peer]
+	h.Failures++
+	a.hist[peer] = h
+}
+
+// quote answers a quote request with a hold, or refuses.
+func (a *Agent) quote(now int64, m Message) {
+	refuse := func(why string) {
+		a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Reason: why})
+	}
+	if jb := a.jobs[m.Job]; jb != nil {
+		if jb.state == stateHeld { // a repeated request: the same offer
+			a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
+		} else {
+			refuse("this site already has the job")
+		}
+		return
+	}
+	if m.Route.Visited(a.cfg.Name) {
+		refuse("the job has been at " + a.cfg.Name + " before")
+		return
+	}
+	pj := m.Spec
+	pj.ID = a.nextID()
+	if m.StartNow && !a.site.CanStartNow(now, pj) {
+		refuse("its own policy would not start the job now")
+		return
+	}
+	hold := a.cfg.HoldSeconds
+	if m.HoldSeconds > 0 {
+		hold = min(hold, m.HoldSeconds)
+	}
+	pl := a.site.Hold(now, pj, now+hold)
+	if !pl.OK() {
+		refuse(pl.Reason.String())
+		return
+	}
+	if m.StartNow && pl.Start != now {
+		a.site.Unhold(now, pj.ID)
+		refuse("it would not start now")
+		return
+	}
+	if share := (delegation.CommunityShare{Share: a.cfg.CommunityShare}); share.Share > 0 {
+		free := a.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
+		if !share.Allows(pj.Procs, free, a.cfg.Procs) {
+			a.site.Unhold(now, pj.ID)
+			refuse(fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share))
+			return
+		}
+	}
+	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: now + hold, from: m.From}
+	a.add(jb)
+	a.set(jb, stateHeld)
+	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
+}
+
+func (a *Agent) offerOf(jb *job) *Offer {
+	return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.key.String(), Start: jb.place.Start, End: jb.place.End,
+		PoF: jb.place.PoF, Expires: jb.expires}, Overbooked: jb.place.Reason == plan.ReasonOverbooked}
+}
+
+// agree confirms a hold: the job is accepted here.
+func (a *Agent) agree(now int64, m Message) {
+	jb := a.jobs[m.Job]
+	switch {
+	case jb != nil && jb.state == stateLocal && m.From == jb.from:
+		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: a.offerOf(jb)}) // a repeated agree
+		return
+	case jb == nil || jb.state != stateHeld:
+		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Reason: "no hold for the job (expired or released)"})
+		return
+	}
+	if _, err := a.site.Confirm(now, jb.pj.ID); err != nil {
+		a.forget(jb)
+		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Reason: err.Error()})
+		return
+	}
+	a.set(jb, stateLocal)
+	jb.route = jb.route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route})
+	a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
+}
+
+// Stepped reports whether an event since the last Tick calls for one now.
+func (a *Agent) Stepped() bool { return a.dirty }
+
+// NextWake is the earliest time after now at which Tick has work without a
+// new event, now itself if an event since the last Tick calls for a pass,
+// or plan.Forever.
+func (a *Agent) NextWake(now int64) int64 {
+	if a.dirty {
+		return now
+	}
+	t := a.site.NextWake(now)
+	for _, jb := range a.waits {
+		switch jb.state {
+		case stateAsking, stateAgreeing:
+			t = min(t, max(jb.deadline, now)) // Tick settles what is due
+		case stateHeld, stateTaking:
+			t = min(t, max(jb.expires, now))
+		}
+	}
+	for _, r := range a.reports {
+		t = min(t, max(r.next, now))
+	}
+	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil && a.site.Plan().Free(now) > 0 {
+		// An idle site asks again now and then: nothing else wakes it.
+		if a.rqfAt == minTime {
+			return now
+		}
+		t = min(t, max(a.rqfAt+pullEvery*a.cfg.ReplySeconds, now))
+	}
+	return t
+}
+
+// Tick lets time pass to now: holds expire, peers that did not answer in
+// time are given up on (an agree is asked again: only its answer settles
+// where the job is), unacknowledged reports are resent, RQF asks for work
+// if processors stay idle, and the scheduling pass runs.
+func (a *Agent) Tick(now int64) {
+	a.dirty = false
+	keys := make([]JobKey, 0, len(a.waits))
+	for k := range a.waits {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmpKey) // map order must not decide anything
+	for _, k := range keys {
+		jb := a.jobs[k]
+		switch {
+		case (jb.state == stateHeld || jb.state == stateTaking) && jb.expires <= now:
+			a.site.Unhold(now, jb.pj.ID)
+			a.forget(jb)
+		case jb.state == stateAsking && jb.deadline <= now:
+			for _, p := range jb.asked {
+				if jb.waiting[p] {
+					a.failed(p)
+					delete(jb.waiting, p)
+				}
+			}
+			a.choose(now, jb)
+		case jb.state == stateAgreeing && jb.deadline <= now:
+			jb.deadline = now + a.cfg.ReplySeconds
+			a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
+		}
+	}
+	rkeys := make([]JobKey, 0, len(a.reports))
+	for k, r := range a.reports {
+		if r.next <= now {
+			rkeys = append(rkeys, k)
+		}
+	}
+	slices.SortFunc(rkeys, cmpKey)
+	for _, k := range rkeys {
+		r := a.reports[k]
+		r.next = now + a.cfg.ReplySeconds
+		a.send(r.msg)
+	}
+	for _, d := range a.site.Pass(now) {
+		jb := a.byID[d.JobID]
+		if jb == nil {
+			continue
+		}
+		switch d.Kind {
+		case plan.DecideStart:
+			jb.started, jb.start = true, d.Start
+			a.decide(Decision{Kind: DecideStart, Job: jb.key, Start: d.Start, End: d.End})
+		case plan.DecideExtend:
+			a.decide(Decision{Kind: DecideExtend, Job: jb.key, Start: d.Start, End: d.End})
+		}
+	}
+	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil {
+		a.pull(now)
+	}
+}
+
+const minTime = math.MinInt64
+
+// newRand is the location policy's jitter stream for one decision.
+func newRand(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
+
+func cmpKey(x, y JobKey) int {
+	if x.Site != y.Site {
+		if x.Site < y.Site {
+			return -1
+		}
+		return 1
+	}
+	return int(min(max(x.ID-y.ID, -1), 1))
+}

@@ -1,0 +1,267 @@
+package site
+
+import (
+	"testing"
+
+	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/plan"
+)
+
+// fed is a test driver: agents that deliver messages at once, in order,
+// optionally dropping chosen ones (raft's network test type, in small).
+type fed struct {
+	t      *testing.T
+	agents map[string]*Agent
+	order  []string
+	now    int64
+	queue  []Message
+	drop   func(Message) bool
+	log    []Decision
+	starts map[JobKey]string
+}
+
+type view struct {
+	f    *fed
+	self string
+}
+
+func (v view) Candidates(now int64) []delegation.Candidate {
+	var out []delegation.Candidate
+	for _, n := range v.f.order {
+		if n == v.self {
+			continue
+		}
+		a := v.f.agents[n]
+		o := a.Site().Outlook(now, 3600, 4*3600, 24*3600)
+		out = append(out, delegation.Candidate{Site: n, Procs: a.cfg.Procs, FreeNow: o[0], Free1h: o[1], Free4h: o[2], Free24h: o[3]})
+	}
+	return out
+}
+
+func newFed(t *testing.T, cfgs ...Config) *fed {
+	f := &fed{t: t, agents: map[string]*Agent{}, starts: map[JobKey]string{}}
+	for _, c := range cfgs {
+		c.Peers = view{f: f, self: c.Name}
+		c.Location.Jitter = -1
+		a, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.agents[c.Name] = a
+		f.order = append(f.order, c.Name)
+	}
+	return f
+}
+
+func (f *fed) drain(name string) {
+	r := f.agents[name].Ready()
+	for _, d := range r.Decisions {
+		f.log = append(f.log, d)
+		if d.Kind == DecideStart {
+			if prev, ok := f.starts[d.Job]; ok {
+				f.t.Fatalf("job %v started at %s and at %s", d.Job, prev, name)
+			}
+			f.starts[d.Job] = name
+		}
+	}
+	for _, m := range r.Messages {
+		if f.drop != nil && f.drop(m) {
+			continue
+		}
+		f.queue = append(f.queue, m)
+	}
+}
+
+// settle delivers messages and ticks every agent until nothing is left at
+// the current time.
+func (f *fed) settle() {
+	for range 1000 {
+		for len(f.queue) > 0 {
+			m := f.queue[0]
+			f.queue = f.queue[1:]
+			f.agents[m.To].Step(f.now, m)
+			f.drain(m.To)
+		}
+		ticked := false
+		for _, n := range f.order {
+			if a := f.agents[n]; a.NextWake(f.now) <= f.now {
+				a.Tick(f.now)
+				f.drain(n)
+				ticked = true
+			}
+		}
+		if !ticked && len(f.queue) == 0 {
+			return
+		}
+	}
+	f.t.Fatal("the federation does not settle")
+}
+
+func (f *fed) submit(site string, id int64, procs int, est int64) {
+	f.agents[site].Submit(f.now, id, plan.Job{Procs: procs, Estimate: est, Release: f.now, Deadline: plan.Forever})
+	f.drain(site)
+	f.settle()
+}
+
+func (f *fed) find(kind DecisionKind, key JobKey) (Decision, bool) {
+	for _, d := range f.log {
+		if d.Kind == kind && d.Job == key {
+			return d, true
+		}
+	}
+	return Decision{}, false
+}
+
+// TestACFMovesWaitingJobsToAnIdlePeer: a small site's job that its own
+// policy would not start now goes to the peer that starts it now; a job
+// EASY backfills at home stays home; the outcome comes back to the origin.
+func TestACFMovesWaitingJobsToAnIdlePeer(t *testing.T) {
+	f := newFed(t, Config{Name: "small", Procs: 4, Policy: plan.EASY, Transfer: delegation.ACF},
+		Config{Name: "big", Procs: 16, Policy: plan.EASY, Transfer: delegation.ACF})
+	f.submit("small", 1, 4, 1000) // starts at home
+	if f.starts[JobKey{"small", 1}] != "small" {
+		t.Fatalf("job 1 started at %q", f.starts[JobKey{"small", 1}])
+	}
+	f.submit("small", 2, 4, 1000) // cannot start now at home
+	if f.starts[JobKey{"small", 2}] != "big" {
+		t.Fatalf("job 2 started at %q, want big", f.starts[JobKey{"small", 2}])
+	}
+	d, ok := f.find(DecideDelegate, JobKey{"small", 2})
+	if !ok || d.Peer != "big" || d.Route.Hops() != 1 {
+		t.Fatalf("no delegation of job 2 to big: %+v", d)
+	}
+	f.now = 1000
+	if !f.agents["big"].End(f.now, JobKey{"small", 2}, true) {
+		t.Fatal("big does not know job 2")
+	}
+	f.drain("big")
+	f.settle()
+	if d, ok := f.find(DecideOutcome, JobKey{"small", 2}); !ok || d.Outcome.End != 1000 || !d.Outcome.Completed {
+		t.Fatalf("the origin did not learn the outcome: %+v", d)
+	}
+	if h := f.agents["small"].History()["big"]; h.Jobs != 1 {
+		t.Fatalf("history of big: %+v", h)
+	}
+}
+
+// TestACFPeerAcceptsOnlyWhatItStartsNow: a peer whose own policy would not
+// start the job now refuses, and the job waits at home.
+func TestACFPeerAcceptsOnlyWhatItStartsNow(t *testing.T) {
+	f := newFed(t, Config{Name: "a", Procs: 4, Policy: plan.EASY, Transfer: delegation.ACF},
+		Config{Name: "b", Procs: 4, Policy: plan.EASY, Transfer: delegation.ACF})
+	f.submit("b", 1, 3, 1000)
+	f.submit("a", 1, 4, 1000)
+	f.submit("a", 2, 2, 1000) // a is full, b has 1 free: b refuses
+	if _, ok := f.find(DecideAccept, JobKey{"a", 2}); !ok {
+		t.Fatal("job a/2 not accepted")
+	}
+	if _, ok := f.starts[JobKey{"a", 2}]; ok {
+		t.Fatal("job a/2 started somewhere")
+	}
+	if _, ok := f.find(DecideDelegate, JobKey{"a", 2}); ok {
+		t.Fatal("job a/2 delegated to a peer that cannot start it")
+	}
+}
+
+// TestTiesGoByRankNotName: under ACF every quote ties on profit and end;
+// the peer the location policy ranks first wins, not the alphabetically
+// first.
+func TestTiesGoByRankNotName(t *testing.T) {
+	// aaa can start the job now too, but only 1 processor is free there
+	// in an hour: zzz's outlook ranks it first.
+	f := newFed(t, Config{Name: "origin", Procs: 2, Policy: plan.EASY, Transfer: delegation.ACF},
+		Config{Name: "aaa", Procs: 8, Policy: plan.EASY, Fixed: []plan.FixedSpec{{ID: -1, Procs: 7, Start: 1000, End: 100000}}},
+		Config{Name: "zzz", Procs: 8, Policy: plan.EASY})
+	f.submit("origin", 1, 2, 900)
+	f.submit("origin", 2, 2, 900)
+	if got := f.starts[JobKey{"origin", 2}]; got != "zzz" {
+		t.Fatalf("job went to %q, want zzz (better outlook)", got)
+	}
+}
+
+// TestOrderedSpillOver: the preferred peer is asked alone first; the
+// others only when it cannot take the job.
+func TestOrderedSpillOver(t *testing.T) {
+	f := newFed(t, Config{Name: "home", Procs: 2, Policy: plan.EASY, Transfer: delegation.ACF, Prefer: []string{"partner"}},
+		Config{Name: "partner", Procs: 4, Policy: plan.EASY}, Config{Name: "other", Procs: 64, Policy: plan.EASY})
+	f.submit("home", 1, 2, 1000)
+	f.submit("home", 2, 2, 1000)
+	if got := f.starts[JobKey{"home", 2}]; got != "partner" {
+		t.Fatalf("job 2 went to %q, want the partner", got)
+	}
+	for _, m := range []int64{3, 4} { // the partner fills up, then spills over
+		f.submit("home", m, 2, 1000)
+	}
+	if got := f.starts[JobKey{"home", 3}]; got != "partner" {
+		t.Fatalf("job 3 went to %q, want the partner", got)
+	}
+	if got := f.starts[JobKey{"home", 4}]; got != "other" {
+		t.Fatalf("job 4 went to %q, want other (the partner is full)", got)
+	}
+}
+
+// TestLostAgreedIsRetried: the peer's answer to agree is lost; the origin
+// asks again after ReplySeconds and the job runs exactly once, at the peer.
+func TestLostAgreedIsRetried(t *testing.T) {
+	f := newFed(t, Config{Name: "a", Procs: 2, Policy: plan.EASY, Transfer: delegation.ACF, ReplySeconds: 10},
+		Config{Name: "b", Procs: 8, Policy: plan.EASY, HoldSeconds: 60})
+	f.submit("a", 1, 2, 1000)
+	dropped := 0
+	f.drop = func(m Message) bool {
+		if m.Kind == KindAgreed && dropped == 0 {
+			dropped++
+			return true
+		}
+		return false
+	}
+	f.submit("a", 2, 2, 1000)
+	if _, ok := f.find(DecideDelegate, JobKey{"a", 2}); ok {
+		t.Fatal("delegated without an answer")
+	}
+	if w := f.agents["a"].NextWake(f.now); w != 10 {
+		t.Fatalf("origin wakes at %d, want 10 to ask again", w)
+	}
+	f.now = 10
+	f.settle()
+	if d, ok := f.find(DecideDelegate, JobKey{"a", 2}); !ok || d.Peer != "b" {
+		t.Fatalf("not delegated after the retry: %+v", d)
+	}
+	if dropped != 1 || f.starts[JobKey{"a", 2}] != "b" {
+		t.Fatalf("dropped %d, started at %q", dropped, f.starts[JobKey{"a", 2}])
+	}
+}
+
+// TestRQFPullsWaitingJobs: an idle site under RQF takes a job waiting in a
+// peer's queue that it can start now.
+func TestRQFPullsWaitingJobs(t *testing.T) {
+	f := newFed(t, Config{Name: "busy", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF},
+		Config{Name: "idle", Procs: 8, Policy: plan.EASY, Transfer: delegation.RQF})
+	f.submit("busy", 1, 4, 1000)
+	f.submit("busy", 2, 4, 1000)
+	if _, ok := f.starts[JobKey{"busy", 2}]; ok {
+		t.Fatal("job 2 started before the idle site asked")
+	}
+	f.now = pullEvery * 60 // the idle site asks again
+	f.settle()
+	if got := f.starts[JobKey{"busy", 2}]; got != "idle" {
+		t.Fatalf("job 2 started at %q, want idle (pulled)", got)
+	}
+	if d, ok := f.find(DecideDelegate, JobKey{"busy", 2}); !ok || d.Peer != "idle" {
+		t.Fatalf("busy did not hand job 2 over: %+v", d)
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	for name, c := range map[string]Config{
+		"no name":                 {Procs: 1},
+		"no procs":                {Name: "a"},
+		"overbooking under easy":  {Name: "a", Procs: 4, Policy: plan.EASY, Overbooking: &Overbooking{}},
+		"negative hops":           {Name: "a", Procs: 4, MaxHops: -1},
+		"community share of 1":    {Name: "a", Procs: 4, CommunityShare: 1},
+		"unknown transfer policy": {Name: "a", Procs: 4, Transfer: 7},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -1,0 +1,17 @@
+// Package site is the site agent: one deterministic state machine per site
+// that owns everything a site decides. It wraps the site's plan.Site, its
+// SLA admission test and the statistics it learns (overbook), the transfer
+// policy (on-reject, ACF, RQF), the location policy and its history of
+// peers, quoting with holds and the community share, agreements on both
+// sides, outcome reports and fixed reservations (delegation).
+//
+// Events go in (Submit, End, Step for a peer message, Tick for time
+// passing); decisions and messages to peers come out of Ready, one batch
+// at a time, in the order they were made. The agent reads no clock (time
+// is the now every call passes), does no I/O, and knows nothing of gRPC,
+// bbolt or memberlist: the node and the simulator are its two drivers
+// (etcd raft's RawNode shape). What the drivers may differ in is written
+// down once, in docs/architecture.md.
+//
+// An Agent is not safe for concurrent use: one goroutine owns it.
+package site

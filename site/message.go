@@ -1,0 +1,111 @@
+package site
+
+import (
+	"fmt"
+
+	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/plan"
+)
+
+// JobKey names a job across the federation: the site it was submitted at
+// and that site's id for it.
+type JobKey struct {
+	Site string
+	ID   int64
+}
+
+func (k JobKey) String() string { return fmt.Sprintf("%s/%d", k.Site, k.ID) }
+
+// Kind is the kind of a message between two agents.
+type Kind int
+
+// Message kinds. Every exchange is two-phase (quote with a hold, then agree
+// or release) and every message is idempotent, so a driver may retry.
+const (
+	// KindQuoteRequest asks a peer to quote for a job (origin to peer).
+	KindQuoteRequest Kind = iota + 1
+	// KindQuote answers a quote request: Offer set when the peer holds a
+	// slot, nil with Reason when it refuses.
+	KindQuote
+	// KindAgree confirms a quote (origin to peer).
+	KindAgree
+	// KindAgreed answers Agree: Offer set when the peer now owns the job.
+	KindAgreed
+	// KindRelease drops a hold the origin will not use.
+	KindRelease
+	// KindReport tells the origin how a delegated job ended.
+	KindReport
+	// KindReportAck acknowledges a report; the executing site resends
+	// until it gets one.
+	KindReportAck
+	// KindQueueRequest (RQF) asks a peer for the jobs waiting in its
+	// queue that the asking site might start now (Spec.Procs is its free
+	// processors).
+	KindQueueRequest
+	// KindQueue answers with the waiting jobs (Jobs), in queue order.
+	KindQueue
+	// KindTake (RQF) asks the peer to hand over one of its waiting jobs.
+	KindTake
+	// KindTaken answers Take: Spec and Route set when the job was handed
+	// over, Reason when it no longer waits there.
+	KindTaken
+)
+
+var kindNames = [...]string{"", "quote-request", "quote", "agree", "agreed", "release", "report", "report-ack",
+	"queue-request", "queue", "take", "taken"}
+
+func (k Kind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Message is what one agent sends another. The driver delivers it (gRPC in
+// the node, an in-memory network in the simulator) by calling Step on the
+// agent named To.
+type Message struct {
+	Kind     Kind
+	From, To string
+	Job      JobKey
+	// Spec is the job as the origin describes it (quote requests, taken
+	// jobs); its ID is the sender's and means nothing to the receiver.
+	Spec  plan.Job
+	Route delegation.Route
+	// StartNow asks for a quote only if the peer's own policy would start
+	// the job now (ACF's acceptance rule).
+	StartNow bool
+	// HoldSeconds bounds the hold backing a quote.
+	HoldSeconds int64
+	// Offer is the peer's quote (Quote) or the accepted agreement (Agreed).
+	Offer *Offer
+	// Reason says why a peer refused.
+	Reason string
+	// Outcome is how a delegated job ended (Report).
+	Outcome Outcome
+	// Jobs are a peer's waiting jobs (Queue).
+	Jobs []QueuedJob
+}
+
+// Offer is a quote backed by a hold.
+type Offer struct {
+	delegation.Quote
+	// Overbooked: the peer's admission test accepted the job only into a
+	// gap shorter than its estimate.
+	Overbooked bool
+}
+
+// Outcome is how a job ended at the site that ran it.
+type Outcome struct {
+	Start, End int64
+	// Completed: it ended by itself; otherwise it was killed (at the end
+	// of its reservation) or failed.
+	Completed bool
+}
+
+// QueuedJob is a job waiting at a peer, as RQF discloses it.
+type QueuedJob struct {
+	Job   JobKey
+	Spec  plan.Job
+	Route delegation.Route
+}

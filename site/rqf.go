@@ -1,0 +1,131 @@
+package site
+
+import (
+	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/plan"
+)
+
+// pullEvery is how many reply periods an RQF site with idle processors
+// waits between two rounds of asking.
+const pullEvery = 10
+
+// maxDisclosed bounds how many waiting jobs one queue answer lists.
+const maxDisclosed = 64
+
+// pull is RQF's trigger: after a pass that leaves processors idle (the
+// queue's head cannot start, or nothing waits), ask the ranked peers for
+// the jobs waiting in their queues; at most one round at a time.
+func (a *Agent) pull(now int64) {
+	free := a.site.Plan().Free(now)
+	if free == 0 || a.rqfAt == now || a.pulling > 0 && now < a.rqfAt+a.cfg.ReplySeconds {
+		return
+	}
+	a.rqfAt = now
+	var cands []delegation.Candidate
+	for _, c := range a.cfg.Peers.Candidates(now) {
+		if c.Site != a.cfg.Name {
+			cands = append(cands, c)
+		}
+	}
+	// The location policy's ranking of peers that can run anything at
+	// all here: a one-processor job stands for "any job".
+	ranked := delegation.Rank(cands, 1, nil, a.hist, a.cfg.Location, newRand(a.cfg.Seed, uint64(now)))
+	a.pulling = len(ranked)
+	for _, c := range ranked {
+		a.send(Message{Kind: KindQueueRequest, To: c.Site, Spec: plan.Job{Procs: free}})
+	}
+}
+
+// disclose answers a queue request with the jobs submitted here that wait
+// and may still be delegated, in queue order.
+func (a *Agent) disclose(now int64, m Message) {
+	out := Message{Kind: KindQueue, To: m.From}
+	a.ids = a.site.WaitingIDs(a.ids[:0])
+	for _, id := range a.ids {
+		jb := a.byID[id]
+		if jb == nil || jb.key.Site != a.cfg.Name || jb.pj.Procs > m.Spec.Procs || !jb.route.CanDelegate(a.cfg.MaxHops) || jb.route.Visited(m.From) {
+			continue
+		}
+		spec := jb.pj
+		spec.ID = 0
+		out.Jobs = append(out.Jobs, QueuedJob{Job: jb.key, Spec: spec, Route: jb.route})
+		if len(out.Jobs) == maxDisclosed {
+			break
+		}
+	}
+	a.send(out)
+}
+
+// pick takes, from a peer's queue, every job this site's own policy would
+// start now, holding its slot until the peer hands it over.
+func (a *Agent) pick(now int64, m Message) {
+	a.pulling = max(0, a.pulling-1)
+	for _, q := range m.Jobs {
+		if a.jobs[q.Job] != nil || a.site.Plan().Free(now) == 0 {
+			continue
+		}
+		pj := q.Spec
+		pj.ID = a.nextID()
+		if !a.site.CanStartNow(now, pj) {
+			continue
+		}
+		pl := a.site.Hold(now, pj, now+a.cfg.ReplySeconds)
+		if !pl.OK() || pl.Start != now {
+			if pl.OK() {
+				a.site.Unhold(now, pj.ID)
+			}
+			continue
+		}
+		jb := &job{key: q.Job, pj: pj, route: q.Route, place: pl, expires: now + a.cfg.ReplySeconds, from: m.From}
+		a.add(jb)
+		a.set(jb, stateTaking)
+		a.send(Message{Kind: KindTake, To: m.From, Job: q.Job})
+	}
+}
+
+// handOver gives a waiting job to the peer that asks to take it.
+func (a *Agent) handOver(now int64, m Message) {
+	jb := a.jobs[m.Job]
+	if jb == nil || jb.state != stateLocal || jb.started || jb.key.Site != a.cfg.Name || !a.site.Cancel(now, jb.pj.ID) {
+		a.send(Message{Kind: KindTaken, To: m.From, Job: m.Job, Reason: "the job no longer waits here"})
+		return
+	}
+	if a.adm != nil {
+		a.adm.Forget(jb.pj.ID) // it never ran here: nothing to learn
+	}
+	delete(a.byID, jb.pj.ID)
+	a.set(jb, stateDelegated)
+	jb.peer = m.From
+	jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionDelegated, At: now,
+		Reason: "taken from the queue by a peer that could start it now (RQF)"})
+	a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: plan.Placement{Start: now, End: now + jb.pj.Estimate, Reason: plan.ReasonPlacedInFull},
+		Peer: m.From, Route: jb.route})
+	spec := jb.pj
+	spec.ID = 0
+	a.send(Message{Kind: KindTaken, To: m.From, Job: m.Job, Spec: spec, Route: jb.route})
+}
+
+// taken settles a take request: the job is accepted here, or the hold goes.
+func (a *Agent) taken(now int64, m Message) {
+	jb := a.jobs[m.Job]
+	if jb == nil || jb.state != stateTaking {
+		return
+	}
+	if m.Reason != "" {
+		a.site.Unhold(now, jb.pj.ID)
+		a.forget(jb)
+		return
+	}
+	jb.route = m.Route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
+	if _, err := a.site.Confirm(now, jb.pj.ID); err != nil {
+		// The hold ran out on the way; the peer has let the job go, so
+		// this site must place it as any other.
+		a.forget(jb)
+		jb.pj.ID = a.nextID()
+		a.add(jb)
+		a.admit(now, jb)
+		return
+	}
+	a.set(jb, stateLocal)
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route})
+}
