@@ -92,7 +92,7 @@ func writeHistory(t *testing.T, n int, ran int64) string {
 	return path
 }
 
-// TestOverbookingLearnsFromCuts seeds the statistics from a history of 40
+// TestOverbookingLearnsFromCuts seeds the statistics from a history of 120
 // jobs that used 10 % of their estimate, so the scenario's job is
 // overbooked with PoF 0. It needs its whole estimate and is cut after
 // 299 s: a censored sample. The same bet again must carry a higher PoF;
@@ -100,12 +100,12 @@ func writeHistory(t *testing.T, n int, ran int64) string {
 func TestOverbookingLearnsFromCuts(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.Procs, cfg.Overbooking.Enabled, cfg.TimeScale = 1, true, 100
-	cfg.Overbooking.History = writeHistory(t, 40, 100)
+	cfg.Overbooking.History = writeHistory(t, 120, 100)
 	s := startSite(t, cfg, store.NewMemStore())
 	defer s.stop(t)
 	first := overbookScenario(t, s, 1000)
-	if !first.GetOverbooked() || first.GetPof() != 0 || first.GetOverbookSamples() != 40 {
-		t.Fatalf("with 40 samples of history: overbooked %v, PoF %v, samples %v: %s", first.GetOverbooked(), first.GetPof(), first.GetOverbookSamples(), first.GetMessage())
+	if !first.GetOverbooked() || first.GetPof() != 0 || first.GetOverbookSamples() != 120 {
+		t.Fatalf("with 120 samples of history: overbooked %v, PoF %v, samples %v: %s", first.GetOverbooked(), first.GetPof(), first.GetOverbookSamples(), first.GetMessage())
 	}
 	cut := waitState(t, s.client, first.GetId(), fedschedv1.JobState_JOB_STATE_KILLED)
 	if cut.GetSlaOutcome() != fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED {
@@ -121,7 +121,7 @@ func TestOverbookingLearnsFromCuts(t *testing.T) {
 		}
 	}
 	second := overbookScenario(t, s, 100)
-	if !(second.GetPof() > 0) || second.GetOverbookSamples() < 41 {
-		t.Fatalf("after a cut: PoF %v from %v samples, want above 0 from at least 41 (%s)", second.GetPof(), second.GetOverbookSamples(), second.GetMessage())
+	if !(second.GetPof() > 0) || second.GetOverbookSamples() < 121 {
+		t.Fatalf("after a cut: PoF %v from %v samples, want above 0 from at least 121 (%s)", second.GetPof(), second.GetOverbookSamples(), second.GetMessage())
 	}
 }

@@ -225,3 +225,41 @@ func TestAdmissionMinSamples(t *testing.T) {
 		}
 	}
 }
+
+// TestRunningJobsAreCensored: jobs running now under the same statistics
+// count as censored samples at the time they have run. Thirty ended jobs
+// used 10 % of their estimate, but thirty more of the class have already
+// run half of theirs and go on: a 30 % gap must not look safe. The check
+// against MinSamples still counts only ended jobs.
+func TestRunningJobsAreCensored(t *testing.T) {
+	st, err := NewStats(StatsConfig{Classifier: General})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		_ = st.Observe(JobInfo{Procs: 1, Estimate: 1000}, 100)
+	}
+	a := &Admission{Stats: st, Test: Threshold{PoFMax: 0.4}, MinSamples: 30}
+	p := plan.New(31)
+	// Thirty 1-processor jobs admitted at 0, running since then.
+	for id := int64(1); id <= 30; id++ {
+		j := plan.Job{ID: id, Procs: 1, Estimate: 1000, Deadline: plan.Forever}
+		pl := a.Admit(p, &j, 0)
+		if err := p.Reserve(plan.Reservation{ID: id, Procs: 1, Start: pl.Start, End: pl.End, Deadline: plan.Forever}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// At 500 the last processor is free for 300 s before a wall.
+	if err := p.Reserve(plan.Reservation{ID: 99, Procs: 1, Start: 800, End: 5000, Deadline: plan.Forever}); err != nil {
+		t.Fatal(err)
+	}
+	j := plan.Job{ID: 100, Procs: 1, Estimate: 1000, Release: 500, Deadline: 1900}
+	pl := a.Admit(p, &j, 500)
+	if pl.Reason != plan.ReasonRejectedRisk || pl.TooFewSamples || pl.Samples != 30 {
+		t.Fatalf("%+v: want rejected for risk (PoF 0.5 with the running jobs), judged on 30 ended samples", pl)
+	}
+	a.Test = Threshold{PoFMax: 0.6}
+	if pl = a.Admit(p, &j, 500); pl.Reason != plan.ReasonOverbooked || math.Abs(pl.PoF-0.5) > 1e-12 {
+		t.Fatalf("%+v: want overbooked with PoF 0.5", pl)
+	}
+}

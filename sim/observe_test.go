@@ -41,7 +41,7 @@ func TestReplayLearnsCutJobsCensored(t *testing.T) {
 	cfg := DefaultSLAConfig(2)
 	cfg.Stats, cfg.Learn = overbook.StatsConfig{Classifier: overbook.General}, true
 	var history []Job
-	for i := range 40 {
+	for i := range 120 {
 		history = append(history, Job{ID: int64(i + 1), Runtime: 100, Estimate: 1000, Procs: 1})
 	}
 	trained, err := Train(history, cfg.Stats)

@@ -150,7 +150,7 @@ type Overbooking struct {
 
 	// MinSamples is the (aged) number of runtime samples the statistics of
 	// a job's class (or the general statistics it falls back to) must hold
-	// before the job may be overbooked. Default: 30 (docs/overbooking.md
+	// before the job may be overbooked. Default: 100 (docs/overbooking.md
 	// says why); 0 means the default. Must be >= 0.
 	MinSamples float64 `yaml:"min_samples"`
 
@@ -274,7 +274,7 @@ const (
 	DefaultOverbookMode = "heuristic"
 	DefaultRiskTest     = "threshold"
 	DefaultPoFMax       = 0.1
-	DefaultMinSamples   = 30
+	DefaultMinSamples   = 100
 	DefaultAgeFactor    = 0.9
 	DefaultAgeEvery     = 100
 	DefaultLogFormat    = "text"
