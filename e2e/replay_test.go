@@ -19,7 +19,7 @@ import (
 func TestTraceReplay(t *testing.T) {
 	t.Parallel()
 	ts := TraceSlice{Trace: "kth", Jobs: 1000, Span: 12000, MinEstimate: 60, MaxEstimate: 1200, Load: 1.0, Seed: 1,
-		Sites: []SliceSite{{"alpha", 64, 0.2}, {"beta", 32, 0.3}, {"gamma", 16, 0.5}}}
+		Sites: []SliceSite{{Name: "alpha", Procs: 64, Share: 0.2}, {Name: "beta", Procs: 32, Share: 0.3}, {Name: "gamma", Procs: 16, Share: 0.5}}}
 	jobs, info, err := ts.Build()
 	if err != nil {
 		t.Fatal(err)

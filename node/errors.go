@@ -46,4 +46,9 @@ var (
 	// work or other fixed reservations stand in the way. The error is a
 	// *ReservationConflictError listing them.
 	ErrReservationConflict = errors.New("reservation conflicts with accepted work")
+
+	// ErrDataDirMismatch is returned by Launch and CheckDataDir when the
+	// job directories of a data directory do not belong to its store: an
+	// emptied or replaced store, or one that lost committed writes.
+	ErrDataDirMismatch = errors.New("job directories do not match the store")
 )

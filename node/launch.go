@@ -79,6 +79,10 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
+	epoch, err := checkStore(ctx, st, cfg.DataDir)
+	if err != nil {
+		return err
+	}
 	clk := opt.Clock
 	if clk == nil {
 		clk = clock.Real()
@@ -103,7 +107,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 			}
 			sup = []string{self, "supervise"}
 		}
-		p, err := executor.NewProcess(executor.ProcessConfig{DataDir: cfg.DataDir, SupervisorCommand: sup, KillGrace: cfg.KillGrace, Logger: log})
+		p, err := executor.NewProcess(executor.ProcessConfig{DataDir: cfg.DataDir, Epoch: epoch, SupervisorCommand: sup, KillGrace: cfg.KillGrace, Logger: log})
 		if err != nil {
 			return err
 		}

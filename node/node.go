@@ -254,8 +254,11 @@ func (n *Node) Run(ctx context.Context) error {
 			deliver = append(deliver, o.run(n, now))
 		}
 		n.tickReservations(now)
-		n.pass(ctx, now)
+		perr := n.pass(ctx, now)
 		err := n.commit(ctx)
+		if err == nil {
+			err = perr
+		}
 		for _, d := range deliver {
 			if d != nil {
 				d(err)
@@ -498,9 +501,19 @@ func (n *Node) reservationOf(id string, procs int, pl plan.Placement, estimate i
 }
 
 // pass runs the scheduling pass and carries out its decisions: start jobs,
-// and store reservations that re-planning moved.
-func (n *Node) pass(ctx context.Context, now int64) {
-	for _, d := range n.site.Pass(now) {
+// and store reservations that re-planning moved. A job is handed to the
+// executor only once it is durable: if this turn has unwritten changes (a
+// job submitted in this turn), they are committed first, so that no process
+// runs for a job a crash would make the store forget (and its id be given
+// again).
+func (n *Node) pass(ctx context.Context, now int64) error {
+	decisions := n.site.Pass(now)
+	if slices.ContainsFunc(decisions, func(d plan.Decision) bool { return d.Kind == plan.DecideStart }) {
+		if err := n.commit(ctx); err != nil {
+			return err
+		}
+	}
+	for _, d := range decisions {
 		lj := n.live[d.JobID]
 		switch {
 		case lj == nil:
@@ -529,6 +542,7 @@ func (n *Node) pass(ctx context.Context, now int64) {
 		lj.rec.Job = lj.job
 		n.pending.putJob(lj.rec)
 	}
+	return nil
 }
 
 // start hands a job whose reservation begins to the executor.

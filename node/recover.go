@@ -143,6 +143,9 @@ func (n *Node) restore(rec store.JobRecord, now int64) {
 			pl.Reason = plan.ReasonOverbooked
 		}
 	}
+	if j.GetState() == fedschedv1.JobState_JOB_STATE_PENDING {
+		lj.rec, pl = n.adoptStarted(rec, pl, pj.Estimate, now)
+	}
 	running := j.GetState() != fedschedv1.JobState_JOB_STATE_PENDING
 	if running {
 		lj.cancelled = j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED

@@ -54,6 +54,8 @@ var errorTable = []struct {
 	{ErrReservationConflict, codes.FailedPrecondition, "RESERVATION_CONFLICT"},
 	{store.ErrLocked, codes.FailedPrecondition, "DATA_DIR_LOCKED"},
 	{store.ErrSchemaTooNew, codes.FailedPrecondition, "SCHEMA_TOO_NEW"},
+	{ErrDataDirMismatch, codes.FailedPrecondition, "DATA_DIR_MISMATCH"},
+	{store.ErrCorrupt, codes.DataLoss, "STORE_CORRUPT"},
 	{ErrOverloaded, codes.ResourceExhausted, "OVERLOADED"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
 	{store.ErrClosed, codes.Unavailable, "UNAVAILABLE"},

@@ -164,6 +164,9 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"fixed ends before it starts", site("    fixed:\n      - procs: 1\n        start: 10\n        end: 5\n"), "line 9: sites[1].fixed[0].end: must be after start"},
 		{"prefer an unknown site", site("    prefer: [a, zz]\n"), "line 6: sites[1].prefer[1]: \"zz\" is not another site"},
 		{"prefer itself", site("    prefer: [b]\n"), "sites[1].prefer[0]"},
+		{"share without a workload", site("    share: 0.5\n"), "line 6: sites[1].share: has no effect without a workload"},
+		{"workload and a site trace", "workload: {trace: kth, jobs: 10, span: 100, min_estimate: 1, max_estimate: 10, load: 1}\n" + site("    share: 1\n    procs: 4\n"), "sites[0].trace: a site names no trace"},
+		{"workload without jobs", "workload: {trace: kth, span: 100, min_estimate: 1, max_estimate: 10, load: 1}\n" + two, "line 1: workload.jobs: must be > 0"},
 		{"community share of 1", site("    community_share: 1\n"), "line 6: sites[1].community_share: must be in [0, 1)"},
 	}
 	for _, c := range bad {

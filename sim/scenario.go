@@ -43,6 +43,10 @@ type Scenario struct {
 	// Latency is the one-way message delay between sites in seconds
 	// (default 0).
 	Latency int64 `yaml:"latency"`
+	// Workload, if set, spreads one trace slice over the sites by share
+	// (the live demo's workload: e2e.TraceSlice); the sites then name no
+	// trace of their own.
+	Workload *ScenarioWorkload `yaml:"workload"`
 	// Sites lists the sites.
 	Sites []ScenarioSite `yaml:"sites"`
 
@@ -77,6 +81,20 @@ type ScenarioSite struct {
 	Prefer []string `yaml:"prefer"`
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64 `yaml:"community_share"`
+	// Share is the site's share of the workload's jobs (with workload).
+	Share float64 `yaml:"share"`
+}
+
+// ScenarioWorkload is a trace slice spread over the sites (TraceSlice).
+type ScenarioWorkload struct {
+	Trace       string  `yaml:"trace"`
+	Skip        int     `yaml:"skip"`
+	Jobs        int     `yaml:"jobs"`
+	Span        int64   `yaml:"span"`
+	MinEstimate int64   `yaml:"min_estimate"`
+	MaxEstimate int64   `yaml:"max_estimate"`
+	Load        float64 `yaml:"load"`
+	Seed        uint64  `yaml:"seed"`
 }
 
 // ScenarioOverbooking mirrors the node's overbooking block.
@@ -105,6 +123,46 @@ type ScenarioFixed struct {
 	Procs int    `yaml:"procs"`
 	Start int64  `yaml:"start"`
 	End   int64  `yaml:"end"`
+}
+
+type loaded struct {
+	jobs  []Job
+	procs int
+	epoch int64
+}
+
+// slice builds the workload's jobs, site by site.
+func (s *Scenario) slice(seed uint64) ([]loaded, error) {
+	w := s.Workload
+	ts := TraceSlice{Trace: w.Trace, Skip: w.Skip, Jobs: w.Jobs, Span: w.Span, MinEstimate: w.MinEstimate, MaxEstimate: w.MaxEstimate,
+		Load: w.Load, Seed: w.Seed}
+	if ts.Seed == 0 {
+		ts.Seed = seed
+	}
+	idx := map[string]int{}
+	for i, site := range s.Sites {
+		ts.Sites = append(ts.Sites, SliceSite{Name: site.Name, Procs: site.Procs, Share: site.Share})
+		idx[site.Name] = i
+	}
+	jobs, _, err := ts.Build()
+	if err != nil {
+		return nil, fmt.Errorf("scenario: line %d: workload: %w: %w", s.line("workload"), ErrBadConfig, err)
+	}
+	all := make([]loaded, len(s.Sites))
+	for i, site := range s.Sites {
+		all[i].procs = site.Procs
+	}
+	for _, j := range jobs {
+		k := idx[j.Site]
+		all[k].jobs = append(all[k].jobs, Job{ID: j.TraceID, Submit: j.At, Runtime: j.Runtime, Estimate: j.Estimate, Procs: j.Procs,
+			Deadline: plan.Forever, User: j.User, App: j.App})
+	}
+	for i, l := range all {
+		if len(l.jobs) == 0 {
+			return nil, s.bad("gets no job of the workload", "sites", i, "share")
+		}
+	}
+	return all, nil
 }
 
 // HasSLAs reports whether any site gives its jobs deadlines or fees.
@@ -248,9 +306,25 @@ func (s *Scenario) check() error {
 	case s.Latency < 0:
 		return s.bad(fmt.Sprintf("must be >= 0 seconds, got %d", s.Latency), "latency")
 	}
+	if err := s.checkWorkload(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for i, site := range s.Sites {
 		at := func(msg string, field ...any) error { return s.bad(msg, append([]any{"sites", i}, field...)...) }
+		if w := s.Workload != nil; w {
+			switch {
+			case site.Trace != "" || site.Skip != 0 || site.TimeScale != 0:
+				return at("a site names no trace, skip or time_scale when the scenario has a workload", "trace")
+			case !finite(site.Share) || site.Share <= 0:
+				return at(fmt.Sprintf("must be a finite number > 0 with a workload, got %v", site.Share), "share")
+			case site.Procs <= 0:
+				return at("required (> 0) with a workload", "procs")
+			}
+			site.Trace = s.Workload.Trace
+		} else if site.Share != 0 {
+			return at("has no effect without a workload block", "share")
+		}
 		switch {
 		case site.Name == "":
 			return at("required", "name")
@@ -309,6 +383,33 @@ func (s *Scenario) check() error {
 		if len(site.Prefer) > 0 && s.Transfer == "rqf" {
 			return s.bad("prefer orders the peers a site pushes to; rqf only pulls", "sites", i, "prefer")
 		}
+	}
+	return nil
+}
+
+func (s *Scenario) checkWorkload() error {
+	w := s.Workload
+	if w == nil {
+		return nil
+	}
+	at := func(msg string, field string) error { return s.bad(msg, "workload", field) }
+	switch {
+	case w.Trace == "":
+		return at("required", "trace")
+	case w.Skip < 0:
+		return at(fmt.Sprintf("must be >= 0, got %d", w.Skip), "skip")
+	case w.Jobs <= 0:
+		return at(fmt.Sprintf("must be > 0, got %d", w.Jobs), "jobs")
+	case w.Span <= 0:
+		return at(fmt.Sprintf("must be > 0 seconds, got %d", w.Span), "span")
+	case w.MinEstimate <= 0:
+		return at(fmt.Sprintf("must be > 0 seconds, got %d", w.MinEstimate), "min_estimate")
+	case w.MaxEstimate < w.MinEstimate:
+		return at(fmt.Sprintf("must be >= min_estimate (%d), got %d", w.MinEstimate, w.MaxEstimate), "max_estimate")
+	case !finite(w.Load) || w.Load <= 0:
+		return at(fmt.Sprintf("must be a finite number > 0, got %v", w.Load), "load")
+	case s.Span != "" || s.Clock != "":
+		return s.bad("span and clock align traces; a workload has one timeline", "workload")
 	}
 	return nil
 }
@@ -391,22 +492,37 @@ func (s *Scenario) span() int64 {
 // keep their jobs with exact estimates), aligns and scales them, gives SLA
 // terms to the jobs of sites with deadlines or fees, and returns the
 // federation configuration with Federate on.
-func (s *Scenario) Build() (FedConfig, error) {
+func (s *Scenario) Build() (FedConfig, error) { return s.BuildReplication(0) }
+
+// ReplicationVaries reports whether replications differ in their jobs (a
+// workload without its own seed draws each replication's assignment of
+// jobs to sites) and not only in the location policy's jitter.
+func (s *Scenario) ReplicationVaries() bool { return s.Workload != nil && s.Workload.Seed == 0 }
+
+// BuildReplication is Build for replication i (from 0) of --runs: its seed
+// is ReplicationSeed(seed, i), and a workload without a seed of its own
+// draws its jobs' sites with it. Replication 0 is Build.
+func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 	span := s.span()
 	tm, _ := s.transfer()
 	seed := s.Seed
 	if seed == 0 {
 		seed = 1
 	}
+	seed = ReplicationSeed(seed, i)
 	cfg := FedConfig{Federate: true, Transfer: tm, MaxHops: s.MaxHops, Seed: seed, Latency: s.Latency,
 		Location: delegation.LocationConfig{MaxCandidates: s.MaxCandidates, Jitter: s.Jitter}}
-	type loaded struct {
-		jobs  []Job
-		procs int
-		epoch int64
-	}
 	var all []loaded
+	if s.Workload != nil {
+		var err error
+		if all, err = s.slice(seed); err != nil {
+			return cfg, err
+		}
+	}
 	for i, site := range s.Sites {
+		if s.Workload != nil {
+			break
+		}
 		tr, err := LoadTrace(site.Trace, swf.Options{})
 		if err != nil {
 			return cfg, fmt.Errorf("scenario: line %d: sites[%d].trace: %w", s.line("sites", i, "trace"), i, err)
@@ -429,7 +545,9 @@ func (s *Scenario) Build() (FedConfig, error) {
 	// The time origin: each site's first job (per-site), or the earliest
 	// absolute trace time of all of them (shared).
 	origin := make([]int64, len(all))
-	if s.Clock == "shared" {
+	if s.Workload != nil {
+		// One timeline already: the slice starts at 0.
+	} else if s.Clock == "shared" {
 		first := int64(math.MaxInt64)
 		for _, l := range all {
 			first = min(first, l.epoch+l.jobs[0].Submit)

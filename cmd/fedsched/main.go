@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 		newForecastCmd(),
 		newNodeCmd(),
 		newSuperviseCmd(),
+		newCheckCmd(),
 		newPeersCmd(),
 		newSubmitCmd(), // the client commands: client*.go
 		newStatusCmd(),

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/fedsched/fedsched/plan"
 	"github.com/fedsched/fedsched/sim"
 )
 
@@ -18,30 +25,130 @@ type fedSiteReport struct {
 	Jobs   int    `json:"jobs"`
 	// Alone and Federated are the metrics of the jobs submitted at the
 	// site (AWRT over τ_k), without and with delegation; utilisation is
-	// that of the jobs the site executed.
+	// that of the jobs the site executed. With --runs, Federated is the
+	// first replication's (the scenario's own seed).
 	Alone     sim.Metrics `json:"alone"`
 	Federated sim.Metrics `json:"federated"`
 	// AWRTChange is (alone - federated) / alone: positive is better, as in
-	// the federation literature.
+	// the federation literature. With --runs: the mean over replications.
 	AWRTChange        float64 `json:"awrt_change"`
 	UtilizationAlone  float64 `json:"utilization_alone"`
 	UtilizationFed    float64 `json:"utilization_federated"`
-	DelegatedOut      int     `json:"delegated_out"`
-	DelegatedIn       int     `json:"delegated_in"`
+	DelegatedOut      float64 `json:"delegated_out"`
+	DelegatedIn       float64 `json:"delegated_in"`
 	DelegatedOutShare float64 `json:"delegated_out_share"`
+	// With --runs: the mean federated AWRT and the half-widths of the 95 %
+	// intervals (Student's t) of the figures above.
+	AWRTFederatedMean *float64 `json:"awrt_federated_mean,omitempty"`
+	AWRTFederatedCI95 *float64 `json:"awrt_federated_ci95,omitempty"`
+	AWRTChangeCI95    *float64 `json:"awrt_change_ci95,omitempty"`
+	DelegatedOutCI95  *float64 `json:"delegated_out_ci95,omitempty"`
+	DelegatedInCI95   *float64 `json:"delegated_in_ci95,omitempty"`
+	// SLA appears when the scenario gives jobs deadlines, fees or
+	// overbooking.
+	SLA *fedSLAReport `json:"sla,omitempty"`
+}
+
+// fedSLAReport is the SLA outcome at a site (sim.FedSLA: counted where the
+// jobs ran, as the live demo counts), or over all sites in totals; with
+// --runs, means and 95 % half-widths.
+type fedSLAReport struct {
+	Accepted                      float64  `json:"accepted"`
+	AcceptedCI95                  *float64 `json:"accepted_ci95,omitempty"`
+	Rejected                      float64  `json:"rejected"`
+	RejectedCI95                  *float64 `json:"rejected_ci95,omitempty"`
+	Overbooked                    float64  `json:"overbooked"`
+	OverbookedCI95                *float64 `json:"overbooked_ci95,omitempty"`
+	Met                           float64  `json:"met"`
+	MetCI95                       *float64 `json:"met_ci95,omitempty"`
+	Violated                      float64  `json:"violated"`
+	ViolatedCI95                  *float64 `json:"violated_ci95,omitempty"`
+	Gain                          float64  `json:"gain"`
+	GainCI95                      *float64 `json:"gain_ci95,omitempty"`
+	AcceptedByOverbookingPeer     float64  `json:"accepted_by_overbooking_peer"`
+	AcceptedByOverbookingPeerCI95 *float64 `json:"accepted_by_overbooking_peer_ci95,omitempty"`
+	GainByOverbookingPeer         float64  `json:"gain_by_overbooking_peer"`
+	GainByOverbookingPeerCI95     *float64 `json:"gain_by_overbooking_peer_ci95,omitempty"`
+}
+
+type fedTotals struct {
+	Jobs      int           `json:"jobs"`
+	Delegated float64       `json:"delegated"`
+	SLA       *fedSLAReport `json:"sla,omitempty"`
 }
 
 type fedReport struct {
 	Scenario string          `json:"scenario"`
+	Transfer string          `json:"transfer"`
+	Runs     int             `json:"runs"`
 	Sites    []fedSiteReport `json:"sites"`
+	Totals   fedTotals       `json:"totals"`
 	// MigrationsN[k][l] is the share of jobs submitted at k that ran at l;
-	// MigrationsSA the same weighted by squashed area.
+	// MigrationsSA the same weighted by squashed area (first replication).
 	MigrationsN  [][]float64 `json:"migrations_n"`
 	MigrationsSA [][]float64 `json:"migrations_sa"`
 }
 
-// runScenario replays a federation scenario with and without delegation.
+// scenarioFlags are the flags that mean something with --scenario; every
+// other flag is refused rather than silently ignored.
+var scenarioFlags = map[string]bool{"scenario": true, "json": true, "jobs-csv": true, "runs": true}
+
+// meanCI returns the mean of xs and, with more than one value, a pointer
+// to the half-width of its 95 % interval.
+func meanCI(xs []float64) (float64, *float64) {
+	m, h := sim.MeanCI95(xs)
+	if len(xs) < 2 {
+		return m, nil
+	}
+	return m, &h
+}
+
+func fedSLAOf(runs []sim.FedSLA) *fedSLAReport {
+	pick := func(f func(sim.FedSLA) float64) []float64 {
+		xs := make([]float64, len(runs))
+		for i, r := range runs {
+			xs[i] = f(r)
+		}
+		return xs
+	}
+	var r fedSLAReport
+	r.Accepted, r.AcceptedCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.Accepted) }))
+	r.Rejected, r.RejectedCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.Rejected) }))
+	r.Overbooked, r.OverbookedCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.Overbooked) }))
+	r.Met, r.MetCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.Met) }))
+	r.Violated, r.ViolatedCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.Violated) }))
+	r.Gain, r.GainCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.Gain }))
+	r.AcceptedByOverbookingPeer, r.AcceptedByOverbookingPeerCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.AcceptedByOverbookingPeer) }))
+	r.GainByOverbookingPeer, r.GainByOverbookingPeerCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.GainByOverbookingPeer }))
+	return &r
+}
+
+func addSLA(a, b sim.FedSLA) sim.FedSLA {
+	return sim.FedSLA{Accepted: a.Accepted + b.Accepted, Rejected: a.Rejected + b.Rejected, Overbooked: a.Overbooked + b.Overbooked,
+		Met: a.Met + b.Met, Violated: a.Violated + b.Violated, Fees: a.Fees + b.Fees, Penalties: a.Penalties + b.Penalties, Gain: a.Gain + b.Gain,
+		AcceptedByOverbookingPeer: a.AcceptedByOverbookingPeer + b.AcceptedByOverbookingPeer, GainByOverbookingPeer: a.GainByOverbookingPeer + b.GainByOverbookingPeer}
+}
+
+// runScenario replays a federation scenario with and without delegation;
+// with --runs N, N independent replications with seeds derived from the
+// scenario's seed.
 func runScenario(cmd *cobra.Command, f simFlags) error {
+	var bad []string
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if !scenarioFlags[fl.Name] {
+			bad = append(bad, "--"+fl.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return fmt.Errorf("InvalidArgument: %s: no effect with --scenario (a scenario sets its sites, policies, SLAs and seed in its file; see docs/simulation.md); only --json, --jobs-csv and --runs go with it", strings.Join(bad, ", "))
+	}
+	runs := 1
+	if cmd.Flags().Changed("runs") {
+		runs = f.sla.runs
+	}
+	if runs < 1 || runs > 1000 {
+		return fmt.Errorf("InvalidArgument: --runs %d: want 1 to 1000 replications", runs)
+	}
 	sc, err := sim.LoadScenario(f.scenario)
 	if err != nil {
 		return fmt.Errorf("InvalidArgument: %w", err)
@@ -50,55 +157,185 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	if err != nil {
 		return fmt.Errorf("InvalidArgument: %w", err)
 	}
-	fed, err := sim.RunFederation(cmd.Context(), cfg)
-	if err != nil {
-		return err
+	// Each replication runs federated; its baseline (every site alone) is
+	// shared unless the replications differ in their jobs.
+	feds, alones := make([]*sim.FedResult, runs), make([]*sim.FedResult, runs)
+	errs := make([]error, runs)
+	sem := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c := cfg
+			c.Seed = sim.ReplicationSeed(cfg.Seed, i)
+			if sc.ReplicationVaries() && i > 0 {
+				if c, errs[i] = sc.BuildReplication(i); errs[i] != nil {
+					return
+				}
+			}
+			if feds[i], errs[i] = sim.RunFederation(cmd.Context(), c); errs[i] != nil {
+				return
+			}
+			if i == 0 || sc.ReplicationVaries() {
+				c.Federate = false
+				alones[i], errs[i] = sim.RunFederation(cmd.Context(), c)
+			}
+		}()
 	}
-	cfg.Federate = false
-	alone, err := sim.RunFederation(cmd.Context(), cfg)
-	if err != nil {
-		return err
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
 	}
-	rep := fedReport{Scenario: sc.Name}
+	for i := range alones {
+		if alones[i] == nil {
+			alones[i] = alones[0]
+		}
+	}
+	alone := alones[0]
+	fed := feds[0]
+	rep := fedReport{Scenario: sc.Name, Transfer: cfg.Transfer.String(), Runs: runs}
 	rep.MigrationsN, rep.MigrationsSA = fed.Migrations()
+	slas := sc.HasSLAs()
+	totals := make([]sim.FedSLA, runs)
+	delegated := make([]float64, runs)
 	for k, s := range cfg.Sites {
 		r := fedSiteReport{Name: s.Name, Procs: s.Procs, Policy: s.Policy.String(), Jobs: len(s.Jobs),
 			Alone: alone.OriginMetrics(k), Federated: fed.OriginMetrics(k)}
-		if r.Alone.AWRT > 0 {
-			r.AWRTChange = (r.Alone.AWRT - r.Federated.AWRT) / r.Alone.AWRT
-		}
 		r.UtilizationAlone = alone.ExecMetrics(k).Utilization
 		r.UtilizationFed = fed.ExecMetrics(k).Utilization
-		for i := range fed.Records {
-			x := &fed.Records[i]
-			if x.Origin == k && x.Exec != k {
-				r.DelegatedOut++
+		awrt, change, out, in := make([]float64, runs), make([]float64, runs), make([]float64, runs), make([]float64, runs)
+		perRun := make([]sim.FedSLA, runs)
+		for i, fr := range feds {
+			awrt[i] = fr.OriginMetrics(k).AWRT
+			if a := alones[i].OriginMetrics(k).AWRT; a > 0 {
+				change[i] = (a - awrt[i]) / a
 			}
-			if x.Exec == k && x.Origin != k {
-				r.DelegatedIn++
+			o, n := fr.Delegations(k)
+			out[i], in[i] = float64(o), float64(n)
+			delegated[i] += float64(o)
+			if slas {
+				perRun[i] = fr.SLA(k)
+				totals[i] = addSLA(totals[i], perRun[i])
 			}
+		}
+		r.AWRTChange, r.AWRTChangeCI95 = meanCI(change)
+		r.DelegatedOut, r.DelegatedOutCI95 = meanCI(out)
+		r.DelegatedIn, r.DelegatedInCI95 = meanCI(in)
+		if runs > 1 {
+			m, h := meanCI(awrt)
+			r.AWRTFederatedMean, r.AWRTFederatedCI95 = &m, h
 		}
 		if r.Jobs > 0 {
-			r.DelegatedOutShare = float64(r.DelegatedOut) / float64(r.Jobs)
+			r.DelegatedOutShare = r.DelegatedOut / float64(r.Jobs)
 		}
+		if slas {
+			r.SLA = fedSLAOf(perRun)
+		}
+		rep.Totals.Jobs += r.Jobs
 		rep.Sites = append(rep.Sites, r)
 	}
+	rep.Totals.Delegated, _ = meanCI(delegated)
+	if slas {
+		rep.Totals.SLA = fedSLAOf(totals)
+	}
 	printFedTable(cmd.OutOrStdout(), rep)
+	if f.jobsCSV != "" {
+		if err := writeFedJobsCSV(f.jobsCSV, fed); err != nil {
+			return err
+		}
+	}
 	if f.jsonOut != "" {
 		return writeJSON(cmd.OutOrStdout(), f.jsonOut, rep)
 	}
 	return nil
 }
 
+// writeFedJobsCSV writes one row per job of a federated replay (the first
+// replication): where it was submitted, where it ran and its route.
+func writeFedJobsCSV(path string, r *sim.FedResult) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("jobs csv: %w", err)
+	}
+	w := csv.NewWriter(fh)
+	w.Write([]string{"id", "site", "exec", "submit", "procs", "estimate", "runtime", "decision", "start", "end", "reserved", "killed", "deadline", "fee", "penalty", "route"}) //nolint:errcheck // checked by Flush
+	for _, x := range r.Records {
+		start, end, deadline := "", "", ""
+		if x.Started {
+			start, end = strconv.FormatInt(x.Start, 10), strconv.FormatInt(x.End, 10)
+		}
+		if x.Deadline < plan.Forever {
+			deadline = strconv.FormatInt(x.Deadline, 10)
+		}
+		hops := make([]string, len(x.Route))
+		for i, h := range x.Route {
+			hops[i] = h.Site + ":" + h.Action.String()
+		}
+		w.Write([]string{ //nolint:errcheck // checked by Flush
+			strconv.FormatInt(x.ID, 10), r.Sites[x.Origin].Name, r.Sites[x.Exec].Name, strconv.FormatInt(x.Submit, 10), strconv.Itoa(x.Procs),
+			strconv.FormatInt(x.Estimate, 10), strconv.FormatInt(x.Runtime, 10), x.Decision.Reason.String(), start, end,
+			strconv.FormatInt(x.Reserved, 10), strconv.FormatBool(x.Killed), deadline,
+			strconv.FormatFloat(x.Fee, 'f', -1, 64), strconv.FormatFloat(x.Penalty, 'f', -1, 64), strings.Join(hops, " "),
+		})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		fh.Close()
+		return fmt.Errorf("jobs csv: %w", err)
+	}
+	return fh.Close()
+}
+
 func printFedTable(w io.Writer, r fedReport) {
-	fmt.Fprintf(w, "scenario %s: each site alone vs federated (AWRT over the jobs submitted at the site; + is better)\n", r.Scenario)
+	runs := ""
+	if r.Runs > 1 {
+		runs = fmt.Sprintf("; means of %d replications ± 95 %% half-width", r.Runs)
+	}
+	fmt.Fprintf(w, "scenario %s (%s): each site alone vs federated (AWRT over the jobs submitted at the site; + is better%s)\n", r.Scenario, r.Transfer, runs)
+	pm := func(x float64, h *float64, f string) string {
+		if h == nil {
+			return fmt.Sprintf(f, x)
+		}
+		return fmt.Sprintf(f+" ± "+strings.ReplaceAll(f, "+", ""), x, *h)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "site\tpolicy\tprocs\tjobs\tAWRT alone (s)\tAWRT federated (s)\tchange\tutilisation alone\tutilisation federated\tdelegated out\tdelegated in\t\n")
+	fmt.Fprintf(tw, "site\tpolicy\tprocs\tjobs\tAWRT alone (s)\tAWRT federated (s)\tchange (%%)\tutilisation alone\tutilisation federated\tdelegated out\tdelegated in\t\n")
 	for _, s := range r.Sites {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%+.1f %%\t%.1f %%\t%.1f %%\t%d\t%d\t\n", s.Name, s.Policy, s.Procs, s.Jobs,
-			s.Alone.AWRT, s.Federated.AWRT, 100*s.AWRTChange, 100*s.UtilizationAlone, 100*s.UtilizationFed, s.DelegatedOut, s.DelegatedIn)
+		awrt := s.Federated.AWRT
+		if s.AWRTFederatedMean != nil {
+			awrt = *s.AWRTFederatedMean
+		}
+		var ch *float64
+		if s.AWRTChangeCI95 != nil {
+			c := 100 * *s.AWRTChangeCI95
+			ch = &c
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%s\t%s\t%.1f %%\t%.1f %%\t%s\t%s\t\n", s.Name, s.Policy, s.Procs, s.Jobs,
+			s.Alone.AWRT, pm(awrt, s.AWRTFederatedCI95, "%.0f"), pm(100*s.AWRTChange, ch, "%+.1f"), 100*s.UtilizationAlone, 100*s.UtilizationFed,
+			pm(s.DelegatedOut, s.DelegatedOutCI95, "%.0f"), pm(s.DelegatedIn, s.DelegatedInCI95, "%.0f"))
 	}
 	tw.Flush()
+	if r.Totals.SLA != nil {
+		fmt.Fprintln(w, "SLAs where the jobs ran (rejected: submitted there, taken by no site; by overbooking peer: submitted there, accepted by a peer only by overbooking)")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "site\taccepted\trejected\toverbooked\tmet\tviolated\tgain\tby overbooking peer\tgain by overbooking peer\t\n")
+		row := func(name string, s *fedSLAReport) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, pm(s.Accepted, s.AcceptedCI95, "%.0f"), pm(s.Rejected, s.RejectedCI95, "%.0f"),
+				pm(s.Overbooked, s.OverbookedCI95, "%.0f"), pm(s.Met, s.MetCI95, "%.0f"), pm(s.Violated, s.ViolatedCI95, "%.0f"),
+				pm(s.Gain, s.GainCI95, "%.0f"), pm(s.AcceptedByOverbookingPeer, s.AcceptedByOverbookingPeerCI95, "%.0f"),
+				pm(s.GainByOverbookingPeer, s.GainByOverbookingPeerCI95, "%.0f"))
+		}
+		for _, s := range r.Sites {
+			row(s.Name, s.SLA)
+		}
+		row("total", r.Totals.SLA)
+		tw.Flush()
+	}
 	printMatrix(w, "migration matrix M_n (row: submitted at, column: ran at)", r.Sites, r.MigrationsN)
 	printMatrix(w, "migration matrix M_SA (by squashed area)", r.Sites, r.MigrationsSA)
 }

@@ -22,7 +22,8 @@ var (
 
 	// ErrUnknownJob is returned by Kill for a job the executor is not
 	// tracking (never started, or already reported), and by Reattach for a
-	// job that has no directory.
+	// job that was never started (Process: no supervisor claimed its
+	// directory).
 	ErrUnknownJob = errors.New("unknown job")
 
 	// ErrAlreadyRunning is returned by a second call to Run.

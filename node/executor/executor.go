@@ -167,3 +167,12 @@ func checkJobID(id string) error {
 	}
 	return nil
 }
+
+// StartRecorder is implemented by executors whose jobs outlive the node
+// (Process): Started reports whether a job was handed over and taken, even
+// by an earlier node on the same data. A node that died right after
+// starting a job, before storing that, finds it with Started at restart.
+// Executors whose jobs die with the node (Simulated) need not implement it.
+type StartRecorder interface {
+	Started(jobID string) (bool, error)
+}

@@ -2,7 +2,9 @@ package executor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,7 +21,119 @@ const (
 	stdoutFile     = "stdout"
 	stderrFile     = "stderr"
 	supervisorLog  = "supervisor.log"
+	// claimFile is created exclusively by the one supervisor that runs the
+	// job, before it starts anything.
+	claimFile = "claim"
+	// newDirPrefix starts the name of a job directory being prepared.
+	newDirPrefix = ".new-"
 )
+
+// claimedReport is the supervisor's readiness report when another
+// supervisor claimed the job first.
+const claimedReport = "claimed"
+
+// prepareJobDir makes dir, a job's directory, with spec.json in it, so that
+// a crash at any point leaves either no directory or a complete one: the
+// directory is built under a temporary name (spec.json written and synced),
+// renamed into place, and the parent synced. If dir exists already (an
+// earlier node made it and died), the job is started again only if no
+// supervisor has claimed it: then spec.json is rewritten atomically, and
+// should a supervisor of the earlier node still be on its way, the claim
+// file lets only one of them run the job. The error wraps ErrAlreadyStarted
+// if the job was claimed or has ended.
+func prepareJobDir(dir string, sf jobSpecFile) error {
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o750); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, newDirPrefix+filepath.Base(dir)+"-")
+	if err != nil {
+		return err
+	}
+	err = writeJSON(filepath.Join(tmp, specFile), sf)
+	if err == nil {
+		err = os.Chmod(tmp, 0o750)
+	}
+	if err == nil {
+		err = os.Rename(tmp, dir)
+	}
+	if err == nil {
+		return syncDir(parent)
+	}
+	os.RemoveAll(tmp)
+	if _, serr := os.Stat(dir); serr != nil {
+		return err
+	}
+	// The directory exists: claimed (or ended), or left by a node that died
+	// before a supervisor claimed it.
+	if claimed(dir) {
+		return fmt.Errorf("%s was claimed by a supervisor: %w", dir, ErrAlreadyStarted)
+	}
+	return writeJSON(filepath.Join(dir, specFile), sf)
+}
+
+// claimed reports whether a supervisor has claimed the job of dir (or, in
+// a directory made before claims, started or ended it).
+func claimed(dir string) bool {
+	for _, f := range []string{claimFile, exitFile, supervisorFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// claimJob is the supervisor's claim on a job directory: true if this
+// supervisor is the one that runs the job, false if another claimed it.
+func claimJob(dir string) (bool, error) {
+	f, err := os.OpenFile(filepath.Join(dir, claimFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, err = fmt.Fprintf(f, "%d\n", os.Getpid())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	return err == nil, err
+}
+
+// removeUnfinishedDirs removes job directories that a node was preparing
+// when it died (never renamed into place, so never started).
+func removeUnfinishedDirs(jobsDir string) error {
+	ents, err := os.ReadDir(jobsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), newDirPrefix) {
+			if err := os.RemoveAll(filepath.Join(jobsDir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
 
 // jobSpecFile is spec.json: what the supervisor runs.
 type jobSpecFile struct {
@@ -83,12 +197,7 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return syncDir(dir)
 }
 
 func writeJSON(path string, v any) error {

@@ -20,9 +20,14 @@ import (
 
 // ProcessConfig configures a Process executor.
 type ProcessConfig struct {
-	// DataDir is the node's data directory; jobs live in DataDir/jobs/<id>.
-	// Required.
+	// DataDir is the node's data directory; jobs live in
+	// DataDir/jobs/<Epoch>/<id>. Required.
 	DataDir string
+	// Epoch names the generation of the node's store (see
+	// node.StoreEpoch): a store made afresh never finds the directories of
+	// an earlier store's jobs under the same ids. "" is the layout of
+	// stores made before epochs: DataDir/jobs/<id>.
+	Epoch string
 	// SupervisorCommand is the command that runs RunSupervisor: the job's
 	// directory is appended as its last argument. The node uses its own
 	// binary: {os.Executable(), "supervise"}. Required.
@@ -81,7 +86,8 @@ type procJob struct {
 
 var _ Executor = (*Process)(nil)
 
-// NewProcess returns a Process executor. It starts nothing.
+// NewProcess returns a Process executor. It starts nothing; it removes the
+// job directories an earlier node was preparing when it died.
 func NewProcess(cfg ProcessConfig) (*Process, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("executor: ProcessConfig.DataDir is required")
@@ -102,17 +108,27 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Process{
+	p := &Process{
 		cfg:   cfg,
 		log:   log.With("executor", "process"),
 		exits: make(chan Exit, 64),
 		jobs:  map[string]*procJob{},
-	}, nil
+	}
+	if err := removeUnfinishedDirs(p.JobsDir()); err != nil {
+		return nil, fmt.Errorf("executor: remove unfinished job directories: %w", err)
+	}
+	return p, nil
 }
 
-// JobDir returns the directory of a job: <data dir>/jobs/<id>.
+// JobDir returns the directory of a job: <data dir>/jobs/<epoch>/<id>, or
+// <data dir>/jobs/<id> for a store made before epochs (Epoch "").
 func (p *Process) JobDir(jobID string) string {
-	return filepath.Join(p.cfg.DataDir, "jobs", jobID)
+	return filepath.Join(p.JobsDir(), jobID)
+}
+
+// JobsDir returns the directory holding this store's job directories.
+func (p *Process) JobsDir() string {
+	return filepath.Join(p.cfg.DataDir, "jobs", p.cfg.Epoch)
 }
 
 // Exits implements Executor.
@@ -138,26 +154,13 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 		return fmt.Errorf("job %s: %w", spec.JobID, ErrAlreadyStarted)
 	}
 	dir := p.JobDir(spec.JobID)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
-		return fmt.Errorf("job %s: %w", spec.JobID, err)
-	}
-	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("job %s: %w", spec.JobID, err)
-	}
-	// spec.json is created exclusively: a job never runs twice, even when
-	// a confused node asks again after a restart.
-	f, err := os.OpenFile(filepath.Join(dir, specFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("job %s (%s exists): %w", spec.JobID, filepath.Join(dir, specFile), ErrAlreadyStarted)
-	}
-	if err != nil {
-		return fmt.Errorf("job %s: %w", spec.JobID, err)
-	}
-	f.Close()
+	// The directory appears whole (spec.json complete and durable) or not
+	// at all, and a job whose supervisor claimed it is never run again,
+	// even when a node that died before storing the start asks again.
 	sf := jobSpecFile{JobID: spec.JobID, Argv: spec.Argv, Env: spec.Env, Workdir: spec.Workdir,
 		Deadline: spec.Deadline, KillGrace: p.cfg.KillGrace}
-	if err := writeJSON(filepath.Join(dir, specFile), sf); err != nil {
-		return fmt.Errorf("job %s: write spec: %w", spec.JobID, err)
+	if err := prepareJobDir(dir, sf); err != nil {
+		return fmt.Errorf("job %s: %w", spec.JobID, err)
 	}
 
 	sup, err := p.startSupervisor(ctx, dir)
@@ -224,6 +227,10 @@ func (p *Process) startSupervisor(ctx context.Context, dir string) (supervisorSt
 			st = supervisorState{PID: pid}
 		}
 		return st, nil
+	case line == claimedReport:
+		// Another supervisor (started by a node that died) holds the job.
+		p.waitChild(pid)
+		return supervisorState{}, fmt.Errorf("claimed by an earlier supervisor: %w", ErrAlreadyStarted)
 	case strings.HasPrefix(line, "error "):
 		p.waitChild(pid)
 		return supervisorState{}, fmt.Errorf("%s: %w", strings.TrimPrefix(line, "error "), ErrStartFailed)
@@ -306,14 +313,27 @@ func (p *Process) Kill(jobID string) error {
 	return nil
 }
 
+// Started implements StartRecorder: a supervisor claimed the job's
+// directory.
+func (p *Process) Started(jobID string) (bool, error) {
+	if err := checkJobID(jobID); err != nil {
+		return false, err
+	}
+	return claimed(p.JobDir(jobID)), nil
+}
+
+var _ StartRecorder = (*Process)(nil)
+
 // Reattach implements Executor.
 func (p *Process) Reattach(jobID string) error {
 	if err := checkJobID(jobID); err != nil {
 		return err
 	}
 	dir := p.JobDir(jobID)
-	if _, err := os.Stat(filepath.Join(dir, specFile)); err != nil {
-		return fmt.Errorf("reattach job %s: %v: %w", jobID, err, ErrUnknownJob)
+	if !claimed(dir) {
+		// No supervisor took the job: it never started (a node died while
+		// preparing it); Start runs it.
+		return fmt.Errorf("reattach job %s: no supervisor claimed %s: %w", jobID, dir, ErrUnknownJob)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -61,6 +61,18 @@ func RunSupervisor(args []string) int {
 		return 1
 	}
 
+	// Claim the job before touching anything in its directory: a second
+	// supervisor (the node died and asked again) leaves it to the first.
+	switch ok, err := claimJob(dir); {
+	case err != nil:
+		log.Error("cannot claim job", "err", err)
+		report("error claim: " + err.Error())
+		return 1
+	case !ok:
+		log.Info("job claimed by another supervisor; leaving it")
+		report(claimedReport)
+		return 1
+	}
 	var spec jobSpecFile
 	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
 		return failStart(fmt.Errorf("read spec: %w", err))

@@ -80,6 +80,10 @@ type Options struct {
 	MaxBatchDelay time.Duration
 	// Logger receives migration and backup messages. nil discards them.
 	Logger *slog.Logger
+	// ReadOnly opens the file for Check alone (`fedsched check`): with a
+	// shared lock, so that it fails with ErrLocked while a node has the
+	// file, and without migrating or writing anything.
+	ReadOnly bool
 }
 
 // Defaults of Options.
@@ -98,9 +102,18 @@ const (
 
 // BoltStore is the durable Store: one bbolt file. Make one with OpenBolt.
 type BoltStore struct {
-	db     *bolt.DB
-	path   string
-	closed atomic.Bool
+	db      *bolt.DB
+	path    string
+	dataDir string
+	closed  atomic.Bool
+	// noBatch: each write commits alone, in the caller's goroutine
+	// (MaxBatchDelay < 0), where a panic of bbolt can be recovered.
+	noBatch bool
+	// mark is the transaction high-water mark (nil when read-only).
+	mark *txidMark
+	// markAhead is the mark found at open when it was above the file's
+	// transaction txidAtOpen (read-only opens only: others fail).
+	markAhead, txidAtOpen uint64
 }
 
 var _ Store = (*BoltStore)(nil)
@@ -125,12 +138,18 @@ func OpenBolt(dataDir string, opts *Options) (*BoltStore, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	path := Path(dataDir)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.LockTimeout})
+	db, err := openDB(path, &bolt.Options{Timeout: o.LockTimeout, ReadOnly: o.ReadOnly})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open store %s: no lock after %v; is another fedsched node using data dir %s? %w",
 			path, o.LockTimeout, dataDir, ErrLocked)
 	}
 	if err != nil {
+		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) {
+			err = fmt.Errorf("%w: %w", err, ErrCorrupt)
+		}
+		if errors.Is(err, ErrCorrupt) {
+			return nil, fmt.Errorf("open store %s: %w; %s", path, err, corruptAdvice(dataDir))
+		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	switch {
@@ -141,12 +160,68 @@ func OpenBolt(dataDir string, opts *Options) (*BoltStore, error) {
 	default:
 		db.MaxBatchDelay = o.MaxBatchDelay
 	}
-	s := &BoltStore{db: db, path: path}
-	if err := s.upgrade(o.Logger); err != nil {
+	s := &BoltStore{db: db, path: path, dataDir: dataDir, noBatch: o.MaxBatchDelay < 0}
+	fail := func(err error) (*BoltStore, error) {
+		s.mark.close() //nolint:errcheck // failing anyway
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	txid, err := s.txid()
+	if err != nil {
+		return fail(err)
+	}
+	mark, at, valid, err := openMark(path+MarkSuffix, o.ReadOnly)
+	if err != nil {
+		return fail(err)
+	}
+	s.mark = mark
+	if !valid {
+		o.Logger.Warn("transaction mark unreadable; rewriting it (a rollback of the file before now cannot be detected)", "path", path+MarkSuffix)
+	}
+	if at > txid {
+		if !o.ReadOnly {
+			return fail(fmt.Errorf("the file is at transaction %d but %s%s records that transaction %d was committed: "+
+				"committed writes were lost (a damaged meta page, or an older copy of the file): %w; %s "+
+				"(or, to accept the loss, delete %s%s)", txid, FileName, MarkSuffix, at, ErrCorrupt, corruptAdvice(dataDir), path, MarkSuffix))
+		}
+		s.markAhead, s.txidAtOpen = at, txid
+	}
+	if o.ReadOnly {
+		s.mark.close() //nolint:errcheck // read only
+		s.mark = nil
+		return s, nil
+	}
+	if err := s.upgrade(o.Logger); err != nil {
+		return fail(err)
+	}
+	if txid, err = s.txid(); err == nil {
+		err = s.mark.advance(txid)
+	}
+	if err != nil {
+		return fail(err)
+	}
 	return s, nil
+}
+
+// openDB is bolt.Open with bbolt's panics on a damaged file turned into
+// errors.
+func openDB(path string, opts *bolt.Options) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, recovered(r, path)
+		}
+	}()
+	return bolt.Open(path, 0o600, opts)
+}
+
+// txid returns the id of the file's last committed transaction.
+func (s *BoltStore) txid() (uint64, error) {
+	var id int
+	err := s.view(context.Background(), func(tx *bolt.Tx) error {
+		id = tx.ID()
+		return nil
+	})
+	return uint64(max(id, 0)), err
 }
 
 // Name returns "bolt".
@@ -161,31 +236,67 @@ func (s *BoltStore) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return s.db.Close()
+	err := s.db.Close()
+	if merr := s.mark.close(); err == nil {
+		err = merr
+	}
+	return err
 }
 
-// view runs fn in a read-only transaction.
-func (s *BoltStore) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+// view runs fn in a read-only transaction. A panic of bbolt (a damaged
+// page) becomes an error wrapping ErrCorrupt.
+func (s *BoltStore) view(ctx context.Context, fn func(*bolt.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = recovered(r, s.path)
+		}
+	}()
 	return mapBoltErr(s.db.View(fn))
 }
 
-// batch runs fn in a write transaction shared with concurrent callers and
-// returns once it is durable. fn may run more than once: it must assign its
-// results afresh on every run.
-func (s *BoltStore) batch(ctx context.Context, fn func(*bolt.Tx) error) error {
+// batch runs fn in a write transaction shared with concurrent callers (or
+// alone, with noBatch) and returns once it is durable, and the transaction
+// mark with it. fn may run more than once: it must assign its results
+// afresh on every run. A panic of bbolt in fn becomes an error wrapping
+// ErrCorrupt (and, with noBatch, in the commit too; a batch commits on
+// bbolt's own goroutine).
+func (s *BoltStore) batch(ctx context.Context, fn func(*bolt.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	return mapBoltErr(s.db.Batch(fn))
+	var txid int
+	guarded := func(tx *bolt.Tx) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = recovered(r, s.path)
+			}
+		}()
+		txid = tx.ID()
+		return fn(tx)
+	}
+	if s.noBatch {
+		defer func() {
+			if r := recover(); r != nil {
+				err = recovered(r, s.path)
+			}
+		}()
+		err = s.db.Update(guarded)
+	} else {
+		err = s.db.Batch(guarded)
+	}
+	if err != nil {
+		return mapBoltErr(err)
+	}
+	return s.mark.advance(uint64(max(txid, 0)))
 }
 
 func mapBoltErr(err error) error {

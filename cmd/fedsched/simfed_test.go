@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSimScenarioDemo: the demo scenario reports SLAs per site and in
+// total; --runs adds the 95 % half-width of every SLA figure.
+func TestSimScenarioDemo(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.json")
+	csvPath := filepath.Join(dir, "jobs.csv")
+	if _, err := run(t, "sim", "--scenario", "../../scenarios/demo.yaml", "--json", out, "--jobs-csv", csvPath, "--runs", "3"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Runs  int                          `json:"runs"`
+		Sites []map[string]json.RawMessage `json:"sites"`
+		Total struct {
+			SLA map[string]float64 `json:"sla"`
+		} `json:"totals"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Runs != 3 || len(rep.Sites) != 3 {
+		t.Fatalf("runs %d, %d sites", rep.Runs, len(rep.Sites))
+	}
+	for _, s := range rep.Sites {
+		for _, k := range []string{"name", "procs", "alone", "federated", "awrt_change", "delegated_in", "delegated_out", "sla", "awrt_change_ci95"} {
+			if _, ok := s[k]; !ok {
+				t.Fatalf("site without %q: %s", k, b)
+			}
+		}
+		var sla map[string]float64
+		if err := json.Unmarshal(s["sla"], &sla); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"accepted", "overbooked", "met", "violated", "gain", "accepted_by_overbooking_peer"} {
+			if _, ok := sla[k]; !ok {
+				t.Fatalf("sla without %q", k)
+			}
+			if _, ok := sla[k+"_ci95"]; !ok {
+				t.Fatalf("sla without %q with --runs", k+"_ci95")
+			}
+		}
+	}
+	if rep.Total.SLA["accepted"] < 500 || rep.Total.SLA["overbooked"] == 0 {
+		t.Fatalf("totals: %v", rep.Total.SLA)
+	}
+	fh, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	rows, err := csv.NewReader(fh).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 601 || !slices.Contains(rows[0], "site") || !slices.Contains(rows[0], "route") {
+		t.Fatalf("%d rows, header %v", len(rows), rows[0])
+	}
+}
+
+// TestSimScenarioRefusesFlagsWithoutEffect: flags the scenario mode would
+// ignore are refused, naming them.
+func TestSimScenarioRefusesFlagsWithoutEffect(t *testing.T) {
+	for _, flags := range [][]string{{"--policy", "easy"}, {"--seed", "4"}, {"--strategy", "backfill"}, {"--procs", "8"}} {
+		_, err := run(t, append([]string{"sim", "--scenario", "../../scenarios/demo.yaml"}, flags...)...)
+		if err == nil || !strings.Contains(err.Error(), flags[0]) || !strings.Contains(err.Error(), "InvalidArgument") {
+			t.Errorf("%v: %v", flags, err)
+		}
+	}
+	if _, err := run(t, "sim", "--scenario", "../../scenarios/demo.yaml", "--runs", "0"); err == nil {
+		t.Error("--runs 0 accepted")
+	}
+}
