@@ -101,6 +101,7 @@ func TestOverbookingLearnsFromCuts(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.Procs, cfg.Overbooking.Enabled, cfg.TimeScale = 1, true, 100
 	cfg.Overbooking.History = writeHistory(t, 120, 100)
+	cfg.Overbooking.AgeFactor = 1 // no ageing: the sample counts below are exact
 	s := startSite(t, cfg, store.NewMemStore())
 	defer s.stop(t)
 	first := overbookScenario(t, s, 1000)
