@@ -1,6 +1,7 @@
 package overbook
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -28,15 +29,7 @@ func kmReference(bins []int, censored []bool) [NumBins - 1]float64 {
 		}
 		o = append(o, obs{t, !censored[i]})
 	}
-	slices.SortFunc(o, func(a, b obs) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(o, func(a, b obs) int { return cmp.Compare(a.t, b.t) })
 	var cdf [NumBins - 1]float64
 	surv := 1.0
 	k := 0
