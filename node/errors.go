@@ -25,6 +25,11 @@ var (
 	// a terminal state other than CANCELLED.
 	ErrJobFinished = errors.New("job already finished")
 
+	// ErrNoOutput is returned by GetJobOutput for a job that has no output
+	// to read: the simulated executor ran it, it never started, or its
+	// output file is gone.
+	ErrNoOutput = errors.New("job has no output")
+
 	// ErrOverloaded is returned when the node sheds load: its intake queue
 	// is full, or a watcher cannot keep up with events.
 	ErrOverloaded = errors.New("site overloaded")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,12 @@ type FederationConfig struct {
 	// ReportInterval is how often unacknowledged outcomes and
 	// terminations are retried (default 1 s of wall time).
 	ReportInterval time.Duration
+	// Transfer is the transfer policy: OnReject (default) or ACF (a job
+	// accepted here that the site's own policy would not start now is
+	// offered to peers that would start it now; it stays if none does).
+	Transfer delegation.TransferMode
+	// Prefer lists peers asked first, one at a time, in this order.
+	Prefer []string
 }
 
 func (c *FederationConfig) defaults() {
@@ -135,6 +142,18 @@ type inflight struct {
 	reply func(submitResult) // nil after recovery: nobody waits
 	// peer is the site the origin decided to agree with, once persisted.
 	peer, hold string
+	// acf: the job was accepted here and is offered to peers that would
+	// start it now (ACF); left: it has left the local plan for the peer
+	// the origin is agreeing with.
+	acf, left bool
+}
+
+// offerWaiting is ACF at the origin: a job accepted here that the site's
+// own policy would not start now is offered to peers once its acceptance
+// is durable; it stays here unless a peer that would start it now agrees.
+func (n *Node) offerWaiting(lj *liveJob) {
+	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job, acf: true}
+	n.launch = append(n.launch, lj.seq)
 }
 
 // startDelegation marks a job as being delegated; the protocol runs after
@@ -154,6 +173,8 @@ type delegationResult struct {
 	peer    string
 	asked   []string
 	refused []string
+	// answers are every asked peer's answer, for explain.
+	answers []*fedschedv1.QuoteAnswer
 	err     error
 	// intent: the goroutine has chosen and asks the loop to persist the
 	// choice before it agrees.
@@ -170,6 +191,29 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		}
 		return nil
 	}
+	if fl.acf && !fl.left && !o.intent && o.agreed == nil {
+		// No peer would start the job now: it stays where it is.
+		delete(n.inflight, o.seq)
+		return nil
+	}
+	if o.intent && fl.acf && !fl.left {
+		// The job leaves the local plan for the peer, unless it has
+		// started here meanwhile.
+		if lj.job.GetState() != fedschedv1.JobState_JOB_STATE_PENDING || !n.site.Cancel(now, o.seq) {
+			delete(n.inflight, o.seq)
+			return func(error) { o.proceed <- false }
+		}
+		fl.left = true
+		id := lj.job.GetId()
+		n.pending.putRes(id, nil)
+		lj.job.Reservation, lj.job.Pof, lj.job.Overbooked = nil, 0, false
+		if lj.sla {
+			lj.job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED
+			n.pending.putSLA(store.SLARecord{JobID: id, Outcome: fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty})
+		}
+		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED,
+			"this site would not start the job now (ACF): "+o.peer+" would", now)
+	}
 	if o.intent {
 		// Write ahead: the origin records which peer it is about to agree
 		// with, so that after a crash it asks that peer and no other.
@@ -181,6 +225,7 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		return func(err error) { o.proceed <- err == nil }
 	}
 	delete(n.inflight, o.seq)
+	lj.job.QuoteAnswers = append(lj.job.QuoteAnswers, o.answers...)
 	if o.agreed != nil {
 		a := o.agreed
 		delete(n.live, o.seq)
@@ -198,6 +243,10 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		n.putAgreement(ag, now)
 		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_DELEGATED, fedschedv1.Reason_REASON_DELEGATED,
 			fmt.Sprintf("delegated to %s as %s (quotes asked of %v)", a.GetPeerSite(), a.GetPeerJobId(), o.asked), now)
+	} else if fl.acf {
+		// The peer did not confirm: the job comes back to this site's plan.
+		delete(n.live, o.seq)
+		n.readmit(lj, now)
 	} else {
 		msg := "no local slot, and no peer offered one"
 		if len(o.asked) == 0 {
@@ -226,6 +275,29 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		}
 		fl.reply(submitResult{job: job})
 	}
+}
+
+// spillOver splits ranked candidates into rounds: each preferred peer
+// alone, in the operator's order, then the others in rank order.
+func spillOver(ranked []delegation.Candidate, prefer []string) [][]delegation.Candidate {
+	var rounds [][]delegation.Candidate
+	for _, p := range prefer {
+		for _, c := range ranked {
+			if c.Site == p {
+				rounds = append(rounds, []delegation.Candidate{c})
+			}
+		}
+	}
+	var rest []delegation.Candidate
+	for _, c := range ranked {
+		if !slices.Contains(prefer, c.Site) {
+			rest = append(rest, c)
+		}
+	}
+	if len(rest) > 0 {
+		rounds = append(rounds, rest)
+	}
+	return rounds
 }
 
 // candidates ranks the reachable peers for a job.
@@ -314,7 +386,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 		}
 	}
 	cands := n.candidates(job, fl.seq)
-	if len(cands) == 0 && fl.reply == nil {
+	if len(cands) == 0 && fl.reply == nil && !fl.acf {
 		// A delegation resumed after a restart, before gossip knows
 		// any peer: wait for the membership rather than reject at once,
 		// while the job can still make its deadline.
@@ -332,37 +404,49 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 	}
 	var mu sync.Mutex
 	var offers []quoted
-	var wg sync.WaitGroup
 	spec := job.GetSpec()
-	for rank, c := range cands {
-		res.asked = append(res.asked, c.Site)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			qctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
-			defer cancel()
-			cl, err := n.client(qctx, c.Addr)
-			if err != nil {
-				n.observeFailure(c.Site)
-				return
-			}
-			r, err := cl.Quote(qctx, &fedschedv1.QuoteRequest{OriginSite: n.cfg.Site, OriginJobId: job.GetId(), Spec: spec,
-				Route: job.GetRoute(), HoldSeconds: n.fed.HoldSeconds})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				n.observeFailure(c.Site)
-				return
-			}
-			if r.GetOffer() == nil {
-				res.refused = append(res.refused, c.Site)
-				return
-			}
-			offers = append(offers, quoted{site: c.Site, addr: c.Addr, offer: r.GetOffer(), rank: rank})
-		}()
+	ask := func(round []delegation.Candidate) {
+		var wg sync.WaitGroup
+		for rank, c := range round {
+			res.asked = append(res.asked, c.Site)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				qctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
+				defer cancel()
+				var r *fedschedv1.QuoteResponse
+				cl, err := n.client(qctx, c.Addr)
+				if err == nil {
+					r, err = cl.Quote(qctx, &fedschedv1.QuoteRequest{OriginSite: n.cfg.Site, OriginJobId: job.GetId(), Spec: spec,
+						Route: job.GetRoute(), HoldSeconds: n.fed.HoldSeconds, StartNow: fl.acf})
+				}
+				n.metrics.quotesAsked.WithLabelValues(c.Site, quoteAnswer(r, err)).Inc()
+				mu.Lock()
+				defer mu.Unlock()
+				res.answers = append(res.answers, answerOf(c.Site, r, err, n.now()))
+				if err != nil {
+					n.observeFailure(c.Site)
+					return
+				}
+				if r.GetOffer() == nil {
+					res.refused = append(res.refused, c.Site)
+					return
+				}
+				offers = append(offers, quoted{site: c.Site, addr: c.Addr, offer: r.GetOffer(), rank: rank})
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
+	// Ordered spill-over: each preferred peer alone, in order, then the
+	// location policy's ranking of the others.
+	for _, round := range spillOver(cands, n.fed.Prefer) {
+		ask(round)
+		if len(offers) > 0 {
+			break
+		}
+	}
 	slices.Sort(res.refused)
+	slices.SortFunc(res.answers, func(a, b *fedschedv1.QuoteAnswer) int { return strings.Compare(a.GetPeerSite(), b.GetPeerSite()) })
 	// Best breaks ties by position: the location policy's rank, whatever
 	// order the replies came in.
 	slices.SortFunc(offers, func(a, b quoted) int { return a.rank - b.rank })
@@ -493,6 +577,9 @@ type quoteResult struct {
 
 func (o *quoteOp) run(n *Node, now int64) func(error) {
 	resp, err := n.quote(o.req, now)
+	if err == nil {
+		n.metrics.quotesGiven.WithLabelValues(o.req.GetOriginSite(), quoteAnswer(resp, nil)).Inc()
+	}
 	return func(cerr error) {
 		if cerr != nil && err == nil {
 			err = fmt.Errorf("storing the hold failed: %w: %w", ErrUnavailable, cerr)
@@ -530,17 +617,24 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 	if req.GetHoldSeconds() > 0 {
 		hold = min(hold, req.GetHoldSeconds())
 	}
+	if req.GetStartNow() && !n.site.CanStartNow(now, pj) {
+		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "this site's own policy would not start the job now"), nil
+	}
 	pl := n.site.Hold(now, pj, now+hold)
 	pl = n.clearOfStanding(now, pl, func() { n.site.Unhold(now, seq) }, func() plan.Placement { return n.site.Hold(now, pj, now+hold) })
 	if !pl.OK() {
 		reason, msg := rejectReason(pl, pj, n.cfg.Site, now)
 		return refuse(reason, msg), nil
 	}
+	if req.GetStartNow() && pl.Start != now {
+		n.site.Unhold(now, seq)
+		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "this site would not start the job now"), nil
+	}
 	if share := (delegation.CommunityShare{Share: n.fed.CommunityShare}); share.Share > 0 {
 		free := n.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
 		if !share.Allows(pj.Procs, free, n.procs) {
 			n.site.Unhold(now, seq)
-			return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)), nil
+			return refuse(fedschedv1.Reason_REASON_REJECTED_COMMUNITY_SHARE, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)), nil
 		}
 	}
 	specB, _ := proto.Marshal(spec)

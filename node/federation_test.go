@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fedsched/fedsched/node"
 	"github.com/fedsched/fedsched/node/clock"
@@ -121,6 +123,15 @@ func TestDelegation(t *testing.T) {
 	if fmt.Sprint(route) != "[s0 s0 s1]" || done.GetSite() != "s1" || done.GetEndTime() == nil {
 		t.Fatalf("completed at the origin: route %v, %v", route, done)
 	}
+	// The peer asked answered, and explain says so (s2 is too narrow to
+	// be asked).
+	if as := done.GetQuoteAnswers(); len(as) != 1 || as[0].GetPeerSite() != "s1" || !as[0].GetOffered() {
+		t.Errorf("quote answers %v, want s1's offer", as)
+	}
+	ex, err := sites[0].client.Explain(ctx, &fedschedv1.ExplainRequest{JobId: j.GetId()})
+	if err != nil || !strings.Contains(ex.GetSummary(), "Peers asked: s1 offered") {
+		t.Errorf("explain of a delegated job: %q %v", ex.GetSummary(), err)
+	}
 	// The executing site holds exactly one copy, received from s0.
 	peerJobs := listAll(t, sites[1].client)
 	if len(peerJobs) != 1 || peerJobs[0].GetOriginSite() != "s0" || peerJobs[0].GetState() != fedschedv1.JobState_JOB_STATE_COMPLETED {
@@ -138,6 +149,39 @@ func TestDelegation(t *testing.T) {
 	r, err = sites[0].client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: spec(64, 60)})
 	if err != nil || r.GetJob().GetState() != fedschedv1.JobState_JOB_STATE_REJECTED {
 		t.Fatalf("too wide for everyone: %v %v", r, err)
+	}
+}
+
+// TestExplainListsEveryPeersAnswer: a job no peer can take in time is
+// rejected, and explain lists each peer asked with its refusal.
+func TestExplainListsEveryPeersAnswer(t *testing.T) {
+	sites := startFederation(t, 1000, 2, 8, 8)
+	ctx := context.Background()
+	// Both peers are full for ten hours.
+	for _, s := range sites[1:] {
+		busy := spec(8, 36000)
+		busy.Release = nil
+		if r, err := s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: busy}); err != nil || r.GetJob().GetState() == fedschedv1.JobState_JOB_STATE_REJECTED {
+			t.Fatalf("filling %s: %v %v", s.name, r, err)
+		}
+	}
+	sp := spec(6, 600)
+	sp.Release = nil
+	sp.Deadline, sp.Fee, sp.Penalty = timestamppb.New(time.Now().Add(time.Hour)), 1, 1
+	r, err := sites[0].client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: sp})
+	if err != nil || r.GetJob().GetState() != fedschedv1.JobState_JOB_STATE_REJECTED {
+		t.Fatalf("submit: %v %v", r, err)
+	}
+	var answers []string
+	for _, a := range r.GetJob().GetQuoteAnswers() {
+		answers = append(answers, fmt.Sprintf("%s %v %v", a.GetPeerSite(), a.GetOffered(), a.GetRefusal()))
+	}
+	if want := "[s1 false REASON_REJECTED_NO_GAP s2 false REASON_REJECTED_NO_GAP]"; fmt.Sprint(answers) != want {
+		t.Errorf("quote answers %v, want %s", answers, want)
+	}
+	ex, err := sites[0].client.Explain(ctx, &fedschedv1.ExplainRequest{JobId: r.GetJob().GetId()})
+	if err != nil || !strings.Contains(ex.GetSummary(), "s1 refused (rejected_no_gap") || !strings.Contains(ex.GetSummary(), "s2 refused (rejected_no_gap") {
+		t.Errorf("explain: %q %v", ex.GetSummary(), err)
 	}
 }
 

@@ -3,10 +3,12 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -19,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/discovery"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
@@ -53,9 +56,12 @@ type LaunchOptions struct {
 	// Clock overrides the node's clock (tests); nil means real time, scaled
 	// by cfg.TimeScale.
 	Clock clock.Clock
-	// SlurmPollInterval overrides how often the slurm executor asks Slurm
-	// about its jobs (tests); 0 means executor.DefaultSlurmPollInterval.
-	SlurmPollInterval time.Duration
+	// HTTPAddr, if not nil, receives the bound address of the HTTP
+	// listener (cfg.HTTP.Listen) once it listens.
+	HTTPAddr chan<- string
+	// HTTPAuthorize, if not nil, wraps every handler of the HTTP listener:
+	// the hook for the site's authorization policy.
+	HTTPAuthorize func(http.Handler) http.Handler
 }
 
 // Launch runs one site until ctx ends: it opens the store, builds the
@@ -95,7 +101,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	case config.ExecutorSimulated:
 		ex = executor.NewSimulated(executor.SimulatedConfig{Clock: clk, Logger: log})
 	case config.ExecutorSlurm:
-		if ex, cfg.Procs, err = newSlurmExecutor(ctx, cfg, opt.SlurmPollInterval, log); err != nil {
+		if ex, cfg.Procs, err = newSlurmExecutor(ctx, cfg, epoch, log); err != nil {
 			return err
 		}
 	default:
@@ -134,6 +140,15 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	fed.HoldSeconds = cmp.Or(fed.HoldSeconds, int64(d.HoldSeconds))
 	fed.MaxHops = cmp.Or(fed.MaxHops, d.MaxHops)
 	fed.CommunityShare = cmp.Or(fed.CommunityShare, d.CommunityShare)
+	if fed.Transfer == delegation.OnReject && d.Transfer != "" {
+		if fed.Transfer, err = delegation.ParseTransfer(d.Transfer); err != nil {
+			lis.Close()
+			return fmt.Errorf("delegation.transfer: %w", err)
+		}
+	}
+	if fed.Prefer == nil {
+		fed.Prefer = d.Prefer
+	}
 	var members *discovery.Membership
 	peers := &lazyPeers{}
 	if cfg.Gossip.Addr != "" {
@@ -172,6 +187,12 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	log.Info("node starting", "site", cfg.Site, "listen", lis.Addr().String(), "data", cfg.DataDir, "procs", cfg.Procs,
 		"executor", cfg.Executor, "policy", cfg.Policy, "time_scale", cfg.TimeScale, "gossip", cfg.Gossip.Addr)
 	g, gctx := errgroup.WithContext(ctx)
+	if cfg.HTTP.Listen != "" {
+		if err := startHTTP(gctx, g, cfg, n, opt, log); err != nil {
+			lis.Close()
+			return err
+		}
+	}
 	g.Go(func() error { return ex.Run(gctx) })
 	g.Go(func() error { return n.Run(gctx) })
 	g.Go(func() error { return n.Serve(gctx, lis, 5*time.Second, grpc.Creds(serverCreds)) })
@@ -194,6 +215,32 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
+	return nil
+}
+
+// startHTTP listens on cfg.HTTP.Listen and serves the metrics and the
+// status page under g, with the API's TLS settings.
+func startHTTP(ctx context.Context, g *errgroup.Group, cfg config.Config, n *Node, opt LaunchOptions, log *slog.Logger) error {
+	var tc *tls.Config
+	if cfg.TLS.Cert != "" {
+		var err error
+		if tc, _, err = tlsConfigs(cfg.TLS); err != nil {
+			return err
+		}
+	}
+	hl, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http listen on %s: %w: %w", cfg.HTTP.Listen, ErrUnavailable, err)
+	}
+	scheme := "http"
+	if tc != nil {
+		scheme = "https"
+	}
+	log.Info("serving metrics and the status page", "url", scheme+"://"+hl.Addr().String()+"/")
+	if opt.HTTPAddr != nil {
+		opt.HTTPAddr <- hl.Addr().String()
+	}
+	g.Go(func() error { return ServeHTTP(ctx, hl, n.HTTPHandler(opt.HTTPAuthorize), tc) })
 	return nil
 }
 

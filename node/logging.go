@@ -63,10 +63,15 @@ func (g grpcLogger) V(l int) bool {
 	return l == 0 && g.l.Enabled(context.Background(), slog.LevelDebug)
 }
 
-// logDecision writes one line per state change of a job: every decision
-// the site takes on a job (accepted, queued, rejected, started, ended,
-// delegated) carries the job id (and the site, from n.log).
-func (n *Node) logDecision(j *fedschedv1.Job, prev fedschedv1.JobState) {
+// observeTransition counts a job's state change in the metrics and writes
+// one log line for it: every decision the site takes on a job (accepted,
+// queued, rejected, started, ended, delegated) carries the job id (and the
+// site, from n.log).
+func (n *Node) observeTransition(j *fedschedv1.Job, prev fedschedv1.JobState) {
+	n.metrics.transition(n.cfg.Site, j, prev)
+	if s := j.GetState(); terminal(s) || s == fedschedv1.JobState_JOB_STATE_DELEGATED {
+		n.remember(j)
+	}
 	if !n.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}

@@ -97,6 +97,12 @@ type Node struct {
 	// Operators' fixed and standing reservations (reservations.go), owned
 	// by the loop.
 	resv reservations
+
+	// metrics are the node's Prometheus series (metrics.go).
+	metrics *metrics
+	// recent are the last jobs that ended or were delegated, oldest first,
+	// for the status page (snapshot.go); owned by the loop.
+	recent []*fedschedv1.Job
 }
 
 // liveJob is a job that still holds or may hold processors.
@@ -137,6 +143,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1),
 		resv: newReservations(deps.StandingHorizon)}
 	n.fed.defaults()
+	n.metrics = newMetrics(n)
 	if n.fed.Peers != nil && n.fed.Dial == nil {
 		return nil, fmt.Errorf("node: federation needs a dialer: %w", ErrInvalidRequest)
 	}
@@ -473,6 +480,7 @@ func (n *Node) commit(ctx context.Context) error {
 	}
 	// A commit must not be abandoned half way because the node is
 	// stopping: the replies waiting on it were promised durability.
+	defer since(n.metrics.commit, time.Now())
 	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
 	c.jobs, c.res, c.sla, c.agree, c.stand, c.stats = nil, nil, nil, nil, nil, false
 	return err
@@ -489,7 +497,7 @@ func (n *Node) setState(j *fedschedv1.Job, rec store.JobRecord, state fedschedv1
 	n.pending.putJob(rec)
 	n.eventSeq++
 	n.pending.events = append(n.pending.events, &fedschedv1.JobEvent{Job: proto.Clone(j).(*fedschedv1.Job), PreviousState: prev, Time: toTime(now), Sequence: n.eventSeq})
-	n.logDecision(j, prev)
+	n.observeTransition(j, prev)
 	return rec
 }
 
@@ -507,7 +515,9 @@ func (n *Node) reservationOf(id string, procs int, pl plan.Placement, estimate i
 // runs for a job a crash would make the store forget (and its id be given
 // again).
 func (n *Node) pass(ctx context.Context, now int64) error {
+	t0 := time.Now()
 	decisions := n.site.Pass(now)
+	since(n.metrics.pass, t0)
 	if slices.ContainsFunc(decisions, func(d plan.Decision) bool { return d.Kind == plan.DecideStart }) {
 		if err := n.commit(ctx); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
@@ -102,6 +103,9 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		SubmitTime: toTime(now)}
 	job.Route = []*fedschedv1.RouteHop{{Site: n.cfg.Site, Reason: fedschedv1.Reason_REASON_UNSPECIFIED, Message: "submitted", Time: toTime(now)}}
 	rec := store.JobRecord{Job: job, IdempotencyKey: key, BodyHash: hash}
+	// ACF's test, on the plan without the job: would its own policy start
+	// it now?
+	startsNow := n.fed.Transfer == delegation.ACF && n.site.CanStartNow(now, pj)
 	pl := n.site.Submit(now, pj)
 	pl = n.clearOfStanding(now, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
 	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
@@ -118,7 +122,18 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		rec = n.setState(job, rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg, now)
 		return submitResult{job: proto.Clone(rec.Job).(*fedschedv1.Job)}
 	}
-	lj := &liveJob{seq: int64(seq), job: job, pj: pj, sla: hasSLA}
+	lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
+	n.acceptLocal(lj, pl, now)
+	if n.fed.Transfer == delegation.ACF && n.federating() && !startsNow && pl.Start != now && routeOf(job).CanDelegate(n.fed.MaxHops) {
+		n.offerWaiting(lj)
+	}
+	return submitResult{job: proto.Clone(lj.rec.Job).(*fedschedv1.Job)}
+}
+
+// acceptLocal records that the site accepted lj with placement pl: its
+// reservation (not under the queue policies), its SLA and its state.
+func (n *Node) acceptLocal(lj *liveJob, pl plan.Placement, now int64) {
+	job, pj, id := lj.job, lj.pj, lj.job.GetId()
 	reason, msg := fedschedv1.Reason_REASON_PLACED_IN_FULL, "accepted with a reservation for its full estimate"
 	switch pl.Reason {
 	case plan.ReasonOverbooked:
@@ -131,13 +146,27 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		job.Reservation, job.Pof, job.Overbooked = api, pl.PoF, r.Overbooked
 		n.pending.putRes(id, r)
 	}
-	if hasSLA {
+	if lj.sla {
 		job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_OPEN
 		n.pending.putSLA(store.SLARecord{JobID: id, Outcome: job.SlaOutcome, Fee: pj.Fee, Penalty: pj.Penalty, PoF: pl.PoF})
 	}
-	lj.rec = n.setState(job, rec, fedschedv1.JobState_JOB_STATE_PENDING, reason, msg, now)
+	lj.rec = n.setState(job, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, reason, msg, now)
 	n.live[lj.seq] = lj
-	return submitResult{job: proto.Clone(lj.rec.Job).(*fedschedv1.Job)}
+}
+
+// readmit puts a job that an ACF offer took out of the plan back into it,
+// as at submission; if it no longer fits, it is rejected.
+func (n *Node) readmit(lj *liveJob, now int64) {
+	pl := n.site.Submit(now, lj.pj)
+	if !pl.OK() {
+		reason, msg := rejectReason(pl, lj.pj, n.cfg.Site, now)
+		if lj.sla {
+			lj.job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED
+		}
+		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg+" (after the peer it was offered to did not confirm)", now)
+		return
+	}
+	n.acceptLocal(lj, pl, now)
 }
 
 // keyed finds a job submitted with key earlier in the current turn.

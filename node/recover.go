@@ -71,6 +71,7 @@ func (n *Node) recover(ctx context.Context) error {
 			if seq, ok := seqOf(n.cfg.Site, rec.ID()); ok && seq > n.nextSeq {
 				n.nextSeq = seq
 			}
+			n.metrics.stored(rec.Job.GetState())
 			switch rec.Job.GetState() {
 			case fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.JobState_JOB_STATE_RUNNING:
 				live = append(live, rec)

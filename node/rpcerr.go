@@ -51,6 +51,7 @@ var errorTable = []struct {
 	{ErrIdempotencyConflict, codes.AlreadyExists, "IDEMPOTENCY_KEY_REUSED"},
 	{store.ErrIdempotencyConflict, codes.AlreadyExists, "IDEMPOTENCY_KEY_REUSED"},
 	{ErrJobFinished, codes.FailedPrecondition, "JOB_FINISHED"},
+	{ErrNoOutput, codes.FailedPrecondition, "NO_OUTPUT"},
 	{ErrReservationConflict, codes.FailedPrecondition, "RESERVATION_CONFLICT"},
 	{store.ErrLocked, codes.FailedPrecondition, "DATA_DIR_LOCKED"},
 	{store.ErrSchemaTooNew, codes.FailedPrecondition, "SCHEMA_TOO_NEW"},

@@ -117,7 +117,7 @@ func (s *service) GetJob(ctx context.Context, req *fedschedv1.GetJobRequest) (*f
 	if err != nil {
 		return nil, err
 	}
-	return &fedschedv1.GetJobResponse{Job: j}, nil
+	return &fedschedv1.GetJobResponse{Job: s.withWaits(ctx, []*fedschedv1.Job{j})[0]}, nil
 }
 
 func (s *service) get(ctx context.Context, id string) (*fedschedv1.Job, error) {
@@ -156,6 +156,7 @@ func (s *service) ListJobs(ctx context.Context, req *fedschedv1.ListJobsRequest)
 	for _, r := range recs {
 		out.Jobs = append(out.Jobs, r.Job)
 	}
+	out.Jobs = s.withWaits(ctx, out.Jobs)
 	return out, nil
 }
 
@@ -240,6 +241,7 @@ func (s *service) Explain(ctx context.Context, req *fedschedv1.ExplainRequest) (
 	if err != nil {
 		return nil, err
 	}
+	j = s.withWaits(ctx, []*fedschedv1.Job{j})[0]
 	out := &fedschedv1.ExplainResponse{Job: j, Reservation: j.GetReservation(), Pof: j.GetPof(), PofMax: s.n.pofMax()}
 	seen := map[fedschedv1.Reason]bool{}
 	for i := len(j.GetHistory()) - 1; i >= 0; i-- {
@@ -266,7 +268,21 @@ func explainSummary(j *fedschedv1.Job, pofMax float64) string {
 		if j.GetEndTime() != nil || j.GetState() == fedschedv1.JobState_JOB_STATE_REJECTED {
 			verb = "held"
 		}
-		fmt.Fprintf(&b, " It %s %d processors from %s to %s.", verb, r.GetProcs(), r.GetStart().AsTime().UTC().Format(time.RFC3339), r.GetEnd().AsTime().UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, " It %s %d processors from %s to %s.", verb, r.GetProcs(), humanTime(r.GetStart().GetSeconds()), humanTime(r.GetEnd().GetSeconds()))
+	}
+	if w := j.GetWait(); w != nil {
+		fmt.Fprintf(&b, " It waits: %s.", w.GetMessage())
+	}
+	if as := j.GetQuoteAnswers(); len(as) > 0 {
+		var parts []string
+		for _, a := range as {
+			if a.GetOffered() {
+				parts = append(parts, a.GetPeerSite()+" offered "+a.GetMessage())
+			} else {
+				parts = append(parts, a.GetPeerSite()+" refused ("+reasonLabel(a.GetRefusal())+": "+a.GetMessage()+")")
+			}
+		}
+		fmt.Fprintf(&b, " Peers asked: %s.", strings.Join(parts, "; "))
 	}
 	if j.GetOverbooked() {
 		fmt.Fprintf(&b, " Its reservation is shorter than its estimate: it was overbooked with a probability of failure of %.3f (the site accepts below %.3f).", j.GetPof(), pofMax)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
@@ -14,8 +13,8 @@ import (
 // newSlurmExecutor builds the slurm executor and checks that Slurm answers
 // and that the partition exists. It returns the site's processors: cfg.Procs
 // if set, otherwise all CPUs of the partition.
-func newSlurmExecutor(ctx context.Context, cfg config.Config, poll time.Duration, log *slog.Logger) (executor.Executor, int, error) {
-	s, err := executor.NewSlurm(executor.SlurmConfig{DataDir: cfg.DataDir, Partition: cfg.Slurm.Partition, PollInterval: poll, Logger: log})
+func newSlurmExecutor(ctx context.Context, cfg config.Config, epoch string, log *slog.Logger) (executor.Executor, int, error) {
+	s, err := executor.NewSlurm(executor.SlurmConfig{DataDir: cfg.DataDir, Epoch: epoch, Partition: cfg.Slurm.Partition, PollInterval: cfg.Slurm.PollInterval, Logger: log})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -22,23 +22,34 @@ func TLSCredentials(t config.TLS) (server, client credentials.TransportCredentia
 	if t.Cert == "" {
 		return insecure.NewCredentials(), insecure.NewCredentials(), false, nil
 	}
+	srv, cli, err := tlsConfigs(t)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return credentials.NewTLS(srv), credentials.NewTLS(cli), true, nil
+}
+
+// tlsConfigs loads the server and client TLS configurations of t (which
+// must name a certificate); the HTTP listener serves with the same server
+// side as the API.
+func tlsConfigs(t config.TLS) (srv, cli *tls.Config, err error) {
 	cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("tls certificate %s and key %s: %w: %w", t.Cert, t.Key, ErrInvalidRequest, err)
+		return nil, nil, fmt.Errorf("tls certificate %s and key %s: %w: %w", t.Cert, t.Key, ErrInvalidRequest, err)
 	}
-	srv := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	cli := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	cli = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if t.CA != "" {
 		pem, err := os.ReadFile(t.CA)
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("tls ca: %w: %w", ErrInvalidRequest, err)
+			return nil, nil, fmt.Errorf("tls ca: %w: %w", ErrInvalidRequest, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, false, fmt.Errorf("tls ca %s holds no PEM certificate: %w", t.CA, ErrInvalidRequest)
+			return nil, nil, fmt.Errorf("tls ca %s holds no PEM certificate: %w", t.CA, ErrInvalidRequest)
 		}
 		srv.ClientCAs, srv.ClientAuth = pool, tls.RequireAndVerifyClientCert
 		cli.RootCAs = pool
 	}
-	return credentials.NewTLS(srv), credentials.NewTLS(cli), true, nil
+	return srv, cli, nil
 }

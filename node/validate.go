@@ -87,8 +87,8 @@ func (n *Node) validateSpec(s *fedschedv1.JobSpec, now int64) error {
 			return fmt.Errorf("env %q: names must be non-empty without '=' or NUL, and name plus value at most %d bytes: %w", k, maxArgLen, ErrInvalidJob)
 		}
 	}
-	if n.cfg.Executor == "process" && len(s.GetCommand()) == 0 {
-		return fmt.Errorf("command is required: the site runs jobs as processes: %w", ErrInvalidJob)
+	if err := checkBatchFields(s, n.cfg.Executor); err != nil {
+		return err
 	}
 	release := now
 	if r := s.GetRelease(); r != nil {

@@ -237,50 +237,69 @@ func (p *Profile) findBefore(i, acc int32, t int64, q int32) int64 {
 	return Never
 }
 
-// ensure makes t a breakpoint (with the value that holds at t).
-func (p *Profile) ensure(t int64) {
-	b, v := p.floor(t)
-	if b != 0 && p.nodes[b].key == t {
-		return
-	}
-	l, r := p.split(p.root, t)
-	p.root = p.merge(p.merge(l, p.newNode(t, v)), r)
-}
-
-// drop removes the breakpoint at t if it carries the same value as the one
-// before it, so that the treap holds only real steps.
-func (p *Profile) drop(t int64) {
-	if t <= Never {
-		return
-	}
-	b, v := p.floor(t)
-	if b == 0 || p.nodes[b].key != t {
-		return
-	}
-	if _, pv := p.floor(t - 1); pv != v {
-		return
-	}
-	l, r := p.split(p.root, t)
-	m, r := p.split(r, t+1)
-	p.releaseSlot(m)
-	p.free = append(p.free, m)
-	p.root = p.merge(l, r)
-}
-
 // Add adds delta free processors over [start, end): negative to reserve,
 // positive to release. It does not check capacity; Plan does.
+//
+// One pass: cut the treap at start and end, give the middle its two
+// boundary breakpoints if they are missing, shift it, drop a boundary that
+// no longer changes the count, and join the three parts again.
 func (p *Profile) Add(start, end int64, delta int) {
 	if start >= end || delta == 0 {
 		return
 	}
-	p.ensure(start)
-	p.ensure(end)
-	l, r := p.split(p.root, start)
-	m, r := p.split(r, end)
+	_, vs := p.floor(start)
+	_, ve := p.floor(end)
+	l, m := p.split(p.root, start)
+	m, r := p.split(m, end)
+	if m == 0 || p.first(m) != start {
+		m = p.merge(p.newNode(start, vs), m)
+	}
+	if r == 0 || p.first(r) != end {
+		r = p.merge(p.newNode(end, ve), r)
+	}
 	p.apply(m, int32(delta))
+	// A boundary is redundant when the count on both sides of it is equal.
+	dropEnd := p.lastVal(m) == ve
+	dropStart := l != 0 && p.lastVal(l) == vs+int32(delta)
+	if dropEnd {
+		r = p.popFirst(r)
+	}
+	if dropStart {
+		m = p.popFirst(m)
+	}
 	p.root = p.merge(p.merge(l, m), r)
-	p.drop(end)
-	p.drop(start)
+}
+
+// first returns the smallest key of treap t (not empty).
+func (p *Profile) first(t int32) int64 { return p.nodes[t].lo }
+
+// lastVal returns the free count of the last breakpoint of treap t (not
+// empty, nothing pending above its root).
+func (p *Profile) lastVal(t int32) int32 {
+	var acc int32
+	for {
+		n := &p.nodes[t]
+		if n.right == 0 {
+			return n.val + acc
+		}
+		acc += n.lz
+		t = n.right
+	}
+}
+
+// popFirst removes the first breakpoint of treap t and returns the new root.
+func (p *Profile) popFirst(t int32) int32 {
+	p.push(t)
+	n := &p.nodes[t]
+	if n.left == 0 {
+		r := n.right
+		p.releaseSlot(t)
+		p.free = append(p.free, t)
+		return r
+	}
+	n.left = p.popFirst(n.left)
+	p.pull(t)
+	return t
 }
 
 // MinFree returns the smallest number of free processors over [start, end).

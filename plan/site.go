@@ -251,6 +251,9 @@ func (s *Site) replan(now int64) {
 		if full && prof.Free(now) < e.job.Procs && prof.firstAfter(now, int32(e.job.Procs), true) >= cur.Start {
 			continue
 		}
+		if _, plain := s.adm.(FullEstimate); plain && !s.canMoveEarlier(e, now) {
+			continue
+		}
 		if _, err := s.plan.Release(e.job.ID); err != nil {
 			continue
 		}
@@ -286,6 +289,25 @@ func (s *Site) replan(now int64) {
 	s.short = short[:0]
 }
 
+// canMoveEarlier reports whether waiting job e has a slot of its current
+// length that starts earlier, found without taking its reservation out of
+// the plan (two Adds per waiting job per re-plan otherwise). A slot that
+// ends by the current start does not touch the job's own reservation; one
+// that overlaps it needs, besides the job's own processors, only the second
+// before the current start free.
+func (s *Site) canMoveEarlier(e *entry, now int64) bool {
+	cur := e.place
+	from, _ := e.job.window(now)
+	if cur.Start-1 < from {
+		return false
+	}
+	if s.plan.prof.Free(cur.Start-1) >= e.job.Procs {
+		return true
+	}
+	_, ok := s.plan.prof.EarliestFit(e.job.Procs, cur.End-cur.Start, from, cur.Start)
+	return ok
+}
+
 // startDue starts every waiting reservation that begins at or before now.
 func (s *Site) startDue(now int64) {
 	k := 0
@@ -318,15 +340,28 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 	head := true
 	headReserved := false
 	var headID int64
+	var pending *entry // head still to be protected by a reservation
+	// The free count now changes only when a job starts or the head is
+	// reserved; it is read again then, not for every waiting job.
+	free := prof.Free(now)
 	for i, e := range s.waiting {
 		j := &e.job
-		free := prof.Free(now)
 		if free == 0 && !head {
 			// Nothing can start; keep the rest as they are.
 			k += keep(s.waiting, k, i)
 			break
 		}
-		if j.Procs <= free && prof.Fits(j.Procs, now, now+j.Estimate) {
+		fits := j.Procs <= free && prof.Fits(j.Procs, now, now+j.Estimate)
+		if fits && pending != nil {
+			// The head's reservation only matters to a job that could
+			// start now; most passes on a full machine have none, so it is
+			// placed here, before the first, rather than after the head.
+			headReserved, headID = s.protectHead(&pending.job, now)
+			pending = nil
+			free = prof.Free(now)
+			fits = !headReserved || j.Procs <= free && prof.Fits(j.Procs, now, now+j.Estimate)
+		}
+		if fits {
 			pl := Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}
 			var err error
 			if soft {
@@ -336,6 +371,7 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 			}
 			if err == nil {
 				s.start(e)
+				free = prof.Free(now)
 				continue
 			}
 		}
@@ -348,11 +384,7 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 				break
 			}
 			if protectHead {
-				if st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, max(now, j.Release), Forever); ok {
-					if s.plan.Reserve(Reservation{ID: j.ID, Procs: j.Procs, Start: st, End: st + j.Estimate, Release: j.Release, Deadline: Forever}) == nil {
-						headReserved, headID = true, j.ID
-					}
-				}
+				pending = e
 			}
 		}
 	}
@@ -361,6 +393,16 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 	if headReserved {
 		s.plan.Release(headID) //nolint:errcheck // reserved just above
 	}
+}
+
+// protectHead reserves the head job j at its earliest fit so that no job
+// started out of order can delay it, and reports whether it did.
+func (s *Site) protectHead(j *Job, now int64) (bool, int64) {
+	st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, max(now, j.Release), Forever)
+	if !ok || s.plan.Reserve(Reservation{ID: j.ID, Procs: j.Procs, Start: st, End: st + j.Estimate, Release: j.Release, Deadline: Forever}) != nil {
+		return false, 0
+	}
+	return true, j.ID
 }
 
 // keep moves q[from:] to q[k:] and returns how many entries it kept; when

@@ -55,6 +55,18 @@ type FedConfig struct {
 	// Loss is the probability that a message is lost (tests of the
 	// protocol's timeouts and retries); 0 for none.
 	Loss float64
+	// Pool, when set, replaces the delegation protocol by the federation
+	// study's central passive pool (RunPool): a simulator-only strategy,
+	// which no live site can run. Transfer, Location, MaxHops, Latency
+	// and Loss do not apply to it.
+	Pool *PoolConfig
+}
+
+// PoolConfig configures a pooled federation (RunPool).
+type PoolConfig struct {
+	// Policy is the queue policy every site applies to its local queue
+	// and to the pool: FCFS, EASY or LIST (P-FCFS, P-EASY, P-LIST).
+	Policy plan.Policy
 }
 
 // FedRecord is what happened to one job of a federated replay.
@@ -191,6 +203,9 @@ func (v exactView) Candidates(now int64) []delegation.Candidate {
 // at t in the order they were sent, then a tick of every site that has
 // work (site order); repeated until nothing more is due at t.
 func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
+	if cfg.Federate && cfg.Pool != nil {
+		return RunPool(ctx, cfg.Sites, cfg.Pool.Policy)
+	}
 	n := len(cfg.Sites)
 	if cfg.Latency < 0 || !(cfg.Loss >= 0 && cfg.Loss < 1) {
 		return nil, fmt.Errorf("sim: latency %d, loss %v: %w", cfg.Latency, cfg.Loss, ErrBadConfig)

@@ -32,7 +32,8 @@ type Scenario struct {
 	// --runs. Default 1.
 	Seed uint64 `yaml:"seed"`
 	// Transfer is the transfer policy: "acf" (default), "on-reject" or
-	// "rqf".
+	// "rqf"; or, instead of delegation, the federation study's central
+	// pool: "p-fcfs", "p-easy" or "p-list" (simulator only).
 	Transfer string `yaml:"transfer"`
 	// MaxCandidates is how many peers are asked for quotes (default 3).
 	MaxCandidates int `yaml:"max_candidates"`
@@ -66,6 +67,9 @@ type ScenarioSite struct {
 	// Skip drops this many jobs from the start of the sanitised trace,
 	// to choose a window.
 	Skip int `yaml:"skip"`
+	// Span, if set, replaces the scenario's span for this site (the
+	// study cuts its two-year SDSC00 to the others' eleven months).
+	Span string `yaml:"span"`
 	// TimeScale multiplies the trace's submit times (< 1 compresses
 	// arrivals: more load). Default 1.
 	TimeScale float64 `yaml:"time_scale"`
@@ -284,12 +288,13 @@ func (s *Scenario) check() error {
 		return s.bad(fmt.Sprintf("a federation needs at least two sites, got %d", len(s.Sites)), "sites")
 	}
 	if _, err := s.transfer(); err != nil {
-		return s.bad(fmt.Sprintf("%q: want acf, on-reject or rqf", s.Transfer), "transfer")
+		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, p-fcfs, p-easy or p-list", s.Transfer), "transfer")
 	}
-	if s.Span != "" {
-		if v, err := ParseSpan(s.Span); err != nil || v <= 0 {
-			return s.bad(fmt.Sprintf("%q: want a positive duration such as 60d or 2160h", s.Span), "span")
-		}
+	if err := s.checkPool(); err != nil {
+		return err
+	}
+	if s.Span != "" && !positiveSpan(s.Span) {
+		return s.bad(fmt.Sprintf("%q: want a positive duration such as 60d or 2160h", s.Span), "span")
 	}
 	switch s.Clock {
 	case "", "per-site", "shared":
@@ -338,6 +343,10 @@ func (s *Scenario) check() error {
 			return at(fmt.Sprintf("must be >= 0 (0: the trace header's), got %d", site.Procs), "procs")
 		case site.Skip < 0:
 			return at(fmt.Sprintf("must be >= 0, got %d", site.Skip), "skip")
+		case site.Span != "" && !positiveSpan(site.Span):
+			return at(fmt.Sprintf("%q: want a positive duration such as 60d or 2160h", site.Span), "span")
+		case site.Span != "" && s.Workload != nil:
+			return at("aligns a site's trace; a workload has one timeline", "span")
 		case !finite(site.TimeScale) || site.TimeScale < 0:
 			return at(fmt.Sprintf("must be a finite number > 0 (0 means 1), got %v", site.TimeScale), "time_scale")
 		case !finite(site.CommunityShare) || site.CommunityShare < 0 || site.CommunityShare >= 1:
@@ -382,6 +391,44 @@ func (s *Scenario) check() error {
 		}
 		if len(site.Prefer) > 0 && s.Transfer == "rqf" {
 			return s.bad("prefer orders the peers a site pushes to; rqf only pulls", "sites", i, "prefer")
+		}
+	}
+	return nil
+}
+
+// checkPool refuses the settings a pooled scenario would ignore: the pool
+// has no delegation protocol (peers, hops, messages) and no admission test
+// (SLAs, overbooking, fixed reservations).
+func (s *Scenario) checkPool() error {
+	if _, ok := s.pool(); !ok {
+		return nil
+	}
+	const why = "has no effect with a pool transfer (no delegation protocol)"
+	switch {
+	case s.MaxCandidates != 0:
+		return s.bad(why, "max_candidates")
+	case s.Jitter != 0:
+		return s.bad(why, "jitter")
+	case s.MaxHops != 0:
+		return s.bad(why, "max_hops")
+	case s.Latency != 0:
+		return s.bad(why, "latency")
+	}
+	for i, site := range s.Sites {
+		const sla = "has no effect with a pool transfer (the pool runs no admission test)"
+		switch {
+		case len(site.Prefer) > 0:
+			return s.bad(why, "sites", i, "prefer")
+		case site.CommunityShare != 0:
+			return s.bad(why, "sites", i, "community_share")
+		case site.Overbooking.Enabled:
+			return s.bad(sla, "sites", i, "overbooking")
+		case site.Deadlines.Factor != 0:
+			return s.bad(sla, "sites", i, "deadlines")
+		case site.Fees.Enabled:
+			return s.bad(sla, "sites", i, "fees")
+		case len(site.Fixed) > 0:
+			return s.bad(sla, "sites", i, "fixed")
 		}
 	}
 	return nil
@@ -476,7 +523,26 @@ func (s *Scenario) transfer() (delegation.TransferMode, error) {
 	if s.Transfer == "" {
 		return delegation.ACF, nil
 	}
+	if _, ok := s.pool(); ok {
+		return delegation.ACF, nil // unused: the pool replaces delegation
+	}
 	return delegation.ParseTransfer(s.Transfer)
+}
+
+// poolTransfers are the transfer names of the study's central pool and the
+// queue policy each applies.
+var poolTransfers = map[string]plan.Policy{"p-fcfs": plan.FCFS, "p-easy": plan.EASY, "p-list": plan.LIST}
+
+// pool reports whether the scenario pools its sites instead of delegating,
+// and with which queue policy.
+func (s *Scenario) pool() (plan.Policy, bool) {
+	p, ok := poolTransfers[s.Transfer]
+	return p, ok
+}
+
+func positiveSpan(v string) bool {
+	n, err := ParseSpan(v)
+	return err == nil && n > 0
 }
 
 // span is the alignment span in seconds, 0 for none.
@@ -512,6 +578,9 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 	seed = ReplicationSeed(seed, i)
 	cfg := FedConfig{Federate: true, Transfer: tm, MaxHops: s.MaxHops, Seed: seed, Latency: s.Latency,
 		Location: delegation.LocationConfig{MaxCandidates: s.MaxCandidates, Jitter: s.Jitter}}
+	if p, ok := s.pool(); ok {
+		cfg.Pool = &PoolConfig{Policy: p}
+	}
 	var all []loaded
 	if s.Workload != nil {
 		var err error
@@ -571,10 +640,17 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 			scale = 1
 		}
 		fees := overbook.FeeModel{PenaltyRatio: site.Fees.PenaltyRatio}
+		siteSpan := span
+		if site.Span != "" {
+			siteSpan, _ = ParseSpan(site.Span)
+		}
+		// The span counts from the site's first job; read it before kept,
+		// which shares l.jobs's array, overwrites it.
+		first := l.jobs[0].Submit - origin[k]
 		kept := l.jobs[:0]
 		for _, j := range l.jobs {
 			j.Submit -= origin[k]
-			if span > 0 && j.Submit-(l.jobs[0].Submit-origin[k]) >= span {
+			if siteSpan > 0 && j.Submit-first >= siteSpan {
 				break
 			}
 			j.Submit = int64(math.Round(float64(j.Submit) * scale))

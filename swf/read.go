@@ -251,8 +251,11 @@ var fieldNames = [NumFields]string{
 }
 
 // parseJob parses one job line (already known not to be blank or a comment).
+// Fields that are plain decimal integers (almost all) are read in the same
+// pass that splits the line; any other field goes through parseNumber.
 func parseJob(line []byte) (Job, error) {
-	var f [NumFields][]byte
+	var v [NumFields]int64
+	var ferr error // the first bad field, reported after the field count
 	n := 0
 	for i := 0; i < len(line); {
 		for i < len(line) && isSpace(line[i]) {
@@ -262,24 +265,39 @@ func parseJob(line []byte) (Job, error) {
 			break
 		}
 		start := i
+		neg := line[i] == '-'
+		if neg || line[i] == '+' {
+			i++
+		}
+		var x int64
+		digits := 0
+		for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+			x = x*10 + int64(line[i]-'0')
+			i++
+			digits++
+		}
+		simple := digits > 0 && digits <= 18 && (i == len(line) || isSpace(line[i]))
 		for i < len(line) && !isSpace(line[i]) {
 			i++
 		}
-		if n < NumFields {
-			f[n] = line[start:i]
+		if n < NumFields && ferr == nil {
+			if !simple {
+				var err error
+				if x, err = parseNumber(line[start:i]); err != nil {
+					ferr = fmt.Errorf("field %d (%s): %w", n+1, fieldNames[n], err)
+				}
+			} else if neg {
+				x = -x
+			}
+			v[n] = x
 		}
 		n++
 	}
 	if n != NumFields {
 		return Job{}, fmt.Errorf("expected %d fields, got %d", NumFields, n)
 	}
-	var v [NumFields]int64
-	for i := range f {
-		x, err := parseNumber(f[i])
-		if err != nil {
-			return Job{}, fmt.Errorf("field %d (%s): %w", i+1, fieldNames[i], err)
-		}
-		v[i] = x
+	if ferr != nil {
+		return Job{}, ferr
 	}
 	return Job{
 		ID: v[0], Submit: v[1], Wait: v[2], Runtime: v[3], AllocProcs: v[4],

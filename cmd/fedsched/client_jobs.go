@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -104,24 +107,38 @@ func showJob(cmd *cobra.Command, c *siteClient, asJSON bool, id string) error {
 	return printJob(cmd.OutOrStdout(), resp.GetJob())
 }
 
-// --- jobs -----------------------------------------------------------------
+// --- jobs ---------------------------------------------------------------
 
 type jobsFlags struct {
 	conn   connFlags
 	states []string
 	user   string
 	limit  int
+	all    bool
+	format string
 }
 
 func newJobsCmd() *cobra.Command {
 	var f jobsFlags
 	cmd := &cobra.Command{
-		Use:   "jobs [--state S ...] [--user U] [--limit N]",
-		Short: "List the jobs submitted to a site, in every state unless filtered",
-		Long: `List the jobs submitted to a site (wherever they run), oldest first, following
-every page of the listing. --state (repeatable, or comma-separated) keeps
-jobs in those states: PENDING, RUNNING, DELEGATED, COMPLETED, KILLED, FAILED,
-CANCELLED, REJECTED. --limit stops after N jobs.`,
+		Use:   "jobs [--all] [--state S ...] [--user U] [--limit N] [--format COLUMNS]",
+		Short: "List a site's active jobs (running, waiting, delegated); --all adds the history",
+		Long: `List the jobs submitted to a site (wherever they run), like squeue: the active
+ones first (running, then waiting in the order they are planned to start,
+then delegated), then, with --all, the ended ones newest first.
+
+--state (repeatable, or comma-separated) lists exactly the jobs in those
+states: PENDING, RUNNING, DELEGATED, COMPLETED, KILLED, FAILED, CANCELLED,
+REJECTED. --limit N keeps the N most recent jobs (highest ids) of the
+selection. --format chooses the columns, comma-separated, from:
+` + strings.Join(jobColumnNames(), ", ") + `
+(default: ` + defaultJobColumns + `).
+
+PLANNED is the start the site's plan holds for a waiting job; START the
+actual start; ELAPSED how long the job has run (so far). REASON says, for a
+waiting job, what it waits for (processors held by named jobs until a time,
+a fixed reservation by name, the jobs ahead of it, its release time, a peer
+quote in flight); for others why they are in their state. Times are UTC.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runJobs(cmd, &f) },
 	}
@@ -129,16 +146,25 @@ CANCELLED, REJECTED. --limit stops after N jobs.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.states, "state", nil, "only jobs in this state (repeatable)")
 	fl.StringVar(&f.user, "user", "", "only jobs of this user (default: every user)")
-	fl.IntVar(&f.limit, "limit", 0, "at most this many jobs (0: all)")
+	fl.IntVar(&f.limit, "limit", 0, "only the N most recent jobs (0: all)")
+	fl.BoolVar(&f.all, "all", false, "also the ended jobs (completed, killed, failed, cancelled, rejected), newest first")
+	fl.StringVar(&f.format, "format", defaultJobColumns, "comma-separated columns to print")
 	return cmd
 }
 
 // maxPageSize is the server's cap on a page.
 const maxPageSize = 1000
 
+// activeStates are what `fedsched jobs` lists without --all.
+var activeStates = []fedschedv1.JobState{fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.JobState_JOB_STATE_DELEGATED}
+
 func runJobs(cmd *cobra.Command, f *jobsFlags) error {
 	if f.limit < 0 {
 		return invalidArg("--limit must be >= 0, got %d", f.limit)
+	}
+	cols, err := parseJobColumns(f.format)
+	if err != nil {
+		return err
 	}
 	req := &fedschedv1.ListJobsRequest{User: f.user}
 	seen := map[fedschedv1.JobState]bool{}
@@ -152,15 +178,19 @@ func runJobs(cmd *cobra.Command, f *jobsFlags) error {
 			req.States = append(req.States, st)
 		}
 	}
+	if len(req.States) == 0 && !f.all {
+		req.States = activeStates
+	}
 	c, err := f.conn.dial(cmd)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	jobs, err := listAll(cmd.Context(), c, req, f.limit)
+	jobs, err := listAll(cmd.Context(), c, req, 0)
 	if err != nil {
 		return err
 	}
+	jobs = squeueOrder(jobs, f.limit)
 	w := cmd.OutOrStdout()
 	if f.conn.json {
 		out := make([]jobJSON, 0, len(jobs))
@@ -169,7 +199,176 @@ func runJobs(cmd *cobra.Command, f *jobsFlags) error {
 		}
 		return emitJSON(w, out)
 	}
-	return printJobsTable(w, jobs)
+	var now time.Time
+	for _, j := range jobs {
+		if j.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING && slices.Contains(cols, "elapsed") {
+			// Elapsed time is measured by the site's clock (which may
+			// run faster than the wall clock).
+			if resp, err := call(cmd.Context(), c, func(ctx context.Context) (*fedschedv1.GetSiteResponse, error) {
+				return c.rpc.GetSite(ctx, &fedschedv1.GetSiteRequest{})
+			}); err == nil && resp.GetSite().GetNow() != nil {
+				now = resp.GetSite().GetNow().AsTime()
+			}
+			break
+		}
+	}
+	return printJobsTable(w, jobs, cols, now)
+}
+
+// squeueOrder keeps the limit most recent jobs (0: all) and orders them as
+// `fedsched jobs` prints them: running (by start), waiting (by planned
+// start), delegated, then the ended ones newest first.
+func squeueOrder(jobs []*fedschedv1.Job, limit int) []*fedschedv1.Job {
+	if limit > 0 && len(jobs) > limit {
+		slices.SortFunc(jobs, func(a, b *fedschedv1.Job) int { return compareJobIDs(b.GetId(), a.GetId()) })
+		jobs = jobs[:limit]
+	}
+	rank := func(j *fedschedv1.Job) int {
+		switch j.GetState() {
+		case fedschedv1.JobState_JOB_STATE_RUNNING:
+			return 0
+		case fedschedv1.JobState_JOB_STATE_PENDING:
+			return 1
+		case fedschedv1.JobState_JOB_STATE_DELEGATED:
+			return 2
+		}
+		return 3
+	}
+	startOf := func(j *fedschedv1.Job) int64 {
+		if st := j.GetStartTime(); st != nil {
+			return st.GetSeconds()
+		}
+		if r := j.GetReservation(); r != nil {
+			return r.GetStart().GetSeconds()
+		}
+		return 1 << 62
+	}
+	slices.SortStableFunc(jobs, func(a, b *fedschedv1.Job) int {
+		ra, rb := rank(a), rank(b)
+		switch {
+		case ra != rb:
+			return ra - rb
+		case ra <= 1:
+			if c := cmp.Compare(startOf(a), startOf(b)); c != 0 {
+				return c
+			}
+			return compareJobIDs(a.GetId(), b.GetId())
+		case ra == 2:
+			return compareJobIDs(a.GetId(), b.GetId())
+		}
+		return compareJobIDs(b.GetId(), a.GetId())
+	})
+	return jobs
+}
+
+// compareJobIDs orders ids of one site by submission (longer ids are
+// newer: the sequence number is zero-padded, so equal lengths sort as
+// strings).
+func compareJobIDs(a, b string) int {
+	return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b))
+}
+
+// jobColumn is one column of the jobs table.
+type jobColumn struct {
+	name string
+	cell func(j *fedschedv1.Job, now time.Time) string
+}
+
+const defaultJobColumns = "id,state,user,procs,estimate,submitted,planned,start,elapsed,site,reason"
+
+var jobColumns = []jobColumn{
+	{"id", func(j *fedschedv1.Job, _ time.Time) string { return oneLine(j.GetId()) }},
+	{"state", func(j *fedschedv1.Job, _ time.Time) string { return orDash(stateName(j.GetState())) }},
+	{"user", func(j *fedschedv1.Job, _ time.Time) string { return orDash(oneLine(j.GetSpec().GetUser())) }},
+	{"app", func(j *fedschedv1.Job, _ time.Time) string { return orDash(oneLine(j.GetSpec().GetApp())) }},
+	{"procs", func(j *fedschedv1.Job, _ time.Time) string { return fmt.Sprint(j.GetSpec().GetProcs()) }},
+	{"estimate", func(j *fedschedv1.Job, _ time.Time) string { return formatSeconds(j.GetSpec().GetEstimateSeconds()) }},
+	{"submitted", func(j *fedschedv1.Job, _ time.Time) string { return tsHuman(j.GetSubmitTime()) }},
+	{"planned", func(j *fedschedv1.Job, _ time.Time) string {
+		if r := j.GetReservation(); r != nil && j.GetStartTime() == nil && j.GetState() != fedschedv1.JobState_JOB_STATE_REJECTED {
+			return tsHuman(r.GetStart())
+		}
+		return "-"
+	}},
+	{"start", func(j *fedschedv1.Job, _ time.Time) string { return tsHuman(j.GetStartTime()) }},
+	{"end", func(j *fedschedv1.Job, _ time.Time) string { return tsHuman(j.GetEndTime()) }},
+	{"elapsed", func(j *fedschedv1.Job, now time.Time) string {
+		st := j.GetStartTime()
+		switch {
+		case st == nil:
+			return "-"
+		case j.GetEndTime() != nil:
+			return formatDuration(j.GetEndTime().AsTime().Sub(st.AsTime()))
+		case !now.IsZero():
+			return formatDuration(max(0, now.Sub(st.AsTime())))
+		}
+		return "-"
+	}},
+	{"site", func(j *fedschedv1.Job, _ time.Time) string { return orDash(oneLine(j.GetSite())) }},
+	{"pof", func(j *fedschedv1.Job, _ time.Time) string {
+		if j.GetOverbooked() || j.GetPof() > 0 {
+			return fmt.Sprintf("%.3f", j.GetPof())
+		}
+		return "-"
+	}},
+	{"route", func(j *fedschedv1.Job, _ time.Time) string { return orDash(oneLine(routeHuman(j.GetRoute()))) }},
+	{"reason", func(j *fedschedv1.Job, _ time.Time) string { return oneLine(jobReason(j)) }},
+}
+
+func jobColumnNames() []string {
+	names := make([]string, len(jobColumns))
+	for i, c := range jobColumns {
+		names[i] = c.name
+	}
+	return names
+}
+
+func parseJobColumns(format string) ([]string, error) {
+	var cols []string
+	for _, c := range strings.Split(format, ",") {
+		c = strings.ToLower(strings.TrimSpace(c))
+		if c == "" {
+			continue
+		}
+		if !slices.Contains(jobColumnNames(), c) {
+			return nil, invalidArg("--format: unknown column %q; want some of %s", c, strings.Join(jobColumnNames(), ","))
+		}
+		cols = append(cols, c)
+	}
+	if len(cols) == 0 {
+		return nil, invalidArg("--format: no column given; want some of %s", strings.Join(jobColumnNames(), ","))
+	}
+	return cols, nil
+}
+
+// jobReason is what a waiting job waits for, or the reason of its state.
+func jobReason(j *fedschedv1.Job) string {
+	if w := j.GetWait(); w != nil && j.GetState() == fedschedv1.JobState_JOB_STATE_PENDING {
+		return w.GetKind() + ": " + w.GetMessage()
+	}
+	r := orDash(reasonName(j.GetReason()))
+	if j.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED && j.GetSite() != "" {
+		r += " to " + j.GetSite()
+	}
+	return r
+}
+
+// printJobsTable prints one row per job with the chosen columns.
+func printJobsTable(w io.Writer, jobs []*fedschedv1.Job, cols []string, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	byName := map[string]jobColumn{}
+	for _, c := range jobColumns {
+		byName[c.name] = c
+	}
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(cols, "\t")))
+	for _, j := range jobs {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			cells[i] = byName[c].cell(j, now)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
 }
 
 // listAll follows the pages of a listing to its end, or until limit jobs
@@ -435,23 +634,21 @@ func printExplain(w io.Writer, r *fedschedv1.ExplainResponse) error {
 		k.add("origin site", "%s", o)
 	}
 	k.add("reservation", "%s", reservationHuman(explainReservation(r)))
-	switch {
-	case r.GetPofMax() > 0:
-		verdict := "within"
-		if r.GetPof() > r.GetPofMax() {
-			verdict = "above"
-		}
-		k.add("pof", "%.4g (pof_max %.4g: %s)", r.GetPof(), r.GetPofMax(), verdict)
-	case r.GetPof() > 0:
-		k.add("pof", "%.4g (the site does not overbook)", r.GetPof())
-	default:
-		k.add("pof", "0")
+	k.add("pof", "%s", pofHuman(r))
+	if wt := j.GetWait(); wt != nil {
+		k.add("waits for", "%s (%s)", wt.GetMessage(), wt.GetKind())
 	}
 	if o := outcomeName(j.GetSlaOutcome()); o != "" {
 		k.add("sla", "%s", o)
 	}
 	if err := k.flush(); err != nil {
 		return err
+	}
+	if as := j.GetQuoteAnswers(); len(as) > 0 {
+		fmt.Fprintln(w, "\npeers asked for a quote:")
+		if err := printAnswersTable(w, as); err != nil {
+			return err
+		}
 	}
 	if len(j.GetRoute()) > 0 {
 		fmt.Fprintln(w, "\nroute:")
@@ -461,4 +658,43 @@ func printExplain(w io.Writer, r *fedschedv1.ExplainResponse) error {
 	}
 	fmt.Fprintln(w, "\nhistory:")
 	return printHistoryTable(w, j.GetHistory())
+}
+
+// pofHuman says what the job's probability of failure means: a PoF is
+// compared with the threshold only for an overbooked job; a risk rejection
+// has no accepted PoF to show.
+func pofHuman(r *fedschedv1.ExplainResponse) string {
+	j := r.GetJob()
+	switch {
+	case j.GetReason() == fedschedv1.Reason_REASON_REJECTED_RISK && j.GetState() == fedschedv1.JobState_JOB_STATE_REJECTED:
+		if r.GetPofMax() > 0 {
+			return fmt.Sprintf("- (rejected: every gap in the job's window was too risky for the acceptance test, pof_max %.4g)", r.GetPofMax())
+		}
+		return "- (rejected: every gap in the job's window was too risky for the acceptance test)"
+	case j.GetOverbooked() && r.GetPofMax() > 0:
+		verdict := "within"
+		if r.GetPof() > r.GetPofMax() {
+			verdict = "above"
+		}
+		return fmt.Sprintf("%.4g (overbooked; pof_max %.4g: %s)", r.GetPof(), r.GetPofMax(), verdict)
+	case j.GetOverbooked() || r.GetPof() > 0:
+		return fmt.Sprintf("%.4g (overbooked)", r.GetPof())
+	case j.GetReservation() != nil:
+		return "0 (reserved for its full estimate)"
+	}
+	return "-"
+}
+
+// printAnswersTable prints every peer's answer to a request for a quote.
+func printAnswersTable(w io.Writer, as []*fedschedv1.QuoteAnswer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tPEER\tANSWER\tDETAIL")
+	for _, a := range as {
+		ans := "offered"
+		if !a.GetOffered() {
+			ans = "refused: " + orDash(reasonName(a.GetRefusal()))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tsHuman(a.GetTime()), orDash(oneLine(a.GetPeerSite())), ans, oneLine(a.GetMessage()))
+	}
+	return tw.Flush()
 }

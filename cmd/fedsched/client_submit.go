@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -30,13 +31,15 @@ type submitFlags struct {
 	simRuntime durationValue
 	env        []string
 	workdir    string
+	output     string
+	errput     string
 	idemKey    string
 }
 
 func newSubmitCmd() *cobra.Command {
 	var f submitFlags
 	cmd := &cobra.Command{
-		Use:   "submit --procs N --estimate DURATION [flags] [-- COMMAND [ARGS...]]",
+		Use:   "submit --procs N --estimate DURATION [flags] [SCRIPT [ARGS...] | -- COMMAND [ARGS...]]",
 		Short: "Submit a job to a site and print the site's decision",
 		Long: `Submit one rigid parallel job to a site node and print its id and the site's
 decision: accepted (PENDING, with a reservation), DELEGATED to a peer, or
@@ -48,14 +51,23 @@ or +DURATION relative to the site's current time (+2h, +90m); a site running
 a simulated clock faster than real time is asked for its time first.
 
 A job with --deadline is an SLA job (with --fee and --penalty); without one
-it is best-effort. The command after '--' is what the process executor runs;
-the simulated executor needs none (use --sim-runtime to say how long it
+it is best-effort. The command after '--' is what the site runs; the
+simulated executor needs none (use --sim-runtime to say how long it
 pretends to run).
+
+Without '--', the first argument is a job script, sent to the site and run
+there with the arguments that follow it. Lines '#FEDSCHED --procs 4
+--estimate 1h' at its top (before the first line that is not a comment)
+give options as the command line does; the command line wins. The job runs
+in the directory you submit from unless --workdir says otherwise; its
+output goes to --output/--error, or stays with the node ('fedsched logs').
 
 Each call sends a fresh random idempotency key, so the site never accepts
 the same call twice; to retry a call whose answer was lost, repeat it with
 --idempotency-key and the key the failed call printed.`,
-		Example: `  fedsched submit --procs 4 --estimate 1h30m -- ./simulate --steps 100
+		Example: `  fedsched submit job.sh
+  fedsched submit --procs 8 --output out-%j.txt job.sh input.dat
+  fedsched submit --procs 4 --estimate 1h30m -- ./simulate --steps 100
   fedsched submit --procs 16 --estimate 2h --deadline +6h --fee 40 --penalty 20 --json -- ./run.sh`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runSubmit(cmd, &f, args) },
@@ -64,7 +76,14 @@ the same call twice; to retry a call whose answer was lost, repeat it with
 	// it belong to the command, with or without '--'.
 	cmd.Flags().SetInterspersed(false)
 	f.conn.register(cmd, "print the decision as a JSON object")
-	fl := cmd.Flags()
+	registerJobFlags(cmd.Flags(), &f)
+	cmd.Flags().StringVar(&f.idemKey, "idempotency-key", "", "idempotency key (default: a fresh random one per call; empty disables deduplication)")
+	return cmd
+}
+
+// registerJobFlags registers the options of a job: the flags of submit
+// that a script's #FEDSCHED lines may give too.
+func registerJobFlags(fl *pflag.FlagSet, f *submitFlags) {
 	fl.Int32Var(&f.procs, "procs", 0, "processors the job occupies for its whole run (required, >= 1)")
 	fl.Var(&f.estimate, "estimate", "runtime estimate (required, > 0; whole seconds), e.g. 90s, 2h, 1h30m, 2d")
 	fl.Var(&f.release, "release", "earliest start: RFC 3339 or +DURATION (default: now)")
@@ -75,9 +94,9 @@ the same call twice; to retry a call whose answer was lost, repeat it with
 	fl.StringVar(&f.app, "app", "", "application name (jobs of one user and app form a class for runtime statistics)")
 	fl.Var(&f.simRuntime, "sim-runtime", "simulated executor only: how long the job actually runs (default: the estimate)")
 	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE of the job's environment (repeatable; the node's own is not inherited)")
-	fl.StringVar(&f.workdir, "workdir", "", "working directory of the job's process (default: the job's directory on the node)")
-	fl.StringVar(&f.idemKey, "idempotency-key", "", "idempotency key (default: a fresh random one per call; empty disables deduplication)")
-	return cmd
+	fl.StringVar(&f.workdir, "workdir", "", "working directory of the job on the executing host (default: the directory you submit from)")
+	fl.StringVar(&f.output, "output", "", "file for the job's standard output on the executing host; %j: job id, %u: user, %%: % (default: kept by the node, read with 'fedsched logs')")
+	fl.StringVar(&f.errput, "error", "", "file for the job's standard error, with the patterns of --output (default: --output's file if given)")
 }
 
 // submitJSON is the --json output of submit: the job and whether the answer
@@ -92,9 +111,27 @@ type submitJSON struct {
 const maxIdempotencyKey = 128
 
 func runSubmit(cmd *cobra.Command, f *submitFlags, command []string) error {
+	// Without '--' the first argument is a job script (its arguments
+	// follow); with it, a command.
+	var script []byte
+	if len(command) > 0 && cmd.ArgsLenAtDash() != 0 {
+		var err error
+		if script, err = applyDirectives(cmd, command[0]); err != nil {
+			return err
+		}
+		command = command[1:]
+	}
 	spec, err := f.spec(command)
 	if err != nil {
 		return err
+	}
+	spec.Script = script
+	if spec.Workdir == "" {
+		// The submit directory, as batch systems do. The executing host
+		// must have it (a shared file system); see docs/operations.md.
+		if wd, err := os.Getwd(); err == nil {
+			spec.Workdir = wd
+		}
 	}
 	key := f.idemKey
 	if !cmd.Flags().Changed("idempotency-key") {
@@ -182,7 +219,7 @@ func (f *submitFlags) spec(command []string) (*fedschedv1.JobSpec, error) {
 	}
 	return &fedschedv1.JobSpec{
 		Procs: f.procs, EstimateSeconds: est, Fee: f.fee, Penalty: f.penalty, User: who, App: f.app,
-		Command: command, Env: env, Workdir: f.workdir, SimRuntimeSeconds: simRuntime,
+		Command: command, Env: env, Workdir: f.workdir, SimRuntimeSeconds: simRuntime, Output: f.output, Error: f.errput,
 	}, nil
 }
 

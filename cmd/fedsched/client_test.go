@@ -527,7 +527,7 @@ func TestErrorLine(t *testing.T) {
 func TestJobsFollowsEveryPage(t *testing.T) {
 	f := newFakeSite()
 	addr := serve(t, f)
-	out := mustRun(t, "jobs", "--addr", addr)
+	out := mustRun(t, "jobs", "--addr", addr, "--all")
 	for _, j := range f.jobs {
 		if !strings.Contains(out, j.GetId()) {
 			t.Errorf("jobs output lacks %s:\n%s", j.GetId(), out)
@@ -546,7 +546,7 @@ func TestJobsFollowsEveryPage(t *testing.T) {
 	}
 
 	f.lists = nil
-	out = mustRun(t, "jobs", "--addr", addr, "--json")
+	out = mustRun(t, "jobs", "--addr", addr, "--json", "--all")
 	var got []map[string]any
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("jobs --json: %v\n%s", err, out)
@@ -559,12 +559,20 @@ func TestJobsFollowsEveryPage(t *testing.T) {
 			t.Errorf("jobs --json lacks %q", key)
 		}
 	}
-	if got[4]["id"] != "site-a.000000000005" || got[4]["state"] != "DELEGATED" || got[1]["user"] != "bob" ||
-		got[0]["estimate_s"] != 3600.0 || got[0]["start_time"] != nil || got[0]["submit_time"] != "2030-01-02T03:00:00Z" {
+	// Active first (running, pending, delegated), then the ended newest
+	// first.
+	var order []string
+	for _, j := range got {
+		order = append(order, j["id"].(string)[len("site-a.00000000000"):]+" "+j["state"].(string))
+	}
+	if want := "2 RUNNING,1 PENDING,5 DELEGATED,4 REJECTED,3 COMPLETED"; strings.Join(order, ",") != want {
+		t.Errorf("jobs --json --all order %v, want %s", order, want)
+	}
+	if got[1]["user"] != "alice" || got[1]["estimate_s"] != 3600.0 || got[1]["start_time"] != nil || got[1]["submit_time"] != "2030-01-02T03:00:00Z" {
 		t.Errorf("jobs --json values: %v", got)
 	}
-	if route, ok := got[0]["route"].([]any); !ok || len(route) != 0 {
-		t.Errorf("route %v: want an empty array", got[0]["route"])
+	if route, ok := got[1]["route"].([]any); !ok || len(route) != 0 {
+		t.Errorf("route %v: want an empty array", got[1]["route"])
 	}
 
 	// Empty listing: an empty array, not null.
@@ -589,13 +597,32 @@ func TestJobsFiltersAndLimit(t *testing.T) {
 	}
 
 	f.lists = nil
-	out = mustRun(t, "jobs", "--addr", addr, "--limit", "3", "--json")
+	out = mustRun(t, "jobs", "--addr", addr, "--limit", "3", "--json", "--all")
 	var got []jobJSON
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 3 {
 		t.Fatalf("--limit 3: %v, %d jobs", err, len(got))
 	}
-	if len(f.lists) != 1 || f.lists[0].GetPageSize() != 3 {
-		t.Errorf("--limit 3: %d calls, page size %d", len(f.lists), f.lists[0].GetPageSize())
+	// The three most recent (3, 4, 5), not the three oldest.
+	for _, j := range got {
+		if j.ID < "site-a.000000000003" {
+			t.Errorf("--limit 3 kept old job %s", j.ID)
+		}
+	}
+
+	// Without --all or --state: the active jobs only.
+	f.lists = nil
+	mustRun(t, "jobs", "--addr", addr)
+	if fmt.Sprint(f.lists[0].GetStates()) != fmt.Sprint(activeStates) {
+		t.Errorf("default listing asks for states %v, want %v", f.lists[0].GetStates(), activeStates)
+	}
+
+	// Column choice.
+	out = mustRun(t, "jobs", "--addr", addr, "--all", "--format", "id,user,reason")
+	if first := strings.SplitN(out, "\n", 2)[0]; strings.Join(strings.Fields(first), " ") != "ID USER REASON" {
+		t.Errorf("--format id,user,reason header %q", first)
+	}
+	if _, err := run(t, "jobs", "--addr", addr, "--format", "id,colour"); err == nil || !strings.Contains(errorLine(err), `unknown column "colour"`) {
+		t.Errorf("--format with an unknown column: %v", err)
 	}
 }
 

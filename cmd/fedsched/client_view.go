@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fedsched/fedsched/node"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -202,14 +203,18 @@ func emitJSONLine(w io.Writer, v any) error {
 
 // --- human output ---------------------------------------------------------
 
-const humanTime = "2006-01-02 15:04:05"
+// humanTime is how every command writes an instant for people: in UTC,
+// to the second, with the zone ("2026-05-02 06:00:00Z"), the same in
+// tables, key/value output and explain's summary (node.TimeLayout), so that
+// times from sites in different zones compare at a glance.
+const humanTime = node.TimeLayout
 
-// tsHuman is an instant in local time, or "-" when unset.
+// tsHuman is an instant in humanTime, or "-" when unset.
 func tsHuman(ts *timestamppb.Timestamp) string {
 	if ts == nil {
 		return "-"
 	}
-	return ts.AsTime().Local().Format(humanTime)
+	return ts.AsTime().UTC().Format(humanTime)
 }
 
 func reservationHuman(r *fedschedv1.Reservation) string {
@@ -325,20 +330,6 @@ func routeHuman(route []*fedschedv1.RouteHop) string {
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, "; ")
-}
-
-// printJobsTable prints one row per job.
-func printJobsTable(w io.Writer, jobs []*fedschedv1.Job) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tREASON\tSITE\tUSER\tPROCS\tESTIMATE\tSUBMITTED\tSTART\tEND")
-	for _, j := range jobs {
-		sp := j.GetSpec()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
-			oneLine(j.GetId()), orDash(stateName(j.GetState())), orDash(reasonName(j.GetReason())), orDash(oneLine(j.GetSite())),
-			orDash(oneLine(sp.GetUser())), sp.GetProcs(), formatSeconds(sp.GetEstimateSeconds()),
-			tsHuman(j.GetSubmitTime()), tsHuman(j.GetStartTime()), tsHuman(j.GetEndTime()))
-	}
-	return tw.Flush()
 }
 
 // printRouteTable prints a job's route, oldest hop first.

@@ -37,6 +37,7 @@ func newRootCmd() *cobra.Command {
 		newJobsCmd(),
 		newCancelCmd(),
 		newWatchCmd(),
+		newLogsCmd(),
 		newExplainCmd(),
 		newReserveCmd(), // operators' reservations: client_reserve.go
 		newReservationsCmd(),

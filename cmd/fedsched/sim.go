@@ -36,6 +36,7 @@ type simFlags struct {
 	forecast string
 	offered  float64
 	span     string
+	cpuprof  string
 }
 
 func newSimCmd() *cobra.Command {
@@ -60,7 +61,9 @@ reported. LTTR orders by deadline - forecast; --forecast online (default)
 predicts each job at its submission from the jobs completed before it
 (docs/forecasting.md).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withCPUProfile(f.cpuprof, func() error { return runSim(cmd, f) })
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.trace, "trace", "", traceFlagHelp)
@@ -76,6 +79,7 @@ predicts each job at its submission from the jobs completed before it
 	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to this file ('-' for stdout)")
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per job to this file")
 	fl.StringVar(&f.scenario, "scenario", "", "replay a federation scenario (YAML; see docs/simulation.md) with and without delegation")
+	fl.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the replay to this file (read it with go tool pprof)")
 	fl.StringArrayVar(&f.fixed, "fixed-reservations", nil, "standing reservations EVERY,LENGTH[,SHARE] (e.g. 6h,1h or 24h,4h,0.5 for half the machine), anchored at the trace's time 0; repeatable")
 	f.sla.register(fl)
 	return cmd

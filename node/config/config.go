@@ -118,6 +118,11 @@ type Slurm struct {
 	// should be dedicated to fedsched (docs/slurm.md). Default: the
 	// cluster's default partition.
 	Partition string `yaml:"partition"`
+
+	// PollInterval is how often the node asks Slurm about its jobs (one
+	// squeue for all of them) and its partition's nodes (one sinfo).
+	// Default: 2s. Must be >= 100ms.
+	PollInterval time.Duration `yaml:"poll_interval"`
 }
 
 // Overbooking is the SLA admission configuration; the overbook package
@@ -232,6 +237,18 @@ type Delegation struct {
 	// for its own users: remote jobs are not quoted into slots that would
 	// leave less free. Default 0.
 	CommunityShare float64 `yaml:"community_share"`
+	// Transfer is the transfer policy: "on-reject" (offer to peers only
+	// the jobs local admission rejects) or "acf" (also offer, right after
+	// accepting it, every job the site's own policy would not start now; a
+	// peer quotes only if its own policy would start it now, and the job
+	// stays here if none does). "rqf" (pulling jobs from peers' queues)
+	// exists only in the simulator so far and is refused. Default:
+	// on-reject.
+	Transfer string `yaml:"transfer"`
+	// Prefer lists peers in preference order (ordered spill-over): each is
+	// asked alone, in turn, before the location policy ranks the others,
+	// who are asked only when no preferred peer offers. Default: none.
+	Prefer []string `yaml:"prefer"`
 }
 
 // Gossip is the federation membership configuration.
@@ -265,20 +282,22 @@ type TLS struct {
 
 // Defaults that do not depend on the host.
 const (
-	DefaultDataDir      = "./fedsched-data"
-	DefaultListen       = "127.0.0.1:7070"
-	DefaultExecutor     = ExecutorProcess
-	DefaultTimeScale    = 1.0
-	DefaultPolicy       = "conservative"
-	DefaultKillGrace    = 10 * time.Second
-	DefaultOverbookMode = "heuristic"
-	DefaultRiskTest     = "threshold"
-	DefaultPoFMax       = 0.1
-	DefaultMinSamples   = 100
-	DefaultAgeFactor    = 0.9
-	DefaultAgeEvery     = 100
-	DefaultLogFormat    = "text"
-	DefaultLogLevel     = "info"
+	DefaultDataDir   = "./fedsched-data"
+	DefaultListen    = "127.0.0.1:7070"
+	DefaultExecutor  = ExecutorProcess
+	DefaultTimeScale = 1.0
+	DefaultPolicy    = "conservative"
+	DefaultKillGrace = 10 * time.Second
+	// DefaultSlurmPollInterval matches executor.DefaultSlurmPollInterval.
+	DefaultSlurmPollInterval = 2 * time.Second
+	DefaultOverbookMode      = "heuristic"
+	DefaultRiskTest          = "threshold"
+	DefaultPoFMax            = 0.1
+	DefaultMinSamples        = 100
+	DefaultAgeFactor         = 0.9
+	DefaultAgeEvery          = 100
+	DefaultLogFormat         = "text"
+	DefaultLogLevel          = "info"
 )
 
 // Executor kinds.
@@ -315,6 +334,7 @@ func Default() Config {
 		TimeScale: DefaultTimeScale,
 		Policy:    DefaultPolicy,
 		KillGrace: DefaultKillGrace,
+		Slurm:     Slurm{PollInterval: DefaultSlurmPollInterval},
 		Overbooking: Overbooking{
 			Mode:       DefaultOverbookMode,
 			RiskTest:   DefaultRiskTest,
@@ -385,6 +405,18 @@ func (c Config) Validate() error {
 	case !(d.CommunityShare >= 0 && d.CommunityShare < 1):
 		bad("delegation.community_share", "must be in [0, 1)")
 	}
+	switch d.Transfer {
+	case "", "on-reject", "acf":
+	case "rqf":
+		bad("delegation.transfer", "rqf (pulling jobs from peers' queues) runs only in the simulator so far (scenario transfer: rqf); use on-reject or acf")
+	default:
+		bad("delegation.transfer", "%q: want on-reject or acf", d.Transfer)
+	}
+	for _, p := range d.Prefer {
+		if !validSite(p) || p == c.Site {
+			bad("delegation.prefer", "%q must be the name of another site", p)
+		}
+	}
 	if !validSite(c.Site) {
 		bad("site", "%q must be 1 to 63 letters, digits, '.', '-' or '_', starting with a letter or digit", c.Site)
 	}
@@ -399,6 +431,11 @@ func (c Config) Validate() error {
 	}
 	if c.Slurm.Partition != "" && c.Executor != ExecutorSlurm {
 		bad("slurm.partition", "needs executor slurm (the %s executor does not use Slurm)", c.Executor)
+	}
+	if c.Slurm.PollInterval != DefaultSlurmPollInterval && c.Executor != ExecutorSlurm {
+		bad("slurm.poll_interval", "needs executor slurm (the %s executor does not use Slurm)", c.Executor)
+	} else if c.Slurm.PollInterval < 100*time.Millisecond {
+		bad("slurm.poll_interval", "must be >= 100ms, got %v", c.Slurm.PollInterval)
 	}
 	if !slices.Contains(executors, c.Executor) {
 		bad("executor", "%q is not one of %s", c.Executor, strings.Join(executors, ", "))

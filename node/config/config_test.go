@@ -299,6 +299,10 @@ func TestValidate(t *testing.T) {
 		"bad advertise":             {func(c *Config) { c.Gossip.Advertise = "x" }, "gossip.advertise"},
 		"cert without key":          {func(c *Config) { c.TLS.Cert = "c.pem" }, "tls"},
 		"ca without cert":           {func(c *Config) { c.TLS.CA = "ca.pem" }, "tls.ca"},
+		"unknown transfer policy":   {func(c *Config) { c.Delegation.Transfer = "push" }, "delegation.transfer"},
+		"rqf live":                  {func(c *Config) { c.Delegation.Transfer = "rqf" }, "delegation.transfer"},
+		"prefer itself":             {func(c *Config) { c.Delegation.Prefer = []string{c.Site} }, "delegation.prefer"},
+		"prefer a bad name":         {func(c *Config) { c.Delegation.Prefer = []string{"a b"} }, "delegation.prefer"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -47,6 +47,13 @@ type CapacityReporter interface {
 	Capacity() <-chan int
 }
 
+// JobDirs is implemented by executors that keep a directory per job (the
+// default place of its output).
+type JobDirs interface {
+	// JobDir returns the directory of a job.
+	JobDir(jobID string) string
+}
+
 // Spec is what an executor needs to run one job.
 type Spec struct {
 	// JobID names the job; it must be usable as a file name: 1 to 200

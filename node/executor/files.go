@@ -21,6 +21,7 @@ const (
 	stdoutFile     = "stdout"
 	stderrFile     = "stderr"
 	supervisorLog  = "supervisor.log"
+	scriptFile     = "script"
 	// claimFile is created exclusively by the one supervisor that runs the
 	// job, before it starts anything.
 	claimFile = "claim"
@@ -143,6 +144,43 @@ type jobSpecFile struct {
 	Workdir   string            `json:"workdir,omitempty"`
 	Deadline  time.Time         `json:"deadline,omitzero"`
 	KillGrace time.Duration     `json:"kill_grace_ns"`
+	// Stdout and Stderr are the output files; empty means the job
+	// directory's stdout and stderr.
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+}
+
+// OutputPaths returns the files a job's standard output and error go to:
+// the spec's, or the job directory's stdout and stderr.
+func OutputPaths(jobDir string, spec Spec) (stdout, stderr string) {
+	stdout, stderr = spec.Stdout, spec.Stderr
+	if stdout == "" {
+		stdout = filepath.Join(jobDir, stdoutFile)
+	}
+	if stderr == "" {
+		stderr = filepath.Join(jobDir, stderrFile)
+	}
+	return stdout, stderr
+}
+
+// scriptArgv returns the argv that runs a job's script (saved in its
+// directory by writeScript) with args: the script itself when it starts
+// with an interpreter line, else sh.
+func scriptArgv(dir string, script []byte, args []string) []string {
+	path := filepath.Join(dir, scriptFile)
+	if strings.HasPrefix(string(script), "#!") {
+		return append([]string{path}, args...)
+	}
+	return append([]string{"/bin/sh", path}, args...)
+}
+
+// writeScript saves a job's script in its directory, executable.
+func writeScript(dir string, script []byte) error {
+	path := filepath.Join(dir, scriptFile)
+	if err := writeFileAtomic(path, script); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o755)
 }
 
 // supervisorState is supervisor.json.

@@ -144,7 +144,7 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 	if err := checkJobID(spec.JobID); err != nil {
 		return err
 	}
-	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+	if len(spec.Script) == 0 && (len(spec.Argv) == 0 || spec.Argv[0] == "") {
 		return fmt.Errorf("job %s: empty command: %w", spec.JobID, ErrInvalidSpec)
 	}
 	p.mu.Lock()
@@ -157,10 +157,21 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 	// The directory appears whole (spec.json complete and durable) or not
 	// at all, and a job whose supervisor claimed it is never run again,
 	// even when a node that died before storing the start asks again.
-	sf := jobSpecFile{JobID: spec.JobID, Argv: spec.Argv, Env: spec.Env, Workdir: spec.Workdir,
-		Deadline: spec.Deadline, KillGrace: p.cfg.KillGrace}
+	argv := spec.Argv
+	if len(spec.Script) > 0 {
+		argv = scriptArgv(dir, spec.Script, spec.Argv)
+	}
+	sf := jobSpecFile{JobID: spec.JobID, Argv: argv, Env: spec.Env, Workdir: spec.Workdir,
+		Deadline: spec.Deadline, KillGrace: p.cfg.KillGrace, Stdout: spec.Stdout, Stderr: spec.Stderr}
 	if err := prepareJobDir(dir, sf); err != nil {
 		return fmt.Errorf("job %s: %w", spec.JobID, err)
+	}
+	if len(spec.Script) > 0 {
+		// Before the supervisor starts; a node that dies here leaves an
+		// unclaimed directory, and the job's next Start writes it again.
+		if err := writeScript(dir, spec.Script); err != nil {
+			return fmt.Errorf("job %s: write script: %w", spec.JobID, err)
+		}
 	}
 
 	sup, err := p.startSupervisor(ctx, dir)

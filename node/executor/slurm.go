@@ -22,8 +22,11 @@ import (
 // SlurmConfig configures a Slurm executor.
 type SlurmConfig struct {
 	// DataDir is the node's data directory; each job's record of its Slurm
-	// job lives in DataDir/jobs/<id>. Required.
+	// job lives in the job's directory there (see Epoch). Required.
 	DataDir string
+	// Epoch names the generation of the node's store, as
+	// ProcessConfig.Epoch: jobs live in DataDir/jobs/<Epoch>/<id>.
+	Epoch string
 	// Partition is the Slurm partition fedsched owns; empty means the
 	// cluster's default partition.
 	Partition string
@@ -95,6 +98,7 @@ type slurmJob struct {
 var (
 	_ Executor         = (*Slurm)(nil)
 	_ CapacityReporter = (*Slurm)(nil)
+	_ StartRecorder    = (*Slurm)(nil)
 )
 
 // NewSlurm returns a Slurm executor. It starts nothing and does not talk to
@@ -118,9 +122,9 @@ func NewSlurm(cfg SlurmConfig) (*Slurm, error) {
 		capacity: make(chan int, 1), lastCap: -1}, nil
 }
 
-// JobDir returns the directory of a job: <data dir>/jobs/<id>.
+// JobDir returns the directory of a job: <data dir>/jobs/<epoch>/<id>.
 func (s *Slurm) JobDir(jobID string) string {
-	return filepath.Join(s.cfg.DataDir, "jobs", jobID)
+	return filepath.Join(s.cfg.DataDir, "jobs", s.cfg.Epoch, jobID)
 }
 
 // Exits implements Executor.
@@ -292,11 +296,11 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	if err := writeJSON(filepath.Join(dir, specFile), sf); err != nil {
 		return fmt.Errorf("job %s: write spec: %w", spec.JobID, err)
 	}
-	args, env, script, err := s.sbatchArgs(ctx, spec, dir)
+	args, env, err := s.sbatchArgs(ctx, spec, dir)
 	if err != nil {
 		return fmt.Errorf("job %s: %v: %w", spec.JobID, err, ErrStartFailed)
 	}
-	out, err := s.command(ctx, env, script, "sbatch", args...)
+	out, err := s.command(ctx, env, nil, "sbatch", args...)
 	if err != nil {
 		// sbatch refused (bad partition, limits, no account for the
 		// user): nothing was queued.
@@ -319,18 +323,17 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	return nil
 }
 
-// sbatchArgs returns sbatch's arguments, its environment (the job's: with
-// --export=ALL Slurm hands sbatch's environment to the job) and the batch
-// script on its standard input.
-func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, env []string, script []byte, err error) {
+// sbatchArgs writes the batch script and returns sbatch's arguments and its
+// environment (the job's: with --export=ALL Slurm hands sbatch's
+// environment to the job).
+func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, env []string, err error) {
 	part, err := s.Partition(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	procs := max(spec.Procs, 1)
 	workdir := cmpOr(spec.Workdir, dir)
-	stdout := cmpOr(spec.Stdout, filepath.Join(dir, stdoutFile))
-	stderr := cmpOr(spec.Stderr, filepath.Join(dir, stderrFile))
+	stdout, stderr := OutputPaths(dir, spec)
 	args = []string{"--parsable", "--job-name=" + spec.JobID, "--comment=" + commentPrefix + spec.JobID,
 		"--partition=" + part, "--ntasks=" + strconv.Itoa(procs), "--chdir=" + workdir,
 		// Slurm expands %-patterns in file names; ours are expanded already.
@@ -346,7 +349,7 @@ func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, en
 	if spec.User != "" && os.Geteuid() == 0 {
 		u, err := user.Lookup(spec.User)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("the job's user %q has no account on this host: %v", spec.User, err)
+			return nil, nil, fmt.Errorf("the job's user %q has no account on this host: %v", spec.User, err)
 		}
 		args = append(args, "--uid="+u.Uid, "--gid="+u.Gid)
 	}
@@ -370,7 +373,10 @@ func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, en
 		}
 	}
 	slices.Sort(env)
-	script = spec.Script
+	// sbatch reads the script at submission (slurmctld keeps a copy), so
+	// it may live in the node's private job directory. A command becomes a
+	// two-line script; a script's Argv are its arguments.
+	script, scriptArgs := spec.Script, spec.Argv
 	if len(script) == 0 {
 		var b strings.Builder
 		b.WriteString("#!/bin/sh\n# fedsched job " + spec.JobID + "\nexec")
@@ -378,9 +384,16 @@ func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, en
 			b.WriteString(" " + shellQuote(a))
 		}
 		b.WriteString("\n")
-		script = []byte(b.String())
+		script, scriptArgs = []byte(b.String()), nil
+	} else if !strings.HasPrefix(string(script), "#!") {
+		// sbatch insists on an interpreter line.
+		script = append([]byte("#!/bin/sh\n"), script...)
 	}
-	return args, env, script, nil
+	if err := writeScript(dir, script); err != nil {
+		return nil, nil, err
+	}
+	args = append(args, scriptArgv(dir, script, scriptArgs)...)
+	return args, env, nil
 }
 
 func cmpOr(a, b string) string {
@@ -754,4 +767,21 @@ func (s *Slurm) pollCapacity(ctx context.Context) {
 		default:
 		}
 	}
+}
+
+// Started implements StartRecorder: the job was handed to Slurm (its Slurm
+// id is recorded, or Slurm knows a job by its name and comment).
+func (s *Slurm) Started(jobID string) (bool, error) {
+	if err := checkJobID(jobID); err != nil {
+		return false, err
+	}
+	dir := s.JobDir(jobID)
+	if _, err := os.Stat(filepath.Join(dir, slurmFile)); err == nil {
+		return true, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, specFile)); err != nil {
+		return false, nil
+	}
+	sid, err := s.findByName(context.Background(), jobID)
+	return sid != "", err
 }

@@ -211,14 +211,17 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := os.OpenFile(filepath.Join(dir, stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	outPath, errPath := OutputPaths(dir, Spec{Stdout: spec.Stdout, Stderr: spec.Stderr})
+	stdout, err := os.OpenFile(outPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := os.OpenFile(filepath.Join(dir, stderrFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		stdout.Close()
-		return nil, err
+	stderr := stdout
+	if errPath != outPath {
+		if stderr, err = os.OpenFile(errPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+			stdout.Close()
+			return nil, err
+		}
 	}
 	return &exec.Cmd{
 		Path:        prog,

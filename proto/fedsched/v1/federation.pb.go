@@ -114,7 +114,10 @@ type QuoteRequest struct {
 	Route []*RouteHop `protobuf:"bytes,4,rep,name=route,proto3" json:"route,omitempty"`
 	// How long the origin wants the hold kept, in seconds (the site may keep
 	// it shorter). 0 means the site's default.
-	HoldSeconds   int64 `protobuf:"varint,5,opt,name=hold_seconds,json=holdSeconds,proto3" json:"hold_seconds,omitempty"`
+	HoldSeconds int64 `protobuf:"varint,5,opt,name=hold_seconds,json=holdSeconds,proto3" json:"hold_seconds,omitempty"`
+	// Quote only if the site's own policy would start the job now (the ACF
+	// transfer policy's acceptance rule); otherwise refuse.
+	StartNow      bool `protobuf:"varint,6,opt,name=start_now,json=startNow,proto3" json:"start_now,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -182,6 +185,13 @@ func (x *QuoteRequest) GetHoldSeconds() int64 {
 		return x.HoldSeconds
 	}
 	return 0
+}
+
+func (x *QuoteRequest) GetStartNow() bool {
+	if x != nil {
+		return x.StartNow
+	}
+	return false
 }
 
 // Offer is a peer's binding-for-a-while offer.
@@ -1181,18 +1191,101 @@ func (x *ListMembersResponse) GetMembers() []*Member {
 	return nil
 }
 
+// PeerJobOutputRequest asks for the output of a delegated job.
+type PeerJobOutputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The origin site, which must be the caller.
+	OriginSite string `protobuf:"bytes,1,opt,name=origin_site,json=originSite,proto3" json:"origin_site,omitempty"`
+	// The job's id at the origin.
+	OriginJobId string `protobuf:"bytes,2,opt,name=origin_job_id,json=originJobId,proto3" json:"origin_job_id,omitempty"`
+	// Keep streaming until the job has ended.
+	Follow bool `protobuf:"varint,3,opt,name=follow,proto3" json:"follow,omitempty"`
+	// Standard error instead of standard output.
+	Stderr bool `protobuf:"varint,4,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	// First byte wanted.
+	Offset        int64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerJobOutputRequest) Reset() {
+	*x = PeerJobOutputRequest{}
+	mi := &file_fedsched_v1_federation_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerJobOutputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerJobOutputRequest) ProtoMessage() {}
+
+func (x *PeerJobOutputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_federation_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerJobOutputRequest.ProtoReflect.Descriptor instead.
+func (*PeerJobOutputRequest) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_federation_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PeerJobOutputRequest) GetOriginSite() string {
+	if x != nil {
+		return x.OriginSite
+	}
+	return ""
+}
+
+func (x *PeerJobOutputRequest) GetOriginJobId() string {
+	if x != nil {
+		return x.OriginJobId
+	}
+	return ""
+}
+
+func (x *PeerJobOutputRequest) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *PeerJobOutputRequest) GetStderr() bool {
+	if x != nil {
+		return x.Stderr
+	}
+	return false
+}
+
+func (x *PeerJobOutputRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 var File_fedsched_v1_federation_proto protoreflect.FileDescriptor
 
 const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"\n" +
-	"\x1cfedsched/v1/federation.proto\x12\vfedsched.v1\x1a\x16fedsched/v1/site.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\x01\n" +
+	"\x1cfedsched/v1/federation.proto\x12\vfedsched.v1\x1a\x16fedsched/v1/site.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xea\x01\n" +
 	"\fQuoteRequest\x12\x1f\n" +
 	"\vorigin_site\x18\x01 \x01(\tR\n" +
 	"originSite\x12\"\n" +
 	"\rorigin_job_id\x18\x02 \x01(\tR\voriginJobId\x12(\n" +
 	"\x04spec\x18\x03 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\x12+\n" +
 	"\x05route\x18\x04 \x03(\v2\x15.fedsched.v1.RouteHopR\x05route\x12!\n" +
-	"\fhold_seconds\x18\x05 \x01(\x03R\vholdSeconds\"\xf2\x01\n" +
+	"\fhold_seconds\x18\x05 \x01(\x03R\vholdSeconds\x12\x1b\n" +
+	"\tstart_now\x18\x06 \x01(\bR\bstartNow\"\xf2\x01\n" +
 	"\x05Offer\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x12\n" +
 	"\x04site\x18\x02 \x01(\tR\x04site\x120\n" +
@@ -1262,7 +1355,14 @@ const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"\voverbooking\x18\v \x01(\bR\voverbooking\x12\x14\n" +
 	"\x05local\x18\f \x01(\bR\x05local\"D\n" +
 	"\x13ListMembersResponse\x12-\n" +
-	"\amembers\x18\x01 \x03(\v2\x13.fedsched.v1.MemberR\amembers*\xa3\x02\n" +
+	"\amembers\x18\x01 \x03(\v2\x13.fedsched.v1.MemberR\amembers\"\xa3\x01\n" +
+	"\x14PeerJobOutputRequest\x12\x1f\n" +
+	"\vorigin_site\x18\x01 \x01(\tR\n" +
+	"originSite\x12\"\n" +
+	"\rorigin_job_id\x18\x02 \x01(\tR\voriginJobId\x12\x16\n" +
+	"\x06follow\x18\x03 \x01(\bR\x06follow\x12\x16\n" +
+	"\x06stderr\x18\x04 \x01(\bR\x06stderr\x12\x16\n" +
+	"\x06offset\x18\x05 \x01(\x03R\x06offset*\xa3\x02\n" +
 	"\x0eAgreementState\x12\x1f\n" +
 	"\x1bAGREEMENT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17AGREEMENT_STATE_PENDING\x10\x01\x12\x1c\n" +
@@ -1271,7 +1371,7 @@ const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"'AGREEMENT_STATE_PENDING_AND_TERMINATING\x10\x04\x12,\n" +
 	"(AGREEMENT_STATE_OBSERVED_AND_TERMINATING\x10\x05\x12\x1e\n" +
 	"\x1aAGREEMENT_STATE_TERMINATED\x10\x06\x12\x1c\n" +
-	"\x18AGREEMENT_STATE_COMPLETE\x10\a2\xa4\x04\n" +
+	"\x18AGREEMENT_STATE_COMPLETE\x10\a2\xf7\x04\n" +
 	"\x11FederationService\x12>\n" +
 	"\x05Quote\x12\x19.fedsched.v1.QuoteRequest\x1a\x1a.fedsched.v1.QuoteResponse\x12>\n" +
 	"\x05Agree\x12\x19.fedsched.v1.AgreeRequest\x1a\x1a.fedsched.v1.AgreeResponse\x12D\n" +
@@ -1279,7 +1379,8 @@ const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"\fGetAgreement\x12 .fedsched.v1.GetAgreementRequest\x1a!.fedsched.v1.GetAgreementResponse\x12J\n" +
 	"\tTerminate\x12\x1d.fedsched.v1.TerminateRequest\x1a\x1e.fedsched.v1.TerminateResponse\x12V\n" +
 	"\rReportOutcome\x12!.fedsched.v1.ReportOutcomeRequest\x1a\".fedsched.v1.ReportOutcomeResponse\x12P\n" +
-	"\vListMembers\x12\x1f.fedsched.v1.ListMembersRequest\x1a .fedsched.v1.ListMembersResponseB;Z9github.com/fedsched/fedsched/proto/fedsched/v1;fedschedv1b\x06proto3"
+	"\vListMembers\x12\x1f.fedsched.v1.ListMembersRequest\x1a .fedsched.v1.ListMembersResponse\x12Q\n" +
+	"\rPeerJobOutput\x12!.fedsched.v1.PeerJobOutputRequest\x1a\x1b.fedsched.v1.JobOutputChunk0\x01B;Z9github.com/fedsched/fedsched/proto/fedsched/v1;fedschedv1b\x06proto3"
 
 var (
 	file_fedsched_v1_federation_proto_rawDescOnce sync.Once
@@ -1294,7 +1395,7 @@ func file_fedsched_v1_federation_proto_rawDescGZIP() []byte {
 }
 
 var file_fedsched_v1_federation_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_fedsched_v1_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_fedsched_v1_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_fedsched_v1_federation_proto_goTypes = []any{
 	(AgreementState)(0),           // 0: fedsched.v1.AgreementState
 	(*QuoteRequest)(nil),          // 1: fedsched.v1.QuoteRequest
@@ -1314,28 +1415,30 @@ var file_fedsched_v1_federation_proto_goTypes = []any{
 	(*ListMembersRequest)(nil),    // 15: fedsched.v1.ListMembersRequest
 	(*Member)(nil),                // 16: fedsched.v1.Member
 	(*ListMembersResponse)(nil),   // 17: fedsched.v1.ListMembersResponse
-	(*JobSpec)(nil),               // 18: fedsched.v1.JobSpec
-	(*RouteHop)(nil),              // 19: fedsched.v1.RouteHop
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
-	(Reason)(0),                   // 21: fedsched.v1.Reason
-	(*Job)(nil),                   // 22: fedsched.v1.Job
+	(*PeerJobOutputRequest)(nil),  // 18: fedsched.v1.PeerJobOutputRequest
+	(*JobSpec)(nil),               // 19: fedsched.v1.JobSpec
+	(*RouteHop)(nil),              // 20: fedsched.v1.RouteHop
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(Reason)(0),                   // 22: fedsched.v1.Reason
+	(*Job)(nil),                   // 23: fedsched.v1.Job
+	(*JobOutputChunk)(nil),        // 24: fedsched.v1.JobOutputChunk
 }
 var file_fedsched_v1_federation_proto_depIdxs = []int32{
-	18, // 0: fedsched.v1.QuoteRequest.spec:type_name -> fedsched.v1.JobSpec
-	19, // 1: fedsched.v1.QuoteRequest.route:type_name -> fedsched.v1.RouteHop
-	20, // 2: fedsched.v1.Offer.start:type_name -> google.protobuf.Timestamp
-	20, // 3: fedsched.v1.Offer.end:type_name -> google.protobuf.Timestamp
-	20, // 4: fedsched.v1.Offer.expires:type_name -> google.protobuf.Timestamp
+	19, // 0: fedsched.v1.QuoteRequest.spec:type_name -> fedsched.v1.JobSpec
+	20, // 1: fedsched.v1.QuoteRequest.route:type_name -> fedsched.v1.RouteHop
+	21, // 2: fedsched.v1.Offer.start:type_name -> google.protobuf.Timestamp
+	21, // 3: fedsched.v1.Offer.end:type_name -> google.protobuf.Timestamp
+	21, // 4: fedsched.v1.Offer.expires:type_name -> google.protobuf.Timestamp
 	2,  // 5: fedsched.v1.QuoteResponse.offer:type_name -> fedsched.v1.Offer
-	21, // 6: fedsched.v1.QuoteResponse.refusal:type_name -> fedsched.v1.Reason
+	22, // 6: fedsched.v1.QuoteResponse.refusal:type_name -> fedsched.v1.Reason
 	0,  // 7: fedsched.v1.Agreement.state:type_name -> fedsched.v1.AgreementState
 	2,  // 8: fedsched.v1.Agreement.offer:type_name -> fedsched.v1.Offer
-	22, // 9: fedsched.v1.Agreement.job:type_name -> fedsched.v1.Job
-	20, // 10: fedsched.v1.Agreement.update_time:type_name -> google.protobuf.Timestamp
+	23, // 9: fedsched.v1.Agreement.job:type_name -> fedsched.v1.Job
+	21, // 10: fedsched.v1.Agreement.update_time:type_name -> google.protobuf.Timestamp
 	5,  // 11: fedsched.v1.AgreeResponse.agreement:type_name -> fedsched.v1.Agreement
 	5,  // 12: fedsched.v1.GetAgreementResponse.agreement:type_name -> fedsched.v1.Agreement
 	5,  // 13: fedsched.v1.TerminateResponse.agreement:type_name -> fedsched.v1.Agreement
-	22, // 14: fedsched.v1.ReportOutcomeRequest.job:type_name -> fedsched.v1.Job
+	23, // 14: fedsched.v1.ReportOutcomeRequest.job:type_name -> fedsched.v1.Job
 	16, // 15: fedsched.v1.ListMembersResponse.members:type_name -> fedsched.v1.Member
 	1,  // 16: fedsched.v1.FederationService.Quote:input_type -> fedsched.v1.QuoteRequest
 	4,  // 17: fedsched.v1.FederationService.Agree:input_type -> fedsched.v1.AgreeRequest
@@ -1344,15 +1447,17 @@ var file_fedsched_v1_federation_proto_depIdxs = []int32{
 	11, // 20: fedsched.v1.FederationService.Terminate:input_type -> fedsched.v1.TerminateRequest
 	13, // 21: fedsched.v1.FederationService.ReportOutcome:input_type -> fedsched.v1.ReportOutcomeRequest
 	15, // 22: fedsched.v1.FederationService.ListMembers:input_type -> fedsched.v1.ListMembersRequest
-	3,  // 23: fedsched.v1.FederationService.Quote:output_type -> fedsched.v1.QuoteResponse
-	6,  // 24: fedsched.v1.FederationService.Agree:output_type -> fedsched.v1.AgreeResponse
-	8,  // 25: fedsched.v1.FederationService.Release:output_type -> fedsched.v1.ReleaseResponse
-	10, // 26: fedsched.v1.FederationService.GetAgreement:output_type -> fedsched.v1.GetAgreementResponse
-	12, // 27: fedsched.v1.FederationService.Terminate:output_type -> fedsched.v1.TerminateResponse
-	14, // 28: fedsched.v1.FederationService.ReportOutcome:output_type -> fedsched.v1.ReportOutcomeResponse
-	17, // 29: fedsched.v1.FederationService.ListMembers:output_type -> fedsched.v1.ListMembersResponse
-	23, // [23:30] is the sub-list for method output_type
-	16, // [16:23] is the sub-list for method input_type
+	18, // 23: fedsched.v1.FederationService.PeerJobOutput:input_type -> fedsched.v1.PeerJobOutputRequest
+	3,  // 24: fedsched.v1.FederationService.Quote:output_type -> fedsched.v1.QuoteResponse
+	6,  // 25: fedsched.v1.FederationService.Agree:output_type -> fedsched.v1.AgreeResponse
+	8,  // 26: fedsched.v1.FederationService.Release:output_type -> fedsched.v1.ReleaseResponse
+	10, // 27: fedsched.v1.FederationService.GetAgreement:output_type -> fedsched.v1.GetAgreementResponse
+	12, // 28: fedsched.v1.FederationService.Terminate:output_type -> fedsched.v1.TerminateResponse
+	14, // 29: fedsched.v1.FederationService.ReportOutcome:output_type -> fedsched.v1.ReportOutcomeResponse
+	17, // 30: fedsched.v1.FederationService.ListMembers:output_type -> fedsched.v1.ListMembersResponse
+	24, // 31: fedsched.v1.FederationService.PeerJobOutput:output_type -> fedsched.v1.JobOutputChunk
+	24, // [24:32] is the sub-list for method output_type
+	16, // [16:24] is the sub-list for method input_type
 	16, // [16:16] is the sub-list for extension type_name
 	16, // [16:16] is the sub-list for extension extendee
 	0,  // [0:16] is the sub-list for field type_name
@@ -1370,7 +1475,7 @@ func file_fedsched_v1_federation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fedsched_v1_federation_proto_rawDesc), len(file_fedsched_v1_federation_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,7 @@ const (
 	FederationService_Terminate_FullMethodName     = "/fedsched.v1.FederationService/Terminate"
 	FederationService_ReportOutcome_FullMethodName = "/fedsched.v1.FederationService/ReportOutcome"
 	FederationService_ListMembers_FullMethodName   = "/fedsched.v1.FederationService/ListMembers"
+	FederationService_PeerJobOutput_FullMethodName = "/fedsched.v1.FederationService/PeerJobOutput"
 )
 
 // FederationServiceClient is the client API for FederationService service.
@@ -66,6 +67,11 @@ type FederationServiceClient interface {
 	// ListMembers returns the federation as this site sees it, itself
 	// included.
 	ListMembers(ctx context.Context, in *ListMembersRequest, opts ...grpc.CallOption) (*ListMembersResponse, error)
+	// PeerJobOutput streams the output of a job this site runs for the origin
+	// (as SiteService.GetJobOutput does for local jobs). Only the origin of
+	// the job may ask: the agreement is found by origin_site and
+	// origin_job_id.
+	PeerJobOutput(ctx context.Context, in *PeerJobOutputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobOutputChunk], error)
 }
 
 type federationServiceClient struct {
@@ -146,6 +152,25 @@ func (c *federationServiceClient) ListMembers(ctx context.Context, in *ListMembe
 	return out, nil
 }
 
+func (c *federationServiceClient) PeerJobOutput(ctx context.Context, in *PeerJobOutputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobOutputChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &FederationService_ServiceDesc.Streams[0], FederationService_PeerJobOutput_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PeerJobOutputRequest, JobOutputChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type FederationService_PeerJobOutputClient = grpc.ServerStreamingClient[JobOutputChunk]
+
 // FederationServiceServer is the server API for FederationService service.
 // All implementations must embed UnimplementedFederationServiceServer
 // for forward compatibility.
@@ -176,6 +201,11 @@ type FederationServiceServer interface {
 	// ListMembers returns the federation as this site sees it, itself
 	// included.
 	ListMembers(context.Context, *ListMembersRequest) (*ListMembersResponse, error)
+	// PeerJobOutput streams the output of a job this site runs for the origin
+	// (as SiteService.GetJobOutput does for local jobs). Only the origin of
+	// the job may ask: the agreement is found by origin_site and
+	// origin_job_id.
+	PeerJobOutput(*PeerJobOutputRequest, grpc.ServerStreamingServer[JobOutputChunk]) error
 	mustEmbedUnimplementedFederationServiceServer()
 }
 
@@ -206,6 +236,9 @@ func (UnimplementedFederationServiceServer) ReportOutcome(context.Context, *Repo
 }
 func (UnimplementedFederationServiceServer) ListMembers(context.Context, *ListMembersRequest) (*ListMembersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListMembers not implemented")
+}
+func (UnimplementedFederationServiceServer) PeerJobOutput(*PeerJobOutputRequest, grpc.ServerStreamingServer[JobOutputChunk]) error {
+	return status.Error(codes.Unimplemented, "method PeerJobOutput not implemented")
 }
 func (UnimplementedFederationServiceServer) mustEmbedUnimplementedFederationServiceServer() {}
 func (UnimplementedFederationServiceServer) testEmbeddedByValue()                           {}
@@ -354,6 +387,17 @@ func _FederationService_ListMembers_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _FederationService_PeerJobOutput_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(PeerJobOutputRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(FederationServiceServer).PeerJobOutput(m, &grpc.GenericServerStream[PeerJobOutputRequest, JobOutputChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type FederationService_PeerJobOutputServer = grpc.ServerStreamingServer[JobOutputChunk]
+
 // FederationService_ServiceDesc is the grpc.ServiceDesc for FederationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -390,6 +434,12 @@ var FederationService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _FederationService_ListMembers_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "PeerJobOutput",
+			Handler:       _FederationService_PeerJobOutput_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "fedsched/v1/federation.proto",
 }

@@ -231,6 +231,11 @@ const (
 	// re-planned (it stays PENDING with a new reservation) or, with no slot
 	// left in its window, rejected (an accepted SLA is then VIOLATED).
 	Reason_REASON_DISPLACED Reason = 16
+	// A peer refused a quote: the slot would leave less than its community
+	// share of processors to its own users.
+	Reason_REASON_REJECTED_COMMUNITY_SHARE Reason = 17
+	// A peer asked for a quote could not be reached in time.
+	Reason_REASON_PEER_UNREACHABLE Reason = 18
 )
 
 // Enum value maps for Reason.
@@ -253,6 +258,8 @@ var (
 		14: "REASON_DELEGATED",
 		15: "REASON_RECEIVED_FROM_PEER",
 		16: "REASON_DISPLACED",
+		17: "REASON_REJECTED_COMMUNITY_SHARE",
+		18: "REASON_PEER_UNREACHABLE",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -272,6 +279,8 @@ var (
 		"REASON_DELEGATED":                     14,
 		"REASON_RECEIVED_FROM_PEER":            15,
 		"REASON_DISPLACED":                     16,
+		"REASON_REJECTED_COMMUNITY_SHARE":      17,
+		"REASON_PEER_UNREACHABLE":              18,
 	}
 )
 
@@ -413,8 +422,22 @@ type JobSpec struct {
 	// For the simulated executor only: the runtime the job will actually take,
 	// in seconds. 0 means the estimate.
 	SimRuntimeSeconds int64 `protobuf:"varint,12,opt,name=sim_runtime_seconds,json=simRuntimeSeconds,proto3" json:"sim_runtime_seconds,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// A batch script run instead of command (`fedsched submit SCRIPT`); command
+	// then holds the script's arguments. At most 1 MiB. The process executor
+	// runs it with its interpreter line (sh without one); the slurm executor
+	// submits it to Slurm as is.
+	Script []byte `protobuf:"bytes,13,opt,name=script,proto3" json:"script,omitempty"`
+	// Where the job's standard output goes, on the executing site's host.
+	// "%j" is replaced by the job id the user was given, "%u" by the user,
+	// "%%" by "%"; a relative path is relative to workdir. Empty means the
+	// job's directory on the node (read it with `fedsched logs`).
+	Output string `protobuf:"bytes,14,opt,name=output,proto3" json:"output,omitempty"`
+	// Where the job's standard error goes, with the patterns of output.
+	// Empty means: into output when output is set, otherwise the job's
+	// directory on the node.
+	Error         string `protobuf:"bytes,15,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -529,6 +552,27 @@ func (x *JobSpec) GetSimRuntimeSeconds() int64 {
 		return x.SimRuntimeSeconds
 	}
 	return 0
+}
+
+func (x *JobSpec) GetScript() []byte {
+	if x != nil {
+		return x.Script
+	}
+	return nil
+}
+
+func (x *JobSpec) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
+}
+
+func (x *JobSpec) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
 }
 
 // Reservation is a job's slot in a site's plan: procs processors held over
@@ -815,14 +859,20 @@ type Job struct {
 	History []*Transition `protobuf:"bytes,17,rep,name=history,proto3" json:"history,omitempty"`
 	// When the job record last changed.
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// What a PENDING job waits for, as its site's plan says when the job is
+	// read (GetJob, ListJobs, Explain); never stored. Unset for other states.
+	Wait *WaitReason `protobuf:"bytes,19,opt,name=wait,proto3" json:"wait,omitempty"`
+	// The answer of every peer asked for a quote when the job was delegated,
+	// oldest first (origin side).
+	QuoteAnswers []*QuoteAnswer `protobuf:"bytes,20,rep,name=quote_answers,json=quoteAnswers,proto3" json:"quote_answers,omitempty"`
 	// The (aged) number of runtime samples the site's statistics held when
 	// its admission test judged a slot shorter than the job's estimate; 0 if
 	// it judged none.
-	OverbookSamples float64 `protobuf:"fixed64,19,opt,name=overbook_samples,json=overbookSamples,proto3" json:"overbook_samples,omitempty"`
+	OverbookSamples float64 `protobuf:"fixed64,21,opt,name=overbook_samples,json=overbookSamples,proto3" json:"overbook_samples,omitempty"`
 	// True when the site did not overbook the job because overbook_samples
 	// was below its overbooking.min_samples: it does not bet on what it has
 	// not measured.
-	TooFewSamples bool `protobuf:"varint,20,opt,name=too_few_samples,json=tooFewSamples,proto3" json:"too_few_samples,omitempty"`
+	TooFewSamples bool `protobuf:"varint,22,opt,name=too_few_samples,json=tooFewSamples,proto3" json:"too_few_samples,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -983,6 +1033,20 @@ func (x *Job) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Job) GetWait() *WaitReason {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
+}
+
+func (x *Job) GetQuoteAnswers() []*QuoteAnswer {
+	if x != nil {
+		return x.QuoteAnswers
+	}
+	return nil
+}
+
 func (x *Job) GetOverbookSamples() float64 {
 	if x != nil {
 		return x.OverbookSamples
@@ -995,6 +1059,166 @@ func (x *Job) GetTooFewSamples() bool {
 		return x.TooFewSamples
 	}
 	return false
+}
+
+// WaitReason says concretely what a pending job waits for.
+type WaitReason struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One of: resources (processors held by running jobs), policy_order
+	// (behind other waiting jobs), fixed_reservation, release (its release
+	// time), hold (processors held to back a quote to a peer), delegation (a
+	// peer quote in flight), starting (due now).
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The same for people, naming the jobs or the reservation in the way and
+	// until when.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// When the obstacle goes (the planned start); unset if unknown.
+	Until *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=until,proto3" json:"until,omitempty"`
+	// Ids of the jobs, reservations or holds in the way.
+	Blockers      []string `protobuf:"bytes,4,rep,name=blockers,proto3" json:"blockers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitReason) Reset() {
+	*x = WaitReason{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitReason) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitReason) ProtoMessage() {}
+
+func (x *WaitReason) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitReason.ProtoReflect.Descriptor instead.
+func (*WaitReason) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WaitReason) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *WaitReason) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *WaitReason) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *WaitReason) GetBlockers() []string {
+	if x != nil {
+		return x.Blockers
+	}
+	return nil
+}
+
+// QuoteAnswer is one peer's answer to a request for a quote.
+type QuoteAnswer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The peer asked.
+	PeerSite string `protobuf:"bytes,1,opt,name=peer_site,json=peerSite,proto3" json:"peer_site,omitempty"`
+	// True if the peer offered a slot.
+	Offered bool `protobuf:"varint,2,opt,name=offered,proto3" json:"offered,omitempty"`
+	// Why it refused (REASON_REJECTED_*, REASON_PEER_UNREACHABLE); unset for
+	// an offer.
+	Refusal Reason `protobuf:"varint,3,opt,name=refusal,proto3,enum=fedsched.v1.Reason" json:"refusal,omitempty"`
+	// Human-readable detail: the offer's slot, or the refusal's message.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// When the answer came, by the origin's clock.
+	Time          *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuoteAnswer) Reset() {
+	*x = QuoteAnswer{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuoteAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuoteAnswer) ProtoMessage() {}
+
+func (x *QuoteAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuoteAnswer.ProtoReflect.Descriptor instead.
+func (*QuoteAnswer) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *QuoteAnswer) GetPeerSite() string {
+	if x != nil {
+		return x.PeerSite
+	}
+	return ""
+}
+
+func (x *QuoteAnswer) GetOffered() bool {
+	if x != nil {
+		return x.Offered
+	}
+	return false
+}
+
+func (x *QuoteAnswer) GetRefusal() Reason {
+	if x != nil {
+		return x.Refusal
+	}
+	return Reason_REASON_UNSPECIFIED
+}
+
+func (x *QuoteAnswer) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *QuoteAnswer) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
 }
 
 // SubmitJobRequest asks the site to accept one job.
@@ -1012,7 +1236,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[5]
+	mi := &file_fedsched_v1_site_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1248,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[5]
+	mi := &file_fedsched_v1_site_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1261,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{5}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SubmitJobRequest) GetIdempotencyKey() string {
@@ -1069,7 +1293,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[6]
+	mi := &file_fedsched_v1_site_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1305,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[6]
+	mi := &file_fedsched_v1_site_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1318,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{6}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SubmitJobResponse) GetJob() *Job {
@@ -1122,7 +1346,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[7]
+	mi := &file_fedsched_v1_site_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1358,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[7]
+	mi := &file_fedsched_v1_site_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1371,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{7}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetJobRequest) GetJobId() string {
@@ -1168,7 +1392,7 @@ type GetJobResponse struct {
 
 func (x *GetJobResponse) Reset() {
 	*x = GetJobResponse{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[8]
+	mi := &file_fedsched_v1_site_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1404,7 @@ func (x *GetJobResponse) String() string {
 func (*GetJobResponse) ProtoMessage() {}
 
 func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[8]
+	mi := &file_fedsched_v1_site_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1417,7 @@ func (x *GetJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobResponse.ProtoReflect.Descriptor instead.
 func (*GetJobResponse) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{8}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetJobResponse) GetJob() *Job {
@@ -1222,7 +1446,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[9]
+	mi := &file_fedsched_v1_site_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1458,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[9]
+	mi := &file_fedsched_v1_site_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1471,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{9}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListJobsRequest) GetStates() []JobState {
@@ -1291,7 +1515,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[10]
+	mi := &file_fedsched_v1_site_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1527,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[10]
+	mi := &file_fedsched_v1_site_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1540,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{10}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1346,7 +1570,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[11]
+	mi := &file_fedsched_v1_site_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1582,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[11]
+	mi := &file_fedsched_v1_site_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1595,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{11}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -1399,7 +1623,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[12]
+	mi := &file_fedsched_v1_site_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1635,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[12]
+	mi := &file_fedsched_v1_site_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1648,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{12}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CancelJobResponse) GetJob() *Job {
@@ -1449,7 +1673,7 @@ type WatchJobsRequest struct {
 
 func (x *WatchJobsRequest) Reset() {
 	*x = WatchJobsRequest{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[13]
+	mi := &file_fedsched_v1_site_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1685,7 @@ func (x *WatchJobsRequest) String() string {
 func (*WatchJobsRequest) ProtoMessage() {}
 
 func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[13]
+	mi := &file_fedsched_v1_site_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1698,7 @@ func (x *WatchJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobsRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobsRequest) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{13}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchJobsRequest) GetJobId() string {
@@ -1510,7 +1734,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[14]
+	mi := &file_fedsched_v1_site_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1746,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[14]
+	mi := &file_fedsched_v1_site_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1759,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{14}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *JobEvent) GetJob() *Job {
@@ -1577,7 +1801,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[15]
+	mi := &file_fedsched_v1_site_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1813,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[15]
+	mi := &file_fedsched_v1_site_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1826,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{15}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExplainRequest) GetJobId() string {
@@ -1635,7 +1859,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[16]
+	mi := &file_fedsched_v1_site_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1647,7 +1871,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[16]
+	mi := &file_fedsched_v1_site_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1660,7 +1884,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{16}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExplainResponse) GetJob() *Job {
@@ -1714,7 +1938,7 @@ type GetSiteRequest struct {
 
 func (x *GetSiteRequest) Reset() {
 	*x = GetSiteRequest{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[17]
+	mi := &file_fedsched_v1_site_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1726,7 +1950,7 @@ func (x *GetSiteRequest) String() string {
 func (*GetSiteRequest) ProtoMessage() {}
 
 func (x *GetSiteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[17]
+	mi := &file_fedsched_v1_site_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1739,7 +1963,7 @@ func (x *GetSiteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSiteRequest.ProtoReflect.Descriptor instead.
 func (*GetSiteRequest) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{17}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{19}
 }
 
 // GetSiteResponse describes the site.
@@ -1753,7 +1977,7 @@ type GetSiteResponse struct {
 
 func (x *GetSiteResponse) Reset() {
 	*x = GetSiteResponse{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[18]
+	mi := &file_fedsched_v1_site_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +1989,7 @@ func (x *GetSiteResponse) String() string {
 func (*GetSiteResponse) ProtoMessage() {}
 
 func (x *GetSiteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[18]
+	mi := &file_fedsched_v1_site_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +2002,7 @@ func (x *GetSiteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSiteResponse.ProtoReflect.Descriptor instead.
 func (*GetSiteResponse) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{18}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetSiteResponse) GetSite() *Site {
@@ -1823,7 +2047,7 @@ type Site struct {
 
 func (x *Site) Reset() {
 	*x = Site{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[19]
+	mi := &file_fedsched_v1_site_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +2059,7 @@ func (x *Site) String() string {
 func (*Site) ProtoMessage() {}
 
 func (x *Site) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[19]
+	mi := &file_fedsched_v1_site_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +2072,7 @@ func (x *Site) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Site.ProtoReflect.Descriptor instead.
 func (*Site) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{19}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Site) GetName() string {
@@ -1948,7 +2172,7 @@ type TimeWindow struct {
 
 func (x *TimeWindow) Reset() {
 	*x = TimeWindow{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[20]
+	mi := &file_fedsched_v1_site_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2184,7 @@ func (x *TimeWindow) String() string {
 func (*TimeWindow) ProtoMessage() {}
 
 func (x *TimeWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[20]
+	mi := &file_fedsched_v1_site_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2197,7 @@ func (x *TimeWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeWindow.ProtoReflect.Descriptor instead.
 func (*TimeWindow) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{20}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TimeWindow) GetStart() *timestamppb.Timestamp {
@@ -2029,7 +2253,7 @@ type FixedReservation struct {
 
 func (x *FixedReservation) Reset() {
 	*x = FixedReservation{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[21]
+	mi := &file_fedsched_v1_site_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2041,7 +2265,7 @@ func (x *FixedReservation) String() string {
 func (*FixedReservation) ProtoMessage() {}
 
 func (x *FixedReservation) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[21]
+	mi := &file_fedsched_v1_site_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2054,7 +2278,7 @@ func (x *FixedReservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FixedReservation.ProtoReflect.Descriptor instead.
 func (*FixedReservation) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{21}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FixedReservation) GetId() string {
@@ -2158,7 +2382,7 @@ type CreateReservationRequest struct {
 
 func (x *CreateReservationRequest) Reset() {
 	*x = CreateReservationRequest{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[22]
+	mi := &file_fedsched_v1_site_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2394,7 @@ func (x *CreateReservationRequest) String() string {
 func (*CreateReservationRequest) ProtoMessage() {}
 
 func (x *CreateReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[22]
+	mi := &file_fedsched_v1_site_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2407,7 @@ func (x *CreateReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateReservationRequest.ProtoReflect.Descriptor instead.
 func (*CreateReservationRequest) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{22}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CreateReservationRequest) GetName() string {
@@ -2266,7 +2490,7 @@ type DisplacedJob struct {
 
 func (x *DisplacedJob) Reset() {
 	*x = DisplacedJob{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[23]
+	mi := &file_fedsched_v1_site_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2502,7 @@ func (x *DisplacedJob) String() string {
 func (*DisplacedJob) ProtoMessage() {}
 
 func (x *DisplacedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[23]
+	mi := &file_fedsched_v1_site_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2515,7 @@ func (x *DisplacedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisplacedJob.ProtoReflect.Descriptor instead.
 func (*DisplacedJob) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{23}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DisplacedJob) GetJobId() string {
@@ -2357,7 +2581,7 @@ type CreateReservationResponse struct {
 
 func (x *CreateReservationResponse) Reset() {
 	*x = CreateReservationResponse{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[24]
+	mi := &file_fedsched_v1_site_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2369,7 +2593,7 @@ func (x *CreateReservationResponse) String() string {
 func (*CreateReservationResponse) ProtoMessage() {}
 
 func (x *CreateReservationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[24]
+	mi := &file_fedsched_v1_site_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2382,7 +2606,7 @@ func (x *CreateReservationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateReservationResponse.ProtoReflect.Descriptor instead.
 func (*CreateReservationResponse) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{24}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateReservationResponse) GetReservation() *FixedReservation {
@@ -2408,7 +2632,7 @@ type ListReservationsRequest struct {
 
 func (x *ListReservationsRequest) Reset() {
 	*x = ListReservationsRequest{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[25]
+	mi := &file_fedsched_v1_site_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2420,7 +2644,7 @@ func (x *ListReservationsRequest) String() string {
 func (*ListReservationsRequest) ProtoMessage() {}
 
 func (x *ListReservationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[25]
+	mi := &file_fedsched_v1_site_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2433,7 +2657,7 @@ func (x *ListReservationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReservationsRequest.ProtoReflect.Descriptor instead.
 func (*ListReservationsRequest) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{25}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{27}
 }
 
 // ListReservationsResponse lists the site's reservations.
@@ -2451,7 +2675,7 @@ type ListReservationsResponse struct {
 
 func (x *ListReservationsResponse) Reset() {
 	*x = ListReservationsResponse{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[26]
+	mi := &file_fedsched_v1_site_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2687,7 @@ func (x *ListReservationsResponse) String() string {
 func (*ListReservationsResponse) ProtoMessage() {}
 
 func (x *ListReservationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[26]
+	mi := &file_fedsched_v1_site_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2700,7 @@ func (x *ListReservationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReservationsResponse.ProtoReflect.Descriptor instead.
 func (*ListReservationsResponse) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{26}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListReservationsResponse) GetReservations() []*FixedReservation {
@@ -2504,7 +2728,7 @@ type DeleteReservationRequest struct {
 
 func (x *DeleteReservationRequest) Reset() {
 	*x = DeleteReservationRequest{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[27]
+	mi := &file_fedsched_v1_site_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2516,7 +2740,7 @@ func (x *DeleteReservationRequest) String() string {
 func (*DeleteReservationRequest) ProtoMessage() {}
 
 func (x *DeleteReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[27]
+	mi := &file_fedsched_v1_site_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2529,7 +2753,7 @@ func (x *DeleteReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReservationRequest.ProtoReflect.Descriptor instead.
 func (*DeleteReservationRequest) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{27}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeleteReservationRequest) GetReservationId() string {
@@ -2550,7 +2774,7 @@ type DeleteReservationResponse struct {
 
 func (x *DeleteReservationResponse) Reset() {
 	*x = DeleteReservationResponse{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[28]
+	mi := &file_fedsched_v1_site_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2562,7 +2786,7 @@ func (x *DeleteReservationResponse) String() string {
 func (*DeleteReservationResponse) ProtoMessage() {}
 
 func (x *DeleteReservationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[28]
+	mi := &file_fedsched_v1_site_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2575,7 +2799,7 @@ func (x *DeleteReservationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReservationResponse.ProtoReflect.Descriptor instead.
 func (*DeleteReservationResponse) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{28}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeleteReservationResponse) GetReservation() *FixedReservation {
@@ -2608,7 +2832,7 @@ type ReservationConflict struct {
 
 func (x *ReservationConflict) Reset() {
 	*x = ReservationConflict{}
-	mi := &file_fedsched_v1_site_proto_msgTypes[29]
+	mi := &file_fedsched_v1_site_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2844,7 @@ func (x *ReservationConflict) String() string {
 func (*ReservationConflict) ProtoMessage() {}
 
 func (x *ReservationConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_fedsched_v1_site_proto_msgTypes[29]
+	mi := &file_fedsched_v1_site_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2857,7 @@ func (x *ReservationConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationConflict.ProtoReflect.Descriptor instead.
 func (*ReservationConflict) Descriptor() ([]byte, []int) {
-	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{29}
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReservationConflict) GetJobIds() []string {
@@ -2671,11 +2895,386 @@ func (x *ReservationConflict) GetDisplace() bool {
 	return false
 }
 
+// GetPlanRequest has no fields.
+type GetPlanRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPlanRequest) Reset() {
+	*x = GetPlanRequest{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPlanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPlanRequest) ProtoMessage() {}
+
+func (x *GetPlanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPlanRequest.ProtoReflect.Descriptor instead.
+func (*GetPlanRequest) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{32}
+}
+
+// GetPlanResponse is a site's plan.
+type GetPlanResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The site and its load.
+	Site *Site `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
+	// The end of the last reservation (now if the plan is empty).
+	Until *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=until,proto3" json:"until,omitempty"`
+	// Every reservation of the plan, by start.
+	Entries []*PlanEntry `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
+	// Pending jobs without a reservation (queue policies, delegations in
+	// flight), in queue order.
+	Queued        []*PlanEntry `protobuf:"bytes,4,rep,name=queued,proto3" json:"queued,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPlanResponse) Reset() {
+	*x = GetPlanResponse{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPlanResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPlanResponse) ProtoMessage() {}
+
+func (x *GetPlanResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPlanResponse.ProtoReflect.Descriptor instead.
+func (*GetPlanResponse) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GetPlanResponse) GetSite() *Site {
+	if x != nil {
+		return x.Site
+	}
+	return nil
+}
+
+func (x *GetPlanResponse) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *GetPlanResponse) GetEntries() []*PlanEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *GetPlanResponse) GetQueued() []*PlanEntry {
+	if x != nil {
+		return x.Queued
+	}
+	return nil
+}
+
+// PlanEntry is one reservation of a plan.
+type PlanEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// running, pending, hold, fixed, standing or down (failed processors).
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The job id, hold id, or reservation id.
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// The operator's name of a fixed or standing reservation; the origin
+	// site of a hold or of a job received from a peer.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The job's user.
+	User string `protobuf:"bytes,4,opt,name=user,proto3" json:"user,omitempty"`
+	// Processors held.
+	Procs int32 `protobuf:"varint,5,opt,name=procs,proto3" json:"procs,omitempty"`
+	// The slot [start, end); unset for a queued job.
+	Start *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=start,proto3" json:"start,omitempty"`
+	End   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=end,proto3" json:"end,omitempty"`
+	// The job's runtime estimate, in seconds.
+	EstimateSeconds int64 `protobuf:"varint,8,opt,name=estimate_seconds,json=estimateSeconds,proto3" json:"estimate_seconds,omitempty"`
+	// True if the slot is shorter than the estimate.
+	Overbooked bool `protobuf:"varint,9,opt,name=overbooked,proto3" json:"overbooked,omitempty"`
+	// Probability of failure of an overbooked slot or a hold.
+	Pof float64 `protobuf:"fixed64,10,opt,name=pof,proto3" json:"pof,omitempty"`
+	// What a pending job waits for.
+	Wait          *WaitReason `protobuf:"bytes,11,opt,name=wait,proto3" json:"wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanEntry) Reset() {
+	*x = PlanEntry{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanEntry) ProtoMessage() {}
+
+func (x *PlanEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanEntry.ProtoReflect.Descriptor instead.
+func (*PlanEntry) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PlanEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PlanEntry) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PlanEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PlanEntry) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *PlanEntry) GetProcs() int32 {
+	if x != nil {
+		return x.Procs
+	}
+	return 0
+}
+
+func (x *PlanEntry) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *PlanEntry) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *PlanEntry) GetEstimateSeconds() int64 {
+	if x != nil {
+		return x.EstimateSeconds
+	}
+	return 0
+}
+
+func (x *PlanEntry) GetOverbooked() bool {
+	if x != nil {
+		return x.Overbooked
+	}
+	return false
+}
+
+func (x *PlanEntry) GetPof() float64 {
+	if x != nil {
+		return x.Pof
+	}
+	return 0
+}
+
+func (x *PlanEntry) GetWait() *WaitReason {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
+}
+
+// GetJobOutputRequest names a job and the part of its output wanted.
+type GetJobOutputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job, as this site knows it.
+	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Keep streaming until the job has ended.
+	Follow bool `protobuf:"varint,2,opt,name=follow,proto3" json:"follow,omitempty"`
+	// Standard error instead of standard output.
+	Stderr bool `protobuf:"varint,3,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	// First byte wanted; 0 from the start.
+	Offset        int64 `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetJobOutputRequest) Reset() {
+	*x = GetJobOutputRequest{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetJobOutputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetJobOutputRequest) ProtoMessage() {}
+
+func (x *GetJobOutputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetJobOutputRequest.ProtoReflect.Descriptor instead.
+func (*GetJobOutputRequest) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *GetJobOutputRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *GetJobOutputRequest) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *GetJobOutputRequest) GetStderr() bool {
+	if x != nil {
+		return x.Stderr
+	}
+	return false
+}
+
+func (x *GetJobOutputRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+// JobOutputChunk is a piece of a job's output.
+type JobOutputChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The bytes, at most 64 KiB.
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// Where data starts in the output.
+	Offset        int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobOutputChunk) Reset() {
+	*x = JobOutputChunk{}
+	mi := &file_fedsched_v1_site_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobOutputChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobOutputChunk) ProtoMessage() {}
+
+func (x *JobOutputChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_site_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobOutputChunk.ProtoReflect.Descriptor instead.
+func (*JobOutputChunk) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_site_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *JobOutputChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *JobOutputChunk) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 var File_fedsched_v1_site_proto protoreflect.FileDescriptor
 
 const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\n" +
-	"\x16fedsched/v1/site.proto\x12\vfedsched.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x03\n" +
+	"\x16fedsched/v1/site.proto\x12\vfedsched.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9d\x04\n" +
 	"\aJobSpec\x12\x14\n" +
 	"\x05procs\x18\x01 \x01(\x05R\x05procs\x12)\n" +
 	"\x10estimate_seconds\x18\x02 \x01(\x03R\x0festimateSeconds\x124\n" +
@@ -2689,7 +3288,10 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x03env\x18\n" +
 	" \x03(\v2\x1d.fedsched.v1.JobSpec.EnvEntryR\x03env\x12\x18\n" +
 	"\aworkdir\x18\v \x01(\tR\aworkdir\x12.\n" +
-	"\x13sim_runtime_seconds\x18\f \x01(\x03R\x11simRuntimeSeconds\x1a6\n" +
+	"\x13sim_runtime_seconds\x18\f \x01(\x03R\x11simRuntimeSeconds\x12\x16\n" +
+	"\x06script\x18\r \x01(\fR\x06script\x12\x16\n" +
+	"\x06output\x18\x0e \x01(\tR\x06output\x12\x14\n" +
+	"\x05error\x18\x0f \x01(\tR\x05error\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x01\n" +
@@ -2710,7 +3312,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x02to\x18\x02 \x01(\x0e2\x15.fedsched.v1.JobStateR\x02to\x12+\n" +
 	"\x06reason\x18\x03 \x01(\x0e2\x13.fedsched.v1.ReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xdf\x06\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xcb\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x04spec\x18\x02 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\x12+\n" +
@@ -2737,11 +3339,25 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x05route\x18\x10 \x03(\v2\x15.fedsched.v1.RouteHopR\x05route\x121\n" +
 	"\ahistory\x18\x11 \x03(\v2\x17.fedsched.v1.TransitionR\ahistory\x12;\n" +
 	"\vupdate_time\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\x12)\n" +
-	"\x10overbook_samples\x18\x13 \x01(\x01R\x0foverbookSamples\x12&\n" +
-	"\x0ftoo_few_samples\x18\x14 \x01(\bR\rtooFewSamplesB\f\n" +
+	"updateTime\x12+\n" +
+	"\x04wait\x18\x13 \x01(\v2\x17.fedsched.v1.WaitReasonR\x04wait\x12=\n" +
+	"\rquote_answers\x18\x14 \x03(\v2\x18.fedsched.v1.QuoteAnswerR\fquoteAnswers\x12)\n" +
+	"\x10overbook_samples\x18\x15 \x01(\x01R\x0foverbookSamples\x12&\n" +
+	"\x0ftoo_few_samples\x18\x16 \x01(\bR\rtooFewSamplesB\f\n" +
 	"\n" +
-	"_exit_code\"e\n" +
+	"_exit_code\"\x88\x01\n" +
+	"\n" +
+	"WaitReason\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x120\n" +
+	"\x05until\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x1a\n" +
+	"\bblockers\x18\x04 \x03(\tR\bblockers\"\xbd\x01\n" +
+	"\vQuoteAnswer\x12\x1b\n" +
+	"\tpeer_site\x18\x01 \x01(\tR\bpeerSite\x12\x18\n" +
+	"\aoffered\x18\x02 \x01(\bR\aoffered\x12-\n" +
+	"\arefusal\x18\x03 \x01(\x0e2\x13.fedsched.v1.ReasonR\arefusal\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"e\n" +
 	"\x10SubmitJobRequest\x12'\n" +
 	"\x0fidempotency_key\x18\x01 \x01(\tR\x0eidempotencyKey\x12(\n" +
 	"\x04spec\x18\x02 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\"S\n" +
@@ -2853,7 +3469,36 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\fheld_job_ids\x18\x03 \x03(\tR\n" +
 	"heldJobIds\x12'\n" +
 	"\x0freservation_ids\x18\x04 \x03(\tR\x0ereservationIds\x12\x1a\n" +
-	"\bdisplace\x18\x05 \x01(\bR\bdisplace*\xe2\x01\n" +
+	"\bdisplace\x18\x05 \x01(\bR\bdisplace\"\x10\n" +
+	"\x0eGetPlanRequest\"\xcc\x01\n" +
+	"\x0fGetPlanResponse\x12%\n" +
+	"\x04site\x18\x01 \x01(\v2\x11.fedsched.v1.SiteR\x04site\x120\n" +
+	"\x05until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x120\n" +
+	"\aentries\x18\x03 \x03(\v2\x16.fedsched.v1.PlanEntryR\aentries\x12.\n" +
+	"\x06queued\x18\x04 \x03(\v2\x16.fedsched.v1.PlanEntryR\x06queued\"\xd7\x02\n" +
+	"\tPlanEntry\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
+	"\x04user\x18\x04 \x01(\tR\x04user\x12\x14\n" +
+	"\x05procs\x18\x05 \x01(\x05R\x05procs\x120\n" +
+	"\x05start\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12)\n" +
+	"\x10estimate_seconds\x18\b \x01(\x03R\x0festimateSeconds\x12\x1e\n" +
+	"\n" +
+	"overbooked\x18\t \x01(\bR\n" +
+	"overbooked\x12\x10\n" +
+	"\x03pof\x18\n" +
+	" \x01(\x01R\x03pof\x12+\n" +
+	"\x04wait\x18\v \x01(\v2\x17.fedsched.v1.WaitReasonR\x04wait\"t\n" +
+	"\x13GetJobOutputRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x16\n" +
+	"\x06stderr\x18\x03 \x01(\bR\x06stderr\x12\x16\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\"<\n" +
+	"\x0eJobOutputChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset*\xe2\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x15\n" +
@@ -2870,7 +3515,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x10SLA_OUTCOME_OPEN\x10\x01\x12\x13\n" +
 	"\x0fSLA_OUTCOME_MET\x10\x02\x12\x18\n" +
 	"\x14SLA_OUTCOME_VIOLATED\x10\x03\x12\x19\n" +
-	"\x15SLA_OUTCOME_CANCELLED\x10\x04*\xda\x03\n" +
+	"\x15SLA_OUTCOME_CANCELLED\x10\x04*\x9c\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_PLACED_IN_FULL\x10\x01\x12\x15\n" +
@@ -2889,7 +3534,9 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x18REASON_CANCELLED_BY_USER\x10\r\x12\x14\n" +
 	"\x10REASON_DELEGATED\x10\x0e\x12\x1d\n" +
 	"\x19REASON_RECEIVED_FROM_PEER\x10\x0f\x12\x14\n" +
-	"\x10REASON_DISPLACED\x10\x10*\xb6\x01\n" +
+	"\x10REASON_DISPLACED\x10\x10\x12#\n" +
+	"\x1fREASON_REJECTED_COMMUNITY_SHARE\x10\x11\x12\x1b\n" +
+	"\x17REASON_PEER_UNREACHABLE\x10\x12*\xb6\x01\n" +
 	"\aWeekday\x12\x17\n" +
 	"\x13WEEKDAY_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eWEEKDAY_MONDAY\x10\x01\x12\x13\n" +
@@ -2898,7 +3545,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x10WEEKDAY_THURSDAY\x10\x04\x12\x12\n" +
 	"\x0eWEEKDAY_FRIDAY\x10\x05\x12\x14\n" +
 	"\x10WEEKDAY_SATURDAY\x10\x06\x12\x12\n" +
-	"\x0eWEEKDAY_SUNDAY\x10\a2\xab\x06\n" +
+	"\x0eWEEKDAY_SUNDAY\x10\a2\xc2\a\n" +
 	"\vSiteService\x12J\n" +
 	"\tSubmitJob\x12\x1d.fedsched.v1.SubmitJobRequest\x1a\x1e.fedsched.v1.SubmitJobResponse\x12A\n" +
 	"\x06GetJob\x12\x1a.fedsched.v1.GetJobRequest\x1a\x1b.fedsched.v1.GetJobResponse\x12G\n" +
@@ -2906,10 +3553,12 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\tCancelJob\x12\x1d.fedsched.v1.CancelJobRequest\x1a\x1e.fedsched.v1.CancelJobResponse\x12C\n" +
 	"\tWatchJobs\x12\x1d.fedsched.v1.WatchJobsRequest\x1a\x15.fedsched.v1.JobEvent0\x01\x12D\n" +
 	"\aExplain\x12\x1b.fedsched.v1.ExplainRequest\x1a\x1c.fedsched.v1.ExplainResponse\x12D\n" +
-	"\aGetSite\x12\x1b.fedsched.v1.GetSiteRequest\x1a\x1c.fedsched.v1.GetSiteResponse\x12b\n" +
+	"\aGetSite\x12\x1b.fedsched.v1.GetSiteRequest\x1a\x1c.fedsched.v1.GetSiteResponse\x12O\n" +
+	"\fGetJobOutput\x12 .fedsched.v1.GetJobOutputRequest\x1a\x1b.fedsched.v1.JobOutputChunk0\x01\x12b\n" +
 	"\x11CreateReservation\x12%.fedsched.v1.CreateReservationRequest\x1a&.fedsched.v1.CreateReservationResponse\x12_\n" +
 	"\x10ListReservations\x12$.fedsched.v1.ListReservationsRequest\x1a%.fedsched.v1.ListReservationsResponse\x12b\n" +
-	"\x11DeleteReservation\x12%.fedsched.v1.DeleteReservationRequest\x1a&.fedsched.v1.DeleteReservationResponseB;Z9github.com/fedsched/fedsched/proto/fedsched/v1;fedschedv1b\x06proto3"
+	"\x11DeleteReservation\x12%.fedsched.v1.DeleteReservationRequest\x1a&.fedsched.v1.DeleteReservationResponse\x12D\n" +
+	"\aGetPlan\x12\x1b.fedsched.v1.GetPlanRequest\x1a\x1c.fedsched.v1.GetPlanResponseB;Z9github.com/fedsched/fedsched/proto/fedsched/v1;fedschedv1b\x06proto3"
 
 var (
 	file_fedsched_v1_site_proto_rawDescOnce sync.Once
@@ -2924,7 +3573,7 @@ func file_fedsched_v1_site_proto_rawDescGZIP() []byte {
 }
 
 var file_fedsched_v1_site_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_fedsched_v1_site_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_fedsched_v1_site_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_fedsched_v1_site_proto_goTypes = []any{
 	(JobState)(0),                     // 0: fedsched.v1.JobState
 	(SlaOutcome)(0),                   // 1: fedsched.v1.SlaOutcome
@@ -2935,116 +3584,139 @@ var file_fedsched_v1_site_proto_goTypes = []any{
 	(*RouteHop)(nil),                  // 6: fedsched.v1.RouteHop
 	(*Transition)(nil),                // 7: fedsched.v1.Transition
 	(*Job)(nil),                       // 8: fedsched.v1.Job
-	(*SubmitJobRequest)(nil),          // 9: fedsched.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),         // 10: fedsched.v1.SubmitJobResponse
-	(*GetJobRequest)(nil),             // 11: fedsched.v1.GetJobRequest
-	(*GetJobResponse)(nil),            // 12: fedsched.v1.GetJobResponse
-	(*ListJobsRequest)(nil),           // 13: fedsched.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),          // 14: fedsched.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),          // 15: fedsched.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),         // 16: fedsched.v1.CancelJobResponse
-	(*WatchJobsRequest)(nil),          // 17: fedsched.v1.WatchJobsRequest
-	(*JobEvent)(nil),                  // 18: fedsched.v1.JobEvent
-	(*ExplainRequest)(nil),            // 19: fedsched.v1.ExplainRequest
-	(*ExplainResponse)(nil),           // 20: fedsched.v1.ExplainResponse
-	(*GetSiteRequest)(nil),            // 21: fedsched.v1.GetSiteRequest
-	(*GetSiteResponse)(nil),           // 22: fedsched.v1.GetSiteResponse
-	(*Site)(nil),                      // 23: fedsched.v1.Site
-	(*TimeWindow)(nil),                // 24: fedsched.v1.TimeWindow
-	(*FixedReservation)(nil),          // 25: fedsched.v1.FixedReservation
-	(*CreateReservationRequest)(nil),  // 26: fedsched.v1.CreateReservationRequest
-	(*DisplacedJob)(nil),              // 27: fedsched.v1.DisplacedJob
-	(*CreateReservationResponse)(nil), // 28: fedsched.v1.CreateReservationResponse
-	(*ListReservationsRequest)(nil),   // 29: fedsched.v1.ListReservationsRequest
-	(*ListReservationsResponse)(nil),  // 30: fedsched.v1.ListReservationsResponse
-	(*DeleteReservationRequest)(nil),  // 31: fedsched.v1.DeleteReservationRequest
-	(*DeleteReservationResponse)(nil), // 32: fedsched.v1.DeleteReservationResponse
-	(*ReservationConflict)(nil),       // 33: fedsched.v1.ReservationConflict
-	nil,                               // 34: fedsched.v1.JobSpec.EnvEntry
-	(*timestamppb.Timestamp)(nil),     // 35: google.protobuf.Timestamp
+	(*WaitReason)(nil),                // 9: fedsched.v1.WaitReason
+	(*QuoteAnswer)(nil),               // 10: fedsched.v1.QuoteAnswer
+	(*SubmitJobRequest)(nil),          // 11: fedsched.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),         // 12: fedsched.v1.SubmitJobResponse
+	(*GetJobRequest)(nil),             // 13: fedsched.v1.GetJobRequest
+	(*GetJobResponse)(nil),            // 14: fedsched.v1.GetJobResponse
+	(*ListJobsRequest)(nil),           // 15: fedsched.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 16: fedsched.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),          // 17: fedsched.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),         // 18: fedsched.v1.CancelJobResponse
+	(*WatchJobsRequest)(nil),          // 19: fedsched.v1.WatchJobsRequest
+	(*JobEvent)(nil),                  // 20: fedsched.v1.JobEvent
+	(*ExplainRequest)(nil),            // 21: fedsched.v1.ExplainRequest
+	(*ExplainResponse)(nil),           // 22: fedsched.v1.ExplainResponse
+	(*GetSiteRequest)(nil),            // 23: fedsched.v1.GetSiteRequest
+	(*GetSiteResponse)(nil),           // 24: fedsched.v1.GetSiteResponse
+	(*Site)(nil),                      // 25: fedsched.v1.Site
+	(*TimeWindow)(nil),                // 26: fedsched.v1.TimeWindow
+	(*FixedReservation)(nil),          // 27: fedsched.v1.FixedReservation
+	(*CreateReservationRequest)(nil),  // 28: fedsched.v1.CreateReservationRequest
+	(*DisplacedJob)(nil),              // 29: fedsched.v1.DisplacedJob
+	(*CreateReservationResponse)(nil), // 30: fedsched.v1.CreateReservationResponse
+	(*ListReservationsRequest)(nil),   // 31: fedsched.v1.ListReservationsRequest
+	(*ListReservationsResponse)(nil),  // 32: fedsched.v1.ListReservationsResponse
+	(*DeleteReservationRequest)(nil),  // 33: fedsched.v1.DeleteReservationRequest
+	(*DeleteReservationResponse)(nil), // 34: fedsched.v1.DeleteReservationResponse
+	(*ReservationConflict)(nil),       // 35: fedsched.v1.ReservationConflict
+	(*GetPlanRequest)(nil),            // 36: fedsched.v1.GetPlanRequest
+	(*GetPlanResponse)(nil),           // 37: fedsched.v1.GetPlanResponse
+	(*PlanEntry)(nil),                 // 38: fedsched.v1.PlanEntry
+	(*GetJobOutputRequest)(nil),       // 39: fedsched.v1.GetJobOutputRequest
+	(*JobOutputChunk)(nil),            // 40: fedsched.v1.JobOutputChunk
+	nil,                               // 41: fedsched.v1.JobSpec.EnvEntry
+	(*timestamppb.Timestamp)(nil),     // 42: google.protobuf.Timestamp
 }
 var file_fedsched_v1_site_proto_depIdxs = []int32{
-	35, // 0: fedsched.v1.JobSpec.release:type_name -> google.protobuf.Timestamp
-	35, // 1: fedsched.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
-	34, // 2: fedsched.v1.JobSpec.env:type_name -> fedsched.v1.JobSpec.EnvEntry
-	35, // 3: fedsched.v1.Reservation.start:type_name -> google.protobuf.Timestamp
-	35, // 4: fedsched.v1.Reservation.end:type_name -> google.protobuf.Timestamp
+	42, // 0: fedsched.v1.JobSpec.release:type_name -> google.protobuf.Timestamp
+	42, // 1: fedsched.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	41, // 2: fedsched.v1.JobSpec.env:type_name -> fedsched.v1.JobSpec.EnvEntry
+	42, // 3: fedsched.v1.Reservation.start:type_name -> google.protobuf.Timestamp
+	42, // 4: fedsched.v1.Reservation.end:type_name -> google.protobuf.Timestamp
 	2,  // 5: fedsched.v1.RouteHop.reason:type_name -> fedsched.v1.Reason
-	35, // 6: fedsched.v1.RouteHop.time:type_name -> google.protobuf.Timestamp
+	42, // 6: fedsched.v1.RouteHop.time:type_name -> google.protobuf.Timestamp
 	0,  // 7: fedsched.v1.Transition.from:type_name -> fedsched.v1.JobState
 	0,  // 8: fedsched.v1.Transition.to:type_name -> fedsched.v1.JobState
 	2,  // 9: fedsched.v1.Transition.reason:type_name -> fedsched.v1.Reason
-	35, // 10: fedsched.v1.Transition.time:type_name -> google.protobuf.Timestamp
+	42, // 10: fedsched.v1.Transition.time:type_name -> google.protobuf.Timestamp
 	4,  // 11: fedsched.v1.Job.spec:type_name -> fedsched.v1.JobSpec
 	0,  // 12: fedsched.v1.Job.state:type_name -> fedsched.v1.JobState
 	2,  // 13: fedsched.v1.Job.reason:type_name -> fedsched.v1.Reason
-	35, // 14: fedsched.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
+	42, // 14: fedsched.v1.Job.submit_time:type_name -> google.protobuf.Timestamp
 	5,  // 15: fedsched.v1.Job.reservation:type_name -> fedsched.v1.Reservation
 	1,  // 16: fedsched.v1.Job.sla_outcome:type_name -> fedsched.v1.SlaOutcome
-	35, // 17: fedsched.v1.Job.start_time:type_name -> google.protobuf.Timestamp
-	35, // 18: fedsched.v1.Job.end_time:type_name -> google.protobuf.Timestamp
+	42, // 17: fedsched.v1.Job.start_time:type_name -> google.protobuf.Timestamp
+	42, // 18: fedsched.v1.Job.end_time:type_name -> google.protobuf.Timestamp
 	6,  // 19: fedsched.v1.Job.route:type_name -> fedsched.v1.RouteHop
 	7,  // 20: fedsched.v1.Job.history:type_name -> fedsched.v1.Transition
-	35, // 21: fedsched.v1.Job.update_time:type_name -> google.protobuf.Timestamp
-	4,  // 22: fedsched.v1.SubmitJobRequest.spec:type_name -> fedsched.v1.JobSpec
-	8,  // 23: fedsched.v1.SubmitJobResponse.job:type_name -> fedsched.v1.Job
-	8,  // 24: fedsched.v1.GetJobResponse.job:type_name -> fedsched.v1.Job
-	0,  // 25: fedsched.v1.ListJobsRequest.states:type_name -> fedsched.v1.JobState
-	8,  // 26: fedsched.v1.ListJobsResponse.jobs:type_name -> fedsched.v1.Job
-	8,  // 27: fedsched.v1.CancelJobResponse.job:type_name -> fedsched.v1.Job
-	8,  // 28: fedsched.v1.JobEvent.job:type_name -> fedsched.v1.Job
-	0,  // 29: fedsched.v1.JobEvent.previous_state:type_name -> fedsched.v1.JobState
-	35, // 30: fedsched.v1.JobEvent.time:type_name -> google.protobuf.Timestamp
-	8,  // 31: fedsched.v1.ExplainResponse.job:type_name -> fedsched.v1.Job
-	2,  // 32: fedsched.v1.ExplainResponse.reasons:type_name -> fedsched.v1.Reason
-	5,  // 33: fedsched.v1.ExplainResponse.reservation:type_name -> fedsched.v1.Reservation
-	23, // 34: fedsched.v1.GetSiteResponse.site:type_name -> fedsched.v1.Site
-	35, // 35: fedsched.v1.Site.now:type_name -> google.protobuf.Timestamp
-	35, // 36: fedsched.v1.TimeWindow.start:type_name -> google.protobuf.Timestamp
-	35, // 37: fedsched.v1.TimeWindow.end:type_name -> google.protobuf.Timestamp
-	35, // 38: fedsched.v1.FixedReservation.start:type_name -> google.protobuf.Timestamp
-	35, // 39: fedsched.v1.FixedReservation.end:type_name -> google.protobuf.Timestamp
-	35, // 40: fedsched.v1.FixedReservation.until:type_name -> google.protobuf.Timestamp
-	3,  // 41: fedsched.v1.FixedReservation.weekdays:type_name -> fedsched.v1.Weekday
-	24, // 42: fedsched.v1.FixedReservation.instances:type_name -> fedsched.v1.TimeWindow
-	35, // 43: fedsched.v1.CreateReservationRequest.start:type_name -> google.protobuf.Timestamp
-	35, // 44: fedsched.v1.CreateReservationRequest.end:type_name -> google.protobuf.Timestamp
-	35, // 45: fedsched.v1.CreateReservationRequest.until:type_name -> google.protobuf.Timestamp
-	3,  // 46: fedsched.v1.CreateReservationRequest.weekdays:type_name -> fedsched.v1.Weekday
-	5,  // 47: fedsched.v1.DisplacedJob.previous:type_name -> fedsched.v1.Reservation
-	5,  // 48: fedsched.v1.DisplacedJob.reservation:type_name -> fedsched.v1.Reservation
-	0,  // 49: fedsched.v1.DisplacedJob.state:type_name -> fedsched.v1.JobState
-	2,  // 50: fedsched.v1.DisplacedJob.reason:type_name -> fedsched.v1.Reason
-	1,  // 51: fedsched.v1.DisplacedJob.sla_outcome:type_name -> fedsched.v1.SlaOutcome
-	25, // 52: fedsched.v1.CreateReservationResponse.reservation:type_name -> fedsched.v1.FixedReservation
-	27, // 53: fedsched.v1.CreateReservationResponse.displaced:type_name -> fedsched.v1.DisplacedJob
-	25, // 54: fedsched.v1.ListReservationsResponse.reservations:type_name -> fedsched.v1.FixedReservation
-	25, // 55: fedsched.v1.DeleteReservationResponse.reservation:type_name -> fedsched.v1.FixedReservation
-	9,  // 56: fedsched.v1.SiteService.SubmitJob:input_type -> fedsched.v1.SubmitJobRequest
-	11, // 57: fedsched.v1.SiteService.GetJob:input_type -> fedsched.v1.GetJobRequest
-	13, // 58: fedsched.v1.SiteService.ListJobs:input_type -> fedsched.v1.ListJobsRequest
-	15, // 59: fedsched.v1.SiteService.CancelJob:input_type -> fedsched.v1.CancelJobRequest
-	17, // 60: fedsched.v1.SiteService.WatchJobs:input_type -> fedsched.v1.WatchJobsRequest
-	19, // 61: fedsched.v1.SiteService.Explain:input_type -> fedsched.v1.ExplainRequest
-	21, // 62: fedsched.v1.SiteService.GetSite:input_type -> fedsched.v1.GetSiteRequest
-	26, // 63: fedsched.v1.SiteService.CreateReservation:input_type -> fedsched.v1.CreateReservationRequest
-	29, // 64: fedsched.v1.SiteService.ListReservations:input_type -> fedsched.v1.ListReservationsRequest
-	31, // 65: fedsched.v1.SiteService.DeleteReservation:input_type -> fedsched.v1.DeleteReservationRequest
-	10, // 66: fedsched.v1.SiteService.SubmitJob:output_type -> fedsched.v1.SubmitJobResponse
-	12, // 67: fedsched.v1.SiteService.GetJob:output_type -> fedsched.v1.GetJobResponse
-	14, // 68: fedsched.v1.SiteService.ListJobs:output_type -> fedsched.v1.ListJobsResponse
-	16, // 69: fedsched.v1.SiteService.CancelJob:output_type -> fedsched.v1.CancelJobResponse
-	18, // 70: fedsched.v1.SiteService.WatchJobs:output_type -> fedsched.v1.JobEvent
-	20, // 71: fedsched.v1.SiteService.Explain:output_type -> fedsched.v1.ExplainResponse
-	22, // 72: fedsched.v1.SiteService.GetSite:output_type -> fedsched.v1.GetSiteResponse
-	28, // 73: fedsched.v1.SiteService.CreateReservation:output_type -> fedsched.v1.CreateReservationResponse
-	30, // 74: fedsched.v1.SiteService.ListReservations:output_type -> fedsched.v1.ListReservationsResponse
-	32, // 75: fedsched.v1.SiteService.DeleteReservation:output_type -> fedsched.v1.DeleteReservationResponse
-	66, // [66:76] is the sub-list for method output_type
-	56, // [56:66] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	42, // 21: fedsched.v1.Job.update_time:type_name -> google.protobuf.Timestamp
+	9,  // 22: fedsched.v1.Job.wait:type_name -> fedsched.v1.WaitReason
+	10, // 23: fedsched.v1.Job.quote_answers:type_name -> fedsched.v1.QuoteAnswer
+	42, // 24: fedsched.v1.WaitReason.until:type_name -> google.protobuf.Timestamp
+	2,  // 25: fedsched.v1.QuoteAnswer.refusal:type_name -> fedsched.v1.Reason
+	42, // 26: fedsched.v1.QuoteAnswer.time:type_name -> google.protobuf.Timestamp
+	4,  // 27: fedsched.v1.SubmitJobRequest.spec:type_name -> fedsched.v1.JobSpec
+	8,  // 28: fedsched.v1.SubmitJobResponse.job:type_name -> fedsched.v1.Job
+	8,  // 29: fedsched.v1.GetJobResponse.job:type_name -> fedsched.v1.Job
+	0,  // 30: fedsched.v1.ListJobsRequest.states:type_name -> fedsched.v1.JobState
+	8,  // 31: fedsched.v1.ListJobsResponse.jobs:type_name -> fedsched.v1.Job
+	8,  // 32: fedsched.v1.CancelJobResponse.job:type_name -> fedsched.v1.Job
+	8,  // 33: fedsched.v1.JobEvent.job:type_name -> fedsched.v1.Job
+	0,  // 34: fedsched.v1.JobEvent.previous_state:type_name -> fedsched.v1.JobState
+	42, // 35: fedsched.v1.JobEvent.time:type_name -> google.protobuf.Timestamp
+	8,  // 36: fedsched.v1.ExplainResponse.job:type_name -> fedsched.v1.Job
+	2,  // 37: fedsched.v1.ExplainResponse.reasons:type_name -> fedsched.v1.Reason
+	5,  // 38: fedsched.v1.ExplainResponse.reservation:type_name -> fedsched.v1.Reservation
+	25, // 39: fedsched.v1.GetSiteResponse.site:type_name -> fedsched.v1.Site
+	42, // 40: fedsched.v1.Site.now:type_name -> google.protobuf.Timestamp
+	42, // 41: fedsched.v1.TimeWindow.start:type_name -> google.protobuf.Timestamp
+	42, // 42: fedsched.v1.TimeWindow.end:type_name -> google.protobuf.Timestamp
+	42, // 43: fedsched.v1.FixedReservation.start:type_name -> google.protobuf.Timestamp
+	42, // 44: fedsched.v1.FixedReservation.end:type_name -> google.protobuf.Timestamp
+	42, // 45: fedsched.v1.FixedReservation.until:type_name -> google.protobuf.Timestamp
+	3,  // 46: fedsched.v1.FixedReservation.weekdays:type_name -> fedsched.v1.Weekday
+	26, // 47: fedsched.v1.FixedReservation.instances:type_name -> fedsched.v1.TimeWindow
+	42, // 48: fedsched.v1.CreateReservationRequest.start:type_name -> google.protobuf.Timestamp
+	42, // 49: fedsched.v1.CreateReservationRequest.end:type_name -> google.protobuf.Timestamp
+	42, // 50: fedsched.v1.CreateReservationRequest.until:type_name -> google.protobuf.Timestamp
+	3,  // 51: fedsched.v1.CreateReservationRequest.weekdays:type_name -> fedsched.v1.Weekday
+	5,  // 52: fedsched.v1.DisplacedJob.previous:type_name -> fedsched.v1.Reservation
+	5,  // 53: fedsched.v1.DisplacedJob.reservation:type_name -> fedsched.v1.Reservation
+	0,  // 54: fedsched.v1.DisplacedJob.state:type_name -> fedsched.v1.JobState
+	2,  // 55: fedsched.v1.DisplacedJob.reason:type_name -> fedsched.v1.Reason
+	1,  // 56: fedsched.v1.DisplacedJob.sla_outcome:type_name -> fedsched.v1.SlaOutcome
+	27, // 57: fedsched.v1.CreateReservationResponse.reservation:type_name -> fedsched.v1.FixedReservation
+	29, // 58: fedsched.v1.CreateReservationResponse.displaced:type_name -> fedsched.v1.DisplacedJob
+	27, // 59: fedsched.v1.ListReservationsResponse.reservations:type_name -> fedsched.v1.FixedReservation
+	27, // 60: fedsched.v1.DeleteReservationResponse.reservation:type_name -> fedsched.v1.FixedReservation
+	25, // 61: fedsched.v1.GetPlanResponse.site:type_name -> fedsched.v1.Site
+	42, // 62: fedsched.v1.GetPlanResponse.until:type_name -> google.protobuf.Timestamp
+	38, // 63: fedsched.v1.GetPlanResponse.entries:type_name -> fedsched.v1.PlanEntry
+	38, // 64: fedsched.v1.GetPlanResponse.queued:type_name -> fedsched.v1.PlanEntry
+	42, // 65: fedsched.v1.PlanEntry.start:type_name -> google.protobuf.Timestamp
+	42, // 66: fedsched.v1.PlanEntry.end:type_name -> google.protobuf.Timestamp
+	9,  // 67: fedsched.v1.PlanEntry.wait:type_name -> fedsched.v1.WaitReason
+	11, // 68: fedsched.v1.SiteService.SubmitJob:input_type -> fedsched.v1.SubmitJobRequest
+	13, // 69: fedsched.v1.SiteService.GetJob:input_type -> fedsched.v1.GetJobRequest
+	15, // 70: fedsched.v1.SiteService.ListJobs:input_type -> fedsched.v1.ListJobsRequest
+	17, // 71: fedsched.v1.SiteService.CancelJob:input_type -> fedsched.v1.CancelJobRequest
+	19, // 72: fedsched.v1.SiteService.WatchJobs:input_type -> fedsched.v1.WatchJobsRequest
+	21, // 73: fedsched.v1.SiteService.Explain:input_type -> fedsched.v1.ExplainRequest
+	23, // 74: fedsched.v1.SiteService.GetSite:input_type -> fedsched.v1.GetSiteRequest
+	39, // 75: fedsched.v1.SiteService.GetJobOutput:input_type -> fedsched.v1.GetJobOutputRequest
+	28, // 76: fedsched.v1.SiteService.CreateReservation:input_type -> fedsched.v1.CreateReservationRequest
+	31, // 77: fedsched.v1.SiteService.ListReservations:input_type -> fedsched.v1.ListReservationsRequest
+	33, // 78: fedsched.v1.SiteService.DeleteReservation:input_type -> fedsched.v1.DeleteReservationRequest
+	36, // 79: fedsched.v1.SiteService.GetPlan:input_type -> fedsched.v1.GetPlanRequest
+	12, // 80: fedsched.v1.SiteService.SubmitJob:output_type -> fedsched.v1.SubmitJobResponse
+	14, // 81: fedsched.v1.SiteService.GetJob:output_type -> fedsched.v1.GetJobResponse
+	16, // 82: fedsched.v1.SiteService.ListJobs:output_type -> fedsched.v1.ListJobsResponse
+	18, // 83: fedsched.v1.SiteService.CancelJob:output_type -> fedsched.v1.CancelJobResponse
+	20, // 84: fedsched.v1.SiteService.WatchJobs:output_type -> fedsched.v1.JobEvent
+	22, // 85: fedsched.v1.SiteService.Explain:output_type -> fedsched.v1.ExplainResponse
+	24, // 86: fedsched.v1.SiteService.GetSite:output_type -> fedsched.v1.GetSiteResponse
+	40, // 87: fedsched.v1.SiteService.GetJobOutput:output_type -> fedsched.v1.JobOutputChunk
+	30, // 88: fedsched.v1.SiteService.CreateReservation:output_type -> fedsched.v1.CreateReservationResponse
+	32, // 89: fedsched.v1.SiteService.ListReservations:output_type -> fedsched.v1.ListReservationsResponse
+	34, // 90: fedsched.v1.SiteService.DeleteReservation:output_type -> fedsched.v1.DeleteReservationResponse
+	37, // 91: fedsched.v1.SiteService.GetPlan:output_type -> fedsched.v1.GetPlanResponse
+	80, // [80:92] is the sub-list for method output_type
+	68, // [68:80] is the sub-list for method input_type
+	68, // [68:68] is the sub-list for extension type_name
+	68, // [68:68] is the sub-list for extension extendee
+	0,  // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_fedsched_v1_site_proto_init() }
@@ -3059,7 +3731,7 @@ func file_fedsched_v1_site_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fedsched_v1_site_proto_rawDesc), len(file_fedsched_v1_site_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   31,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -43,9 +43,11 @@ const (
 	SiteService_WatchJobs_FullMethodName         = "/fedsched.v1.SiteService/WatchJobs"
 	SiteService_Explain_FullMethodName           = "/fedsched.v1.SiteService/Explain"
 	SiteService_GetSite_FullMethodName           = "/fedsched.v1.SiteService/GetSite"
+	SiteService_GetJobOutput_FullMethodName      = "/fedsched.v1.SiteService/GetJobOutput"
 	SiteService_CreateReservation_FullMethodName = "/fedsched.v1.SiteService/CreateReservation"
 	SiteService_ListReservations_FullMethodName  = "/fedsched.v1.SiteService/ListReservations"
 	SiteService_DeleteReservation_FullMethodName = "/fedsched.v1.SiteService/DeleteReservation"
+	SiteService_GetPlan_FullMethodName           = "/fedsched.v1.SiteService/GetPlan"
 )
 
 // SiteServiceClient is the client API for SiteService service.
@@ -85,6 +87,13 @@ type SiteServiceClient interface {
 	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
 	// GetSite describes the site: its capabilities and its current load.
 	GetSite(ctx context.Context, in *GetSiteRequest, opts ...grpc.CallOption) (*GetSiteResponse, error)
+	// GetJobOutput streams a job's standard output (or error) from offset;
+	// with follow, it keeps streaming what the job writes until the job has
+	// ended and everything is sent. For a delegated job the site asks the
+	// peer that runs it (FederationService.PeerJobOutput). NOT_FOUND for an
+	// unknown job; FAILED_PRECONDITION for a job with no output (the
+	// simulated executor, a job that never started, a file gone).
+	GetJobOutput(ctx context.Context, in *GetJobOutputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobOutputChunk], error)
 	// CreateReservation makes an operator's fixed reservation: procs
 	// processors held for exactly [start, end), never moved, shortened or
 	// overbooked by any policy. With every_seconds it is a standing
@@ -112,6 +121,11 @@ type SiteServiceClient interface {
 	// are free at once and waiting jobs may move earlier into them.
 	// NOT_FOUND (reason RESERVATION_NOT_FOUND) if the id is unknown here.
 	DeleteReservation(ctx context.Context, in *DeleteReservationRequest, opts ...grpc.CallOption) (*DeleteReservationResponse, error)
+	// The site's plan now: every reservation (running and waiting jobs,
+	// holds backing quotes, fixed and standing reservations) and the queued
+	// jobs, each pending one with what it waits for. For `fedsched plan` and
+	// dashboards.
+	GetPlan(ctx context.Context, in *GetPlanRequest, opts ...grpc.CallOption) (*GetPlanResponse, error)
 }
 
 type siteServiceClient struct {
@@ -201,6 +215,25 @@ func (c *siteServiceClient) GetSite(ctx context.Context, in *GetSiteRequest, opt
 	return out, nil
 }
 
+func (c *siteServiceClient) GetJobOutput(ctx context.Context, in *GetJobOutputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobOutputChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SiteService_ServiceDesc.Streams[1], SiteService_GetJobOutput_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GetJobOutputRequest, JobOutputChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SiteService_GetJobOutputClient = grpc.ServerStreamingClient[JobOutputChunk]
+
 func (c *siteServiceClient) CreateReservation(ctx context.Context, in *CreateReservationRequest, opts ...grpc.CallOption) (*CreateReservationResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateReservationResponse)
@@ -225,6 +258,16 @@ func (c *siteServiceClient) DeleteReservation(ctx context.Context, in *DeleteRes
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeleteReservationResponse)
 	err := c.cc.Invoke(ctx, SiteService_DeleteReservation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *siteServiceClient) GetPlan(ctx context.Context, in *GetPlanRequest, opts ...grpc.CallOption) (*GetPlanResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPlanResponse)
+	err := c.cc.Invoke(ctx, SiteService_GetPlan_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +311,13 @@ type SiteServiceServer interface {
 	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
 	// GetSite describes the site: its capabilities and its current load.
 	GetSite(context.Context, *GetSiteRequest) (*GetSiteResponse, error)
+	// GetJobOutput streams a job's standard output (or error) from offset;
+	// with follow, it keeps streaming what the job writes until the job has
+	// ended and everything is sent. For a delegated job the site asks the
+	// peer that runs it (FederationService.PeerJobOutput). NOT_FOUND for an
+	// unknown job; FAILED_PRECONDITION for a job with no output (the
+	// simulated executor, a job that never started, a file gone).
+	GetJobOutput(*GetJobOutputRequest, grpc.ServerStreamingServer[JobOutputChunk]) error
 	// CreateReservation makes an operator's fixed reservation: procs
 	// processors held for exactly [start, end), never moved, shortened or
 	// overbooked by any policy. With every_seconds it is a standing
@@ -295,6 +345,11 @@ type SiteServiceServer interface {
 	// are free at once and waiting jobs may move earlier into them.
 	// NOT_FOUND (reason RESERVATION_NOT_FOUND) if the id is unknown here.
 	DeleteReservation(context.Context, *DeleteReservationRequest) (*DeleteReservationResponse, error)
+	// The site's plan now: every reservation (running and waiting jobs,
+	// holds backing quotes, fixed and standing reservations) and the queued
+	// jobs, each pending one with what it waits for. For `fedsched plan` and
+	// dashboards.
+	GetPlan(context.Context, *GetPlanRequest) (*GetPlanResponse, error)
 	mustEmbedUnimplementedSiteServiceServer()
 }
 
@@ -326,6 +381,9 @@ func (UnimplementedSiteServiceServer) Explain(context.Context, *ExplainRequest) 
 func (UnimplementedSiteServiceServer) GetSite(context.Context, *GetSiteRequest) (*GetSiteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSite not implemented")
 }
+func (UnimplementedSiteServiceServer) GetJobOutput(*GetJobOutputRequest, grpc.ServerStreamingServer[JobOutputChunk]) error {
+	return status.Error(codes.Unimplemented, "method GetJobOutput not implemented")
+}
 func (UnimplementedSiteServiceServer) CreateReservation(context.Context, *CreateReservationRequest) (*CreateReservationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateReservation not implemented")
 }
@@ -334,6 +392,9 @@ func (UnimplementedSiteServiceServer) ListReservations(context.Context, *ListRes
 }
 func (UnimplementedSiteServiceServer) DeleteReservation(context.Context, *DeleteReservationRequest) (*DeleteReservationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteReservation not implemented")
+}
+func (UnimplementedSiteServiceServer) GetPlan(context.Context, *GetPlanRequest) (*GetPlanResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPlan not implemented")
 }
 func (UnimplementedSiteServiceServer) mustEmbedUnimplementedSiteServiceServer() {}
 func (UnimplementedSiteServiceServer) testEmbeddedByValue()                     {}
@@ -475,6 +536,17 @@ func _SiteService_GetSite_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SiteService_GetJobOutput_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GetJobOutputRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SiteServiceServer).GetJobOutput(m, &grpc.GenericServerStream[GetJobOutputRequest, JobOutputChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SiteService_GetJobOutputServer = grpc.ServerStreamingServer[JobOutputChunk]
+
 func _SiteService_CreateReservation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateReservationRequest)
 	if err := dec(in); err != nil {
@@ -529,6 +601,24 @@ func _SiteService_DeleteReservation_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SiteService_GetPlan_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPlanRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SiteServiceServer).GetPlan(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SiteService_GetPlan_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SiteServiceServer).GetPlan(ctx, req.(*GetPlanRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SiteService_ServiceDesc is the grpc.ServiceDesc for SiteService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -572,11 +662,20 @@ var SiteService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "DeleteReservation",
 			Handler:    _SiteService_DeleteReservation_Handler,
 		},
+		{
+			MethodName: "GetPlan",
+			Handler:    _SiteService_GetPlan_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "WatchJobs",
 			Handler:       _SiteService_WatchJobs_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "GetJobOutput",
+			Handler:       _SiteService_GetJobOutput_Handler,
 			ServerStreams: true,
 		},
 	},
