@@ -123,6 +123,7 @@ func TestOverbookingLearnsFromCuts(t *testing.T) {
 	}
 	second := overbookScenario(t, s, 100)
 	if !(second.GetPof() > 0) || second.GetOverbookSamples() < 121 {
-		t.Fatalf("after a cut: PoF %v from %v samples, want above 0 from at least 121 (%s)", second.GetPof(), second.GetOverbookSamples(), second.GetMessage())
+		t.Fatalf("after a cut: PoF %v from %v samples, want above 0 from at least 121 (%s); the cut job ran %v to %v: %s", second.GetPof(), second.GetOverbookSamples(), second.GetMessage(),
+			cut.GetStartTime().AsTime(), cut.GetEndTime().AsTime(), cut.GetMessage())
 	}
 }
