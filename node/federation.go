@@ -55,6 +55,11 @@ type FederationConfig struct {
 	// ReportInterval is how often unacknowledged outcomes and
 	// terminations are retried (default 1 s of wall time).
 	ReportInterval time.Duration
+	// OutboxGiveUp is how long an outcome or termination owed to a site
+	// that is no longer an alive member (dead, left, or gone from the
+	// membership) is retried before the site gives up on it (outbox.go);
+	// in the site's clock, default 24 hours.
+	OutboxGiveUp time.Duration
 	// Transfer is the transfer policy: OnReject (default) or ACF (a job
 	// accepted here that the site's own policy would not start now is
 	// offered to peers that would start it now; it stays if none does).
@@ -79,6 +84,9 @@ func (c *FederationConfig) defaults() {
 	if c.ReportInterval <= 0 {
 		c.ReportInterval = time.Second
 	}
+	if c.OutboxGiveUp <= 0 {
+		c.OutboxGiveUp = 24 * time.Hour
+	}
 }
 
 // agreementRec is an agreement as the node stores it, on either side.
@@ -100,6 +108,12 @@ type agreementRec struct {
 	// PeerJob is the executing site's final job record (peer side, for
 	// the outcome report).
 	PeerJob []byte `json:"peer_job,omitempty"`
+	// AbsentSince is when the site Pending is owed to was first seen not
+	// an alive member while the message was undelivered (0: it is alive,
+	// or nothing is owed). Undelivered says what the site gave up
+	// delivering and why (outbox.go).
+	AbsentSince int64  `json:"absent_since,omitempty"`
+	Undelivered string `json:"undelivered,omitempty"`
 	// stored is set once the agreement has been written. A hold is kept in
 	// memory only: after a restart it would be rejected anyway (holds are
 	// not restored), so writing it would only slow every quote down.
@@ -325,6 +339,27 @@ func maps2(m map[string]delegation.History) map[string]delegation.History {
 		out[k] = v
 	}
 	return out
+}
+
+// mayDelegate is the one place the site applies delegation.max_hops: a
+// job whose route already holds MaxHops delegations is neither delegated
+// further by this site nor quoted for (taken from another site) by it.
+func (n *Node) mayDelegate(route []*fedschedv1.RouteHop) bool {
+	return delegationsOf(route).CanDelegate(n.fed.MaxHops)
+}
+
+// delegationsOf is the route's completed delegations: a site received the
+// job from a peer under an agreement. (An origin's DELEGATED hop may be an
+// intent it abandoned in a crash; only the receiving hop proves the
+// delegation happened.)
+func delegationsOf(route []*fedschedv1.RouteHop) delegation.Route {
+	var r delegation.Route
+	for _, h := range route {
+		if h.GetReason() == fedschedv1.Reason_REASON_RECEIVED_FROM_PEER {
+			r = append(r, delegation.Hop{Site: h.GetSite(), Action: delegation.ActionDelegated})
+		}
+	}
+	return r
 }
 
 func routeOf(j *fedschedv1.Job) delegation.Route {
@@ -598,6 +633,10 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 			return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "the job has been at "+n.cfg.Site+" before"), nil
 		}
 	}
+	if !n.mayDelegate(req.GetRoute()) {
+		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, fmt.Sprintf("taking the job would be its delegation number %d; %s allows at most delegation.max_hops = %d",
+			delegationsOf(req.GetRoute()).Hops()+1, n.cfg.Site, n.fed.MaxHops)), nil
+	}
 	key := originKey(req.GetOriginSite(), req.GetOriginJobId())
 	if id, ok := n.byOrigin[key]; ok {
 		if a := n.agreements[id]; a != nil && a.State == delegation.Pending {
@@ -744,7 +783,7 @@ func (n *Node) agree(req *fedschedv1.AgreeRequest, now int64) (*fedschedv1.Agree
 
 func (n *Node) agreementMsg(a *agreementRec) *fedschedv1.Agreement {
 	out := &fedschedv1.Agreement{Id: a.ID, OriginSite: a.Origin, OriginJobId: a.JobID, PeerSite: a.Peer, PeerJobId: a.PeerJobID,
-		State: fedschedv1.AgreementState(a.State), Offer: offerOf(a, a.Peer), UpdateTime: toTime(a.Updated)}
+		State: fedschedv1.AgreementState(a.State), Offer: offerOf(a, a.Peer), UpdateTime: toTime(a.Updated), Undelivered: a.Undelivered}
 	if lj := n.live[a.Seq]; lj != nil && a.Role == rolePeer {
 		out.Job = proto.Clone(lj.job).(*fedschedv1.Job)
 	}
@@ -981,6 +1020,7 @@ func (o *terminateOp) run(n *Node, now int64) func(error) {
 type outboxItem struct {
 	id, kind, site string
 	req            proto.Message
+	absent         bool // the site was not an alive member at the last try
 }
 
 // outbox lists what must still be sent to other sites.
@@ -991,10 +1031,10 @@ func (n *Node) outbox() []outboxItem {
 		case "outcome":
 			var j fedschedv1.Job
 			proto.Unmarshal(a.PeerJob, &j) //nolint:errcheck // written by this node
-			out = append(out, outboxItem{id: a.ID, kind: a.Pending, site: a.Origin,
+			out = append(out, outboxItem{id: a.ID, kind: a.Pending, site: a.Origin, absent: a.AbsentSince != 0,
 				req: &fedschedv1.ReportOutcomeRequest{AgreementId: a.ID, OriginJobId: a.JobID, Job: &j}})
 		case "terminate":
-			out = append(out, outboxItem{id: a.ID, kind: a.Pending, site: a.Peer, req: &fedschedv1.TerminateRequest{AgreementId: a.ID}})
+			out = append(out, outboxItem{id: a.ID, kind: a.Pending, site: a.Peer, absent: a.AbsentSince != 0, req: &fedschedv1.TerminateRequest{AgreementId: a.ID}})
 		}
 	}
 	slices.SortFunc(out, func(x, y outboxItem) int { return compareIDs(x.id, y.id) })
@@ -1005,7 +1045,7 @@ type deliveredOp struct{ id, kind string }
 
 func (o *deliveredOp) run(n *Node, now int64) func(error) {
 	if a := n.agreements[o.id]; a != nil && a.Pending == o.kind {
-		a.Pending = ""
+		a.Pending, a.AbsentSince = "", 0
 		if o.kind == "terminate" {
 			a.Apply(delegation.EventTerminated, now) //nolint:errcheck // terminating -> terminated is allowed
 		}
@@ -1050,6 +1090,13 @@ func (n *Node) report(ctx context.Context) {
 		}
 		for _, it := range items {
 			addr := n.addrOf(it.site)
+			if !n.aliveMember(it.site) {
+				// Owed to a site that is not an alive member: counted
+				// towards giving up; still tried while it has an address.
+				n.send(ctx, &absentOp{id: it.id, kind: it.kind}) //nolint:errcheck // retried next round if lost
+			} else if it.absent {
+				n.send(ctx, &absentOp{id: it.id, kind: it.kind, back: true}) //nolint:errcheck // retried next round if lost
+			}
 			if addr == "" {
 				continue
 			}

@@ -34,6 +34,13 @@ type fedSite struct {
 // sharing one clock scaled by factor, and waits until each sees all.
 func startFederation(tb testing.TB, factor float64, procs ...int) []*fedSite {
 	tb.Helper()
+	return startFederationWith(tb, factor, node.FederationConfig{}, procs...)
+}
+
+// startFederationWith is startFederation with fed as every site's
+// federation settings.
+func startFederationWith(tb testing.TB, factor float64, fed node.FederationConfig, procs ...int) []*fedSite {
+	tb.Helper()
 	clk := clock.Scaled(time.Now(), factor)
 	var sites []*fedSite
 	var seed string
@@ -53,7 +60,7 @@ func startFederation(tb testing.TB, factor float64, procs ...int) []*fedSite {
 		ready := make(chan string, 1)
 		s := &fedSite{name: cfg.Site, addr: lis.Addr().String(), cancel: cancel, done: make(chan error, 1)}
 		go func() {
-			s.done <- node.Launch(ctx, cfg, node.LaunchOptions{Listener: lis, Clock: clk, GossipAddr: gossip, Ready: ready})
+			s.done <- node.Launch(ctx, cfg, node.LaunchOptions{Listener: lis, Clock: clk, GossipAddr: gossip, Ready: ready, Federation: fed})
 		}()
 		if seed == "" {
 			seed = <-gossip

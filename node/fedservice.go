@@ -126,8 +126,8 @@ func (s *fedService) ReportOutcome(ctx context.Context, req *fedschedv1.ReportOu
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	if req.GetJob() == nil {
-		return nil, ToStatus(fmt.Errorf("job is required: %w", ErrInvalidRequest))
+	if err := validateReport(req); err != nil {
+		return nil, ToStatus(err)
 	}
 	o := &reportOp{req: req, reply: make(chan error, 1)}
 	if err := s.n.send(ctx, o); err != nil {

@@ -261,9 +261,9 @@ func (p *lazyPeers) Members() []discovery.Member {
 }
 
 func startMembership(cfg config.Config, n *Node, opt LaunchOptions, log *slog.Logger) (*discovery.Membership, error) {
-	host, port, err := net.SplitHostPort(cfg.Gossip.Addr)
+	host, port, err := gossipBind(cfg.Gossip.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("gossip address %q: %w: %w", cfg.Gossip.Addr, ErrInvalidRequest, err)
+		return nil, err
 	}
 	dc := discovery.DefaultConfig()
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {

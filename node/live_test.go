@@ -2,13 +2,22 @@ package node_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fedsched/fedsched/node"
 	"github.com/fedsched/fedsched/node/clock"
+	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -154,4 +163,72 @@ func waitEnded(t *testing.T, c fedschedv1.SiteServiceClient, id string) *fedsche
 	}
 	t.Fatalf("job %s never ended", id)
 	return nil
+}
+
+// forgetfulExecutor is the simulated executor with one fault: Kill says it
+// does not know the job (its supervisor is gone, its end already taken).
+type forgetfulExecutor struct{ *executor.Simulated }
+
+func (forgetfulExecutor) Kill(id string) error {
+	return fmt.Errorf("kill job %s: %w", id, executor.ErrUnknownJob)
+}
+
+// TestCancelWithFailedKill: when the executor cannot kill a cancelled
+// running job because it no longer tracks it, no exit will ever come: the
+// job must not hold its processors for ever.
+func TestCancelWithFailedKill(t *testing.T) {
+	clk := clock.NewManual(monday)
+	cfg := testConfig(t.TempDir())
+	ex := forgetfulExecutor{executor.NewSimulated(executor.SimulatedConfig{Clock: clk})}
+	n, err := node.New(cfg, node.Deps{Store: store.NewMemStore(), Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serveNode(t, n, ex)
+	ctx := context.Background()
+	j := submitAt(t, c, 8, time.Hour, 0, 0)
+	waitState(t, c, j.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING)
+	if _, err := c.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: j.GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	site, err := c.GetSite(ctx, &fedschedv1.GetSiteRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if site.GetSite().GetFreeProcs() != 8 || site.GetSite().GetRunningJobs() != 0 {
+		t.Errorf("after a cancel whose kill failed: %d free, %d running; want the processors back", site.GetSite().GetFreeProcs(), site.GetSite().GetRunningJobs())
+	}
+	got := getJob(t, c, j.GetId())
+	if got.GetState() != fedschedv1.JobState_JOB_STATE_CANCELLED || got.GetEndTime() == nil {
+		t.Errorf("cancelled job: %v end %v", got.GetState(), got.GetEndTime())
+	}
+}
+
+// serveNode runs n and ex until the test ends and returns a client.
+func serveNode(t *testing.T, n *node.Node, ex executor.Executor) fedschedv1.SiteServiceClient {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 3)
+	go func() { done <- ex.Run(ctx) }()
+	go func() { done <- n.Run(ctx) }()
+	go func() { done <- n.Serve(ctx, lis, time.Second) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range 3 {
+			if err := <-done; err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		}
+		conn.Close()
+	})
+	waitServing(t, conn)
+	return fedschedv1.NewSiteServiceClient(conn)
 }

@@ -218,14 +218,18 @@ func (n *Node) Run(ctx context.Context) error {
 	if cr, ok := n.deps.Executor.(executor.CapacityReporter); ok {
 		capacity = cr.Capacity()
 	}
+	// passed is the time of the last pass: the core's NextWake answers
+	// what comes after it, so that a wake-up the clock has already reached
+	// while the turn ran is not skipped. (None yet: the first turn passes
+	// at once.)
+	passed := n.now() - 1
 	for {
-		now := n.now()
 		if timer != nil {
 			timer.Stop()
 		}
 		var tick <-chan time.Time
-		if wake := min(n.site.NextWake(now), n.reservationWake()); wake < plan.Forever {
-			timer = n.deps.Clock.NewTimer(time.Duration(max(wake-now, 0)) * time.Second)
+		if wake := min(n.site.NextWake(passed), n.reservationWake()); wake < plan.Forever {
+			timer = n.deps.Clock.NewTimer(max(time.Unix(wake, 0).Sub(n.deps.Clock.Now()), 0))
 			tick = timer.C()
 		}
 		batch = batch[:0]
@@ -250,7 +254,7 @@ func (n *Node) Run(ctx context.Context) error {
 		case n.usable = <-capacity:
 		case <-tick:
 		}
-		now = n.now()
+		now := n.now()
 		if exit != nil {
 			n.handleExit(*exit, now)
 		}
@@ -262,6 +266,7 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		n.tickReservations(now)
 		perr := n.pass(ctx, now)
+		passed = now
 		err := n.commit(ctx)
 		if err == nil {
 			err = perr
@@ -580,8 +585,12 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	if err != nil {
 		n.log.Warn("job failed to start", "job", es.JobID, "err", err)
 		lj.job.StartTime, lj.job.EndTime = toTime(now), toTime(now)
+		// The supervisor's convention (a shell's too) for a command that
+		// could not be run.
+		code := int32(executor.ExitStartFailed)
+		lj.job.ExitCode = &code
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_START,
-			fmt.Sprintf("the executor could not start the command: %v", err), fedschedv1.SlaOutcome_SLA_OUTCOME_MET, now)
+			fmt.Sprintf("the executor could not start the command: %v", err), fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 		return
 	}
 	lj.job.StartTime = toTime(now)
@@ -685,7 +694,15 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 			"killed on request", fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED, now)
 	default:
 		n.learn(lj, ran, false)
-		n.finish(lj, fedschedv1.JobState_JOB_STATE_COMPLETED, fedschedv1.Reason_REASON_EXITED,
-			fmt.Sprintf("exited with status %d after %d s", e.ExitCode, ran), fedschedv1.SlaOutcome_SLA_OUTCOME_MET, now)
+		// A non-zero status is the job's own failure: FAILED, and the SLA
+		// is MET because the site ran it as promised (docs/policies.md).
+		state, msg := fedschedv1.JobState_JOB_STATE_COMPLETED, fmt.Sprintf("exited with status %d after %d s", e.ExitCode, ran)
+		if e.ExitCode != 0 {
+			state, msg = fedschedv1.JobState_JOB_STATE_FAILED, fmt.Sprintf("the command failed: it exited with status %d after %d s", e.ExitCode, ran)
+			if e.Signaled {
+				msg = fmt.Sprintf("the command failed: signal %d ended it after %d s", e.Signal, ran)
+			}
+		}
+		n.finish(lj, state, fedschedv1.Reason_REASON_EXITED, msg, fedschedv1.SlaOutcome_SLA_OUTCOME_MET, now)
 	}
 }

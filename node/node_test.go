@@ -349,8 +349,13 @@ func TestCancel(t *testing.T) {
 			t.Fatalf("cancel %s: %v %v", id, r, err)
 		}
 	}
-	if _, err := s.client.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: b.GetJob().GetId()}); status.Code(err) != codes.FailedPrecondition {
-		t.Fatalf("second cancel: %v", err)
+	// Cancelling again is harmless (site.proto, the CLI's help): the
+	// cancelled job, unchanged, whether its process has ended or not.
+	for _, id := range []string{b.GetJob().GetId(), a.GetJob().GetId()} {
+		r, err := s.client.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: id})
+		if err != nil || r.GetJob().GetState() != fedschedv1.JobState_JOB_STATE_CANCELLED || !strings.Contains(r.GetJob().GetMessage(), "changed my mind") {
+			t.Fatalf("second cancel of %s: %v %v", id, r, err)
+		}
 	}
 	// The cancelled running job's processors come back: a full-width job runs.
 	sp := spec(8, 30)
@@ -360,6 +365,10 @@ func TestCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, s.client, c.GetJob().GetId(), fedschedv1.JobState_JOB_STATE_COMPLETED)
+	// A job that ended otherwise cannot be cancelled.
+	if _, err := s.client.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: c.GetJob().GetId()}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("cancel of a completed job: %v", err)
+	}
 }
 
 // TestCrashRecovery kills a node without shutdown after N acknowledged

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
@@ -109,7 +110,7 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 	pl := n.site.Submit(now, pj)
 	pl = n.clearOfStanding(now, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
 	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
-	if !pl.OK() && n.federating() && (pl.Reason == plan.ReasonRejectedNoGap || pl.Reason == plan.ReasonRejectedRisk || pl.Reason == plan.ReasonRejectedTooWide) {
+	if !pl.OK() && n.federating() && n.mayDelegate(job.GetRoute()) && (pl.Reason == plan.ReasonRejectedNoGap || pl.Reason == plan.ReasonRejectedRisk || pl.Reason == plan.ReasonRejectedTooWide) {
 		// Transfer policy: a job the site cannot take goes to the peers.
 		// The reply waits for the protocol (bounded by the quote timeout).
 		lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
@@ -124,7 +125,7 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 	}
 	lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
 	n.acceptLocal(lj, pl, now)
-	if n.fed.Transfer == delegation.ACF && n.federating() && !startsNow && pl.Start != now && routeOf(job).CanDelegate(n.fed.MaxHops) {
+	if n.fed.Transfer == delegation.ACF && n.federating() && !startsNow && pl.Start != now && n.mayDelegate(job.GetRoute()) {
 		n.offerWaiting(lj)
 	}
 	return submitResult{job: proto.Clone(lj.rec.Job).(*fedschedv1.Job)}
@@ -234,7 +235,15 @@ func (n *Node) cancel(id, note string, now int64) submitResult {
 			}
 		}
 	}
-	if !ok || lj == nil || lj.cancelled || n.inflight[int64(seq)] != nil {
+	if ok && lj != nil && lj.cancelled {
+		// Cancelled while running, its process not ended yet: cancelling
+		// again is harmless.
+		return submitResult{job: proto.Clone(lj.job).(*fedschedv1.Job)}
+	}
+	if ok && n.inflight[int64(seq)] != nil {
+		return submitResult{err: fmt.Errorf("job %s is being delegated to a peer; retry the cancel in a few seconds: %w", id, ErrUnavailable)}
+	}
+	if !ok || lj == nil {
 		return submitResult{err: errJobNotLive}
 	}
 	msg := "cancelled by the user"
@@ -242,16 +251,26 @@ func (n *Node) cancel(id, note string, now int64) submitResult {
 		msg += ": " + note
 	}
 	if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING {
-		if err := n.deps.Executor.Kill(id); err != nil {
-			n.log.Warn("kill of a cancelled job failed", "job", id, "err", err)
+		killErr := n.deps.Executor.Kill(id)
+		if killErr != nil {
+			n.log.Warn("kill of a cancelled job failed", "job", id, "err", killErr)
 		}
-		// The processors stay reserved until the process has ended.
+		// The processors stay reserved until the process has ended (at
+		// the latest at its reservation's end, when its supervisor kills
+		// it whatever happened to this kill).
 		lj.cancelled = true
 		if lj.sla {
 			lj.job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED
 			n.pending.putSLA(store.SLARecord{JobID: id, Outcome: lj.job.SlaOutcome, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty, PoF: lj.job.GetPof(), DecidedAt: time.Unix(now, 0)})
 		}
 		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER, msg, now)
+		if errors.Is(killErr, executor.ErrUnknownJob) {
+			// The executor no longer tracks the job: its end was reported
+			// already (and is still on its way) or is lost. No exit will
+			// free the processors, so the job ends now; a late report of
+			// its exit is ignored.
+			n.handleExit(executor.Exit{JobID: id, Lost: true}, now)
+		}
 		return submitResult{job: proto.Clone(lj.job).(*fedschedv1.Job)}
 	}
 	n.finish(lj, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER, msg, fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED, now)

@@ -144,6 +144,9 @@ func (s *service) ListJobs(ctx context.Context, req *fedschedv1.ListJobsRequest)
 	if req.GetPageSize() < 0 {
 		return nil, ToStatus(fmt.Errorf("page_size must not be negative: %w", ErrInvalidRequest))
 	}
+	if err := validateStates(req.GetStates()); err != nil {
+		return nil, ToStatus(err)
+	}
 	recs, next, err := s.n.deps.Store.ListJobs(ctx, store.JobQuery{States: req.GetStates(), User: req.GetUser(),
 		PageSize: int(req.GetPageSize()), PageToken: req.GetPageToken()})
 	if errors.Is(err, store.ErrInvalidPageToken) {
@@ -180,7 +183,11 @@ func (s *service) CancelJob(ctx context.Context, req *fedschedv1.CancelJobReques
 		if err != nil {
 			return nil, err
 		}
-		return nil, ToStatus(fmt.Errorf("job %s is already %s: %w", j.GetId(), stateName(j.GetState()), ErrJobFinished))
+		if j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED {
+			// Idempotent: the job is what the user asked for.
+			return &fedschedv1.CancelJobResponse{Job: j}, nil
+		}
+		return nil, ToStatus(fmt.Errorf("job %s already ended %s and cannot be cancelled: %w", j.GetId(), stateName(j.GetState()), ErrJobFinished))
 	}
 	if res.err != nil {
 		return nil, ToStatus(res.err)
@@ -193,6 +200,13 @@ func (s *service) WatchJobs(req *fedschedv1.WatchJobsRequest, stream fedschedv1.
 		return err
 	}
 	ctx := stream.Context()
+	if id := req.GetJobId(); id != "" {
+		// A job the store does not hold was never acknowledged: no event
+		// will ever come for it.
+		if _, err := s.get(ctx, id); err != nil {
+			return err
+		}
+	}
 	w := &watcher{jobID: req.GetJobId(), ch: make(chan *fedschedv1.JobEvent, watchBuffer)}
 	o := &watchOp{w: w, initial: req.GetSendInitial(), reply: make(chan watchReply, 1)}
 	if err := s.n.send(ctx, o); err != nil {

@@ -67,9 +67,9 @@ func (n *Node) validateSpec(s *fedschedv1.JobSpec, now int64) error {
 	case s.GetUser() == "":
 		return fmt.Errorf("user is required: %w", ErrInvalidJob)
 	case len(s.GetUser()) > maxNameLen || !printable(s.GetUser()):
-		return fmt.Errorf("user: at most %d bytes of printable UTF-8: %w", maxNameLen, ErrInvalidJob)
+		return fmt.Errorf("user: at most %d bytes of printable UTF-8 (no control, format or bidirectional characters): %w", maxNameLen, ErrInvalidJob)
 	case len(s.GetApp()) > maxNameLen || !printable(s.GetApp()):
-		return fmt.Errorf("app: at most %d bytes of printable UTF-8: %w", maxNameLen, ErrInvalidJob)
+		return fmt.Errorf("app: at most %d bytes of printable UTF-8 (no control, format or bidirectional characters): %w", maxNameLen, ErrInvalidJob)
 	case len(s.GetWorkdir()) > maxPathLen || containsNUL(s.GetWorkdir()):
 		return fmt.Errorf("workdir: at most %d bytes without NUL: %w", maxPathLen, ErrInvalidJob)
 	case len(s.GetCommand()) > maxArgs:
@@ -154,14 +154,16 @@ func finiteNonNegative(x float64) bool { return x >= 0 && !math.IsInf(x, 0) && !
 
 func containsNUL(s string) bool { return containsByte(s, 0) }
 
-// printable reports whether s is valid UTF-8 without control characters
-// (names end up in index keys and tables).
+// printable reports whether s is valid UTF-8 without control or format
+// characters, nor line or paragraph separators (names end up in index keys
+// and tables; a bidirectional override such as U+202E or a zero-width
+// character would make one name look like another).
 func printable(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || r == utf8.RuneError {
 			return false
 		}
 	}

@@ -11,6 +11,11 @@
 //     and a new node can [Executor.Reattach] to them. The supervisor is
 //     fedsched itself, re-executed with a hidden subcommand whose body is
 //     [RunSupervisor].
+//   - [Slurm] submits each job to a Slurm partition (sbatch), follows all
+//     jobs with one squeue per poll, cancels with scancel, maps Slurm's end
+//     states, re-attaches after a restart through slurm.json or the job's
+//     name and comment, and reports the partition's usable CPUs
+//     ([CapacityReporter]). See docs/slurm.md.
 //   - [Simulated] pretends: a job "runs" for its given runtime on a
 //     [clock.Clock], possibly a scaled one, and then exits 0.
 //

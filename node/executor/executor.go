@@ -96,6 +96,10 @@ type Spec struct {
 // DefaultPath is the PATH a job gets when its environment has none.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// ExitStartFailed is the exit status recorded for a job whose command could
+// not be started (the shells' "command not found" status).
+const ExitStartFailed = 127
+
 // KillCause says why an executor killed a job.
 type KillCause string
 

@@ -327,3 +327,40 @@ func TestSlurmCapacityFollowsDrain(t *testing.T) {
 		}
 	}
 }
+
+// TestSlurmRunsAsTheJobsUser: from a root node, a job runs in Slurm as its
+// user (sbatch --uid/--gid); a user without an account here cannot start.
+func TestSlurmRunsAsTheJobsUser(t *testing.T) {
+	requireSlurm(t)
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: the node must run as root to submit for another user")
+	}
+	s, stop := newTestSlurm(t, t.TempDir())
+	defer stop()
+	// t.TempDir's parent is private to root: the job's user could not
+	// reach it.
+	out, err := os.MkdirTemp("", "fedsched-slurm-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(out)
+	if err := os.Chmod(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	id := testJobID(t)
+	path := filepath.Join(out, "id.txt")
+	if err := s.Start(context.Background(), Spec{JobID: id, User: "nobody", Workdir: out, Stdout: path, Stderr: path,
+		Argv: []string{"id", "-un"}}); err != nil {
+		t.Fatal(err)
+	}
+	if e := waitSlurmExit(t, s, 30*time.Second); e.ExitCode != 0 {
+		t.Fatalf("exit %+v", e)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "nobody\n" {
+		t.Errorf("the job ran as %q (%v), want nobody", b, err)
+	}
+	err = s.Start(context.Background(), Spec{JobID: testJobID(t), User: "no-such-user-here", Argv: []string{"true"}})
+	if err == nil || !strings.Contains(err.Error(), "no account") {
+		t.Errorf("start for an unknown user: %v, want an error saying it has no account", err)
+	}
+}

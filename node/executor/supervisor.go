@@ -54,7 +54,7 @@ func RunSupervisor(args []string) int {
 	}
 	failStart := func(err error) int {
 		log.Error("cannot start job", "err", err)
-		if werr := writeJSON(filepath.Join(dir, exitFile), exitState{ExitCode: 127, StartError: err.Error(), At: time.Now()}); werr != nil {
+		if werr := writeJSON(filepath.Join(dir, exitFile), exitState{ExitCode: ExitStartFailed, StartError: err.Error(), At: time.Now()}); werr != nil {
 			log.Error("cannot write exit file", "err", werr)
 		}
 		report("error " + err.Error())

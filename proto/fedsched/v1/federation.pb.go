@@ -440,8 +440,12 @@ type Agreement struct {
 	State     AgreementState `protobuf:"varint,6,opt,name=state,proto3,enum=fedsched.v1.AgreementState" json:"state,omitempty"`
 	Offer     *Offer         `protobuf:"bytes,7,opt,name=offer,proto3" json:"offer,omitempty"`
 	// The job at the executing site, once agreed.
-	Job           *Job                   `protobuf:"bytes,8,opt,name=job,proto3" json:"job,omitempty"`
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	Job        *Job                   `protobuf:"bytes,8,opt,name=job,proto3" json:"job,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// Set when this site gave up delivering the outcome (peer) or the
+	// termination (origin) to the other site, which had not been an alive
+	// member for a long time: what was not delivered and why.
+	Undelivered   string `protobuf:"bytes,10,opt,name=undelivered,proto3" json:"undelivered,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -537,6 +541,13 @@ func (x *Agreement) GetUpdateTime() *timestamppb.Timestamp {
 		return x.UpdateTime
 	}
 	return nil
+}
+
+func (x *Agreement) GetUndelivered() string {
+	if x != nil {
+		return x.Undelivered
+	}
+	return ""
 }
 
 // AgreeResponse carries the agreement, OBSERVED.
@@ -1303,7 +1314,7 @@ const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\x12\x1f\n" +
 	"\vorigin_site\x18\x03 \x01(\tR\n" +
 	"originSite\x12\"\n" +
-	"\rorigin_job_id\x18\x04 \x01(\tR\voriginJobId\"\xdb\x02\n" +
+	"\rorigin_job_id\x18\x04 \x01(\tR\voriginJobId\"\xfd\x02\n" +
 	"\tAgreement\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vorigin_site\x18\x02 \x01(\tR\n" +
@@ -1315,7 +1326,9 @@ const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"\x05offer\x18\a \x01(\v2\x12.fedsched.v1.OfferR\x05offer\x12\"\n" +
 	"\x03job\x18\b \x01(\v2\x10.fedsched.v1.JobR\x03job\x12;\n" +
 	"\vupdate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"E\n" +
+	"updateTime\x12 \n" +
+	"\vundelivered\x18\n" +
+	" \x01(\tR\vundelivered\"E\n" +
 	"\rAgreeResponse\x124\n" +
 	"\tagreement\x18\x01 \x01(\v2\x16.fedsched.v1.AgreementR\tagreement\")\n" +
 	"\x0eReleaseRequest\x12\x17\n" +

@@ -53,12 +53,15 @@ const (
 	// At the origin site: a peer site has agreed to run the job and owns its
 	// execution; see Job.site and Job.route.
 	JobState_JOB_STATE_DELEGATED JobState = 3
-	// Terminal: the job ended by itself within its reservation (any exit code).
+	// Terminal: the job ended by itself within its reservation with exit
+	// status 0.
 	JobState_JOB_STATE_COMPLETED JobState = 4
 	// Terminal: the job was cut at the end of its reservation.
 	JobState_JOB_STATE_KILLED JobState = 5
-	// Terminal: the provider failed the job (node failure, lost on restart,
-	// could not start).
+	// Terminal: the job failed. Job.reason says whose fault: REASON_EXITED
+	// (its command ended with a non-zero status or a signal; the SLA is MET),
+	// or the provider's (node failure, lost on restart, could not start; the
+	// SLA is VIOLATED).
 	JobState_JOB_STATE_FAILED JobState = 6
 	// Terminal: the user cancelled the job.
 	JobState_JOB_STATE_CANCELLED JobState = 7
@@ -209,7 +212,8 @@ const (
 	Reason_REASON_REJECTED_DEADLINE_UNREACHABLE Reason = 6
 	// The job started in its reservation.
 	Reason_REASON_STARTED Reason = 7
-	// The job's command ended by itself; Job.exit_code holds its status.
+	// The job's command ended by itself; Job.exit_code holds its status
+	// (COMPLETED if 0, FAILED otherwise).
 	Reason_REASON_EXITED Reason = 8
 	// The job was killed at the end of its reservation.
 	Reason_REASON_KILLED_END_OF_RESERVATION Reason = 9
