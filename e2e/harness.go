@@ -16,6 +16,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,6 +78,9 @@ type Options struct {
 	// StartTimeout bounds the start of one site and the convergence of
 	// gossip (default 30 s).
 	StartTimeout time.Duration
+	// HTTP makes each site serve its metrics and status page on a loopback
+	// port (Site.HTTPAddr).
+	HTTP bool
 }
 
 // Link names the kinds of traffic between two sites that Cut and Mend act
@@ -156,7 +160,7 @@ type Site struct {
 	conn *grpc.ClientConn
 
 	// Fixed at the first start and kept across restarts.
-	apiAddr, gossipAddr string
+	apiAddr, gossipAddr, httpAddr string
 
 	mu        sync.Mutex
 	running   bool
@@ -326,6 +330,10 @@ func (c *Cluster) launch(ctx context.Context, s *Site) error {
 	if !first {
 		cfg.Gossip.Addr = s.gossipAddr
 	}
+	httpAddr := make(chan string, 1)
+	if c.opts.HTTP {
+		cfg.HTTP.Listen = cmp.Or(s.httpAddr, "127.0.0.1:0")
+	}
 	s.cfg = cfg
 	fed := c.opts.Federation
 	ready, gaddr := make(chan string, 1), make(chan string, 1)
@@ -336,6 +344,7 @@ func (c *Cluster) launch(ctx context.Context, s *Site) error {
 		Listener:   cl,
 		Ready:      ready,
 		GossipAddr: gaddr,
+		HTTPAddr:   httpAddr,
 		Clock:      c.clk,
 		Federation: fed,
 		Dial:       c.dialer(s.Name),
@@ -373,6 +382,8 @@ func (c *Cluster) launch(ctx context.Context, s *Site) error {
 				s.gossipAddr = a
 				c.applyGossip()
 			}
+		case a := <-httpAddr:
+			s.httpAddr = a
 		case <-ready:
 			got = true
 		case <-done:
@@ -382,6 +393,11 @@ func (c *Cluster) launch(ctx context.Context, s *Site) error {
 			<-done
 			return fmt.Errorf("e2e: site %s did not start: %w", s.Name, tctx.Err())
 		}
+	}
+	select {
+	case a := <-httpAddr: // sent before the site serves
+		s.httpAddr = a
+	default:
 	}
 	if s.conn == nil {
 		conn, err := userConn(s.apiAddr)
@@ -394,6 +410,13 @@ func (c *Cluster) launch(ctx context.Context, s *Site) error {
 	}
 	return nil
 }
+
+// APIAddr is the address of the site's gRPC API.
+func (s *Site) APIAddr() string { return s.apiAddr }
+
+// HTTPAddr is the address of the site's metrics and status page ("" unless
+// Options.HTTP).
+func (s *Site) HTTPAddr() string { return s.httpAddr }
 
 func (s *Site) launchErr() error {
 	s.mu.Lock()

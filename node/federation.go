@@ -66,6 +66,10 @@ type FederationConfig struct {
 	Transfer delegation.TransferMode
 	// Prefer lists peers asked first, one at a time, in this order.
 	Prefer []string
+	// Jitter is the location policy's spread (delegation.LocationConfig;
+	// 0 means 0.1, negative none). The differential test turns it off in
+	// both drivers, whose jitter streams differ.
+	Jitter float64
 }
 
 func (c *FederationConfig) defaults() {
@@ -330,7 +334,7 @@ func (n *Node) candidates(job *fedschedv1.Job, seq int64) []delegation.Candidate
 	hist := maps2(n.history)
 	n.histMu.Unlock()
 	rng := rand.New(rand.NewPCG(uint64(seq), 0x5eed))
-	return delegation.Rank(cands, int(job.GetSpec().GetProcs()), route, hist, delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates}, rng)
+	return delegation.Rank(cands, int(job.GetSpec().GetProcs()), route, hist, delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates, Jitter: n.fed.Jitter}, rng)
 }
 
 func maps2(m map[string]delegation.History) map[string]delegation.History {

@@ -66,53 +66,6 @@ func ServeHTTP(ctx context.Context, lis net.Listener, h http.Handler, tlsConfig 
 	return nil
 }
 
-// chart draws a snapshot's plan from now to the end of its last
-// reservation.
-func chart(s *SiteSnapshot) gantt.Chart {
-	c := gantt.Chart{Title: "plan of site " + s.Site, Procs: s.Procs, From: s.Now, To: max(s.Until, s.Now+60), Now: s.Now, Clock: true}
-	// A little room on the right so that the last reservation's end shows.
-	c.To += max(60, (c.To-c.From)/40)
-	for _, e := range s.Entries {
-		b := gantt.Bar{ID: e.ID, Kind: e.Kind, Procs: e.Procs, Start: max(e.Start, s.Now), End: e.End, PoF: e.PoF, Label: e.User}
-		switch e.Kind {
-		case EntryPending:
-			if e.Overbooked {
-				b.Kind = gantt.Overbooked
-			}
-		case EntryHold:
-			b.Label = "hold for " + e.Name
-		case EntryFixed, EntryStanding:
-			b.Label = e.Name
-		}
-		if e.End <= s.Now {
-			// A running job late to end: show it at now.
-			b.End = s.Now + 1
-		}
-		b.Title = entryTitle(e)
-		c.Bars = append(c.Bars, b)
-	}
-	return c
-}
-
-func entryTitle(e PlanEntry) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s", e.ID, e.Kind)
-	if e.User != "" {
-		fmt.Fprintf(&b, ", user %s", e.User)
-	}
-	if e.Name != "" {
-		fmt.Fprintf(&b, ", %s", e.Name)
-	}
-	fmt.Fprintf(&b, "): %d processors, %s → %s", e.Procs, humanTime(e.Start), humanTime(e.End))
-	if e.Overbooked {
-		fmt.Fprintf(&b, ", overbooked: %d of %d estimated seconds, PoF %.3f", e.End-e.Start, e.Estimate, e.PoF)
-	}
-	if e.Wait != nil {
-		fmt.Fprintf(&b, "; waits: %s", e.Wait.Message)
-	}
-	return b.String()
-}
-
 func (n *Node) servePlanSVG(w http.ResponseWriter, r *http.Request) {
 	snap, err := n.Snapshot(r.Context())
 	if err != nil {
@@ -120,7 +73,7 @@ func (n *Node) servePlanSVG(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
-	chart(snap).SVG(w, 0) //nolint:errcheck // the client went away
+	PlanChart(n.planResponse(snap)).SVG(w, 0) //nolint:errcheck // the client went away
 }
 
 //go:embed status.html
@@ -174,7 +127,7 @@ func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var svg bytes.Buffer
-	c := chart(snap)
+	c := PlanChart(n.planResponse(snap))
 	if err := c.SVG(&svg, 1160); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

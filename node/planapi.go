@@ -2,12 +2,15 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/gantt"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -20,9 +23,13 @@ func (s *service) GetPlan(ctx context.Context, _ *fedschedv1.GetPlanRequest) (*f
 	if err != nil {
 		return nil, ToStatus(err)
 	}
+	return s.n.planResponse(snap), nil
+}
+
+func (n *Node) planResponse(snap *SiteSnapshot) *fedschedv1.GetPlanResponse {
 	out := &fedschedv1.GetPlanResponse{Site: &fedschedv1.Site{Name: snap.Site, Procs: int32(snap.Procs), Policy: snap.Policy,
-		FreeProcs: int32(snap.Free), RunningJobs: int32(snap.Running), PendingJobs: int32(snap.Pending), Version: s.n.deps.Version,
-		Executor: s.n.cfg.Executor, TimeScale: s.n.cfg.TimeScale, Now: toTime(snap.Now), Overbooking: snap.Overbooking, PofMax: snap.PoFMax},
+		FreeProcs: int32(snap.Free), RunningJobs: int32(snap.Running), PendingJobs: int32(snap.Pending), Version: n.deps.Version,
+		Executor: n.cfg.Executor, TimeScale: n.cfg.TimeScale, Now: toTime(snap.Now), Overbooking: snap.Overbooking, PofMax: snap.PoFMax},
 		Until: toTime(snap.Until)}
 	for _, e := range snap.Entries {
 		out.Entries = append(out.Entries, e.proto())
@@ -30,7 +37,57 @@ func (s *service) GetPlan(ctx context.Context, _ *fedschedv1.GetPlanRequest) (*f
 	for _, e := range snap.Queued {
 		out.Queued = append(out.Queued, e.proto())
 	}
-	return out, nil
+	return out
+}
+
+// PlanChart draws a site's plan (a GetPlan answer) from now to the end of
+// its last reservation: the status page's chart and `fedsched plan`'s.
+func PlanChart(p *fedschedv1.GetPlanResponse) gantt.Chart {
+	now, until := p.GetSite().GetNow().GetSeconds(), p.GetUntil().GetSeconds()
+	c := gantt.Chart{Title: "plan of site " + p.GetSite().GetName(), Procs: int(p.GetSite().GetProcs()), From: now, To: max(until, now+60), Now: now, Clock: true}
+	// A little room on the right so that the last reservation's end shows.
+	c.To += max(60, (c.To-c.From)/40)
+	for _, e := range p.GetEntries() {
+		start, end := e.GetStart().GetSeconds(), e.GetEnd().GetSeconds()
+		b := gantt.Bar{ID: e.GetId(), Kind: e.GetKind(), Procs: int(e.GetProcs()), Start: max(start, now), End: end, PoF: e.GetPof(), Label: e.GetUser()}
+		switch e.GetKind() {
+		case EntryPending:
+			if e.GetOverbooked() {
+				b.Kind = gantt.Overbooked
+			}
+		case EntryHold:
+			b.Label = "hold for " + e.GetName()
+		case EntryFixed, EntryStanding:
+			b.Label = e.GetName()
+		}
+		if end <= now {
+			// A running job late to end: show it at now.
+			b.End = now + 1
+		}
+		b.Title = entryTitle(e)
+		c.Bars = append(c.Bars, b)
+	}
+	return c
+}
+
+func entryTitle(e *fedschedv1.PlanEntry) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s", e.GetId(), e.GetKind())
+	if e.GetUser() != "" {
+		fmt.Fprintf(&b, ", user %s", e.GetUser())
+	}
+	if e.GetName() != "" {
+		fmt.Fprintf(&b, ", %s", e.GetName())
+	}
+	start, end := e.GetStart().GetSeconds(), e.GetEnd().GetSeconds()
+	fmt.Fprintf(&b, "): %d processors, %s → %s", e.GetProcs(), humanTime(start), humanTime(end))
+	if e.GetOverbooked() {
+		fmt.Fprintf(&b, ", overbooked: %d of %d estimated seconds, PoF %.3f", end-start, e.GetEstimateSeconds(), e.GetPof())
+	}
+	if w := e.GetWait(); w != nil {
+		fmt.Fprintf(&b, "; waits: %s", w.GetMessage())
+	}
+	return b.String()
 }
 
 func (e PlanEntry) proto() *fedschedv1.PlanEntry {

@@ -216,7 +216,9 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	var subs []fedSubmit
 	for k, s := range cfg.Sites {
 		byName[s.Name] = k
-		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed,
+		// NoGrowBack as the node: its executor enforces the kill time it
+		// was given at start, so running jobs never grow back.
+		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, NoGrowBack: true,
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
 			CommunityShare: s.CommunityShare, Seed: cfg.Seed}
 		if cfg.Federate {

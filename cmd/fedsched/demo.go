@@ -21,6 +21,7 @@ type demoFlags struct {
 	jobs      int
 	timeScale float64
 	seed      uint64
+	keep      bool
 }
 
 // demoSite is one site of the demo federation.
@@ -58,11 +59,18 @@ trace (embedded; sanitised; processors scaled to the site a job is submitted
 to; times compressed to an offered load of 1 over the federation) through the
 sites' public API, each job with an SLA: deadline = release + 2 x estimate,
 fee = procs x estimate in hours, penalty = fee. Jobs a site cannot take are
-delegated to a peer that quotes for them; one site overbooks.
+delegated to a peer that quotes for them; two sites overbook (alpha and
+gamma), beta does not.
 
 At the end it prints, per site: accepted, overbooked, delegated in, delegated
-out, met, violated and gain (see docs/demo.md). With the defaults it takes
-about half a minute.`,
+out, met, violated and gain in coins (a job's fee is its processors times its
+estimated hours: one coin per processor-hour; gain = fees of the SLAs met
+minus penalties of those violated); see docs/demo.md. With the defaults it
+takes about half a minute.
+
+With --keep the sites stay up after the replay, with their gRPC APIs and
+their status pages (metrics and the plan's Gantt chart) on loopback, until
+Ctrl-C: explore them with fedsched jobs/plan/explain --addr and a browser.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, f) },
 	}
@@ -70,6 +78,7 @@ about half a minute.`,
 	fl.IntVar(&f.jobs, "jobs", 600, "number of trace jobs to replay (at least 30)")
 	fl.Float64Var(&f.timeScale, "time-scale", 500, "how many times faster than real time the federation's clock runs")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the choice of each job's site")
+	fl.BoolVar(&f.keep, "keep", false, "leave the three sites running after the replay (until Ctrl-C) and print their API and status-page addresses")
 	return cmd
 }
 
@@ -116,7 +125,7 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 	}
 	fmt.Fprintf(out, "  data in %s (removed at exit)\n\n", dir)
 
-	c, err := e2e.Start(ctx, e2e.Options{Dir: dir, Sites: sites, TimeScale: f.timeScale})
+	c, err := e2e.Start(ctx, e2e.Options{Dir: dir, Sites: sites, TimeScale: f.timeScale, HTTP: true})
 	if err != nil {
 		return fmt.Errorf("Unavailable: starting the federation: %w", err)
 	}
@@ -162,6 +171,8 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		return fmt.Errorf("Unavailable: summary: %w", err)
 	}
 	printDemoSummary(out, sums)
+	fmt.Fprintln(out, "gain is in coins: a job's fee (and penalty) is its processors x estimated hours, one coin per processor-hour;\n"+
+		"gain = fees of the SLAs met - penalties of the SLAs violated.")
 	var submitted, rejected, open int
 	for _, s := range sums {
 		submitted += s.Submitted
@@ -177,6 +188,20 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		fmt.Fprintf(out, "; %d jobs had not settled (%d SLAs open) when the demo stopped waiting", unsettled, open)
 	}
 	fmt.Fprintf(out, ".\nWall time %.1f s (replay %.1f s); virtual time %s.\n", time.Since(began).Seconds(), res.Wall.Seconds(), fmtVirtual(res.Virtual))
+	if !f.keep {
+		return nil
+	}
+	fmt.Fprintf(out, "\nThe sites keep running (their clock at %gx real time) until Ctrl-C:\n", f.timeScale)
+	for _, s := range c.Sites() {
+		fmt.Fprintf(out, "  %-6s API %-21s status page http://%s/  metrics http://%s/metrics\n", s.Name, s.APIAddr(), s.HTTPAddr(), s.HTTPAddr())
+	}
+	if s := c.Sites(); len(s) > 0 {
+		a := s[0].APIAddr()
+		fmt.Fprintf(out, "Try:\n  fedsched jobs --all --limit 20 --addr %s\n  fedsched plan --addr %s\n  fedsched peers --addr %s\n"+
+			"  fedsched submit --addr %s --procs 8 --estimate 20m --deadline +1h --fee 3 --penalty 3 -- sleep 600\n", a, a, a, a)
+	}
+	<-ctx.Done()
+	fmt.Fprintln(out, "stopping the sites")
 	return nil
 }
 

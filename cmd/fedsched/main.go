@@ -39,6 +39,7 @@ func newRootCmd() *cobra.Command {
 		newWatchCmd(),
 		newLogsCmd(),
 		newExplainCmd(),
+		newPlanCmd(),
 		newReserveCmd(), // operators' reservations: client_reserve.go
 		newReservationsCmd(),
 		newUnreserveCmd(),

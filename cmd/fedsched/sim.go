@@ -200,7 +200,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	rep.DeadlineMetrics = sim.ComputeDeadlineMetrics(res.Records)
 	rep.Fixed = res.Fixed
 	out := simReport{Trace: tr.Name, Sites: []siteReport{rep}}
-	printSimTable(cmd.OutOrStdout(), out)
+	printSimTable(tableOut(cmd, f.jsonOut), out)
 	if f.jsonOut != "" {
 		if err := writeJSON(cmd.OutOrStdout(), f.jsonOut, out); err != nil {
 			return err
@@ -329,6 +329,15 @@ func printSimTable(w io.Writer, r simReport) {
 			d.Jobs, 100*d.Met, d.MeanTardiness, d.LateMeanTardiness, d.MaxTardiness)
 	}
 	tw.Flush()
+}
+
+// tableOut is where a replay prints its human table: stdout, unless the
+// JSON goes there (--json -), so that stdout is JSON alone for scripts.
+func tableOut(cmd *cobra.Command, jsonOut string) io.Writer {
+	if jsonOut == "-" {
+		return cmd.ErrOrStderr()
+	}
+	return cmd.OutOrStdout()
 }
 
 // writeJSON writes v as indented JSON to path, or to stdout for "-".

@@ -243,7 +243,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	if slas {
 		rep.Totals.SLA = fedSLAOf(totals)
 	}
-	printFedTable(cmd.OutOrStdout(), rep)
+	printFedTable(tableOut(cmd, f.jsonOut), rep)
 	if f.jobsCSV != "" {
 		if err := writeFedJobsCSV(f.jobsCSV, fed); err != nil {
 			return err

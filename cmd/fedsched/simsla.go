@@ -243,7 +243,7 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 	}
 	site := siteReport{Name: siteName(tr.Name), Procs: procs, Policy: "conservative", Dropped: sr.Dropped(), Sanitize: &sr, SLA: rep}
 	site.Metrics = agg
-	printSLATable(cmd.OutOrStdout(), tr.Name, cfg, rep)
+	printSLATable(tableOut(cmd, f.jsonOut), tr.Name, cfg, rep)
 	if f.jsonOut != "" {
 		return writeJSON(cmd.OutOrStdout(), f.jsonOut, simReport{Trace: tr.Name, Sites: []siteReport{site}})
 	}

@@ -465,6 +465,7 @@ func (c Config) Validate() error {
 		bad("overbooking.security_factor", "must be a finite number >= 0, got %v", sf)
 	}
 	c.Overbooking.validateLearning(bad)
+	c.refuseIneffective(bad)
 	if c.Gossip.Addr != "" {
 		if err := checkHostPort(c.Gossip.Addr); err != nil {
 			bad("gossip.addr", "%v", err)

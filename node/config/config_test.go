@@ -161,7 +161,7 @@ func TestPrecedence(t *testing.T) {
 			want: want{d.Site, d.Procs, 0.1, nil, 10 * time.Second},
 		},
 		"file over defaults": {
-			file: "site: f\nprocs: 4\noverbooking: {pof_max: 0.3}\ngossip: {addr: 'h:1', join: ['a:1']}\n",
+			file: "site: f\nprocs: 4\noverbooking: {enabled: true, pof_max: 0.3}\ngossip: {addr: 'h:1', join: ['a:1']}\n",
 			want: want{"f", 4, 0.3, []string{"a:1"}, 10 * time.Second},
 		},
 		"env over file": {
@@ -170,7 +170,7 @@ func TestPrecedence(t *testing.T) {
 			want: want{"f", 8, 0.1, []string{"b:1", "c:2"}, time.Minute},
 		},
 		"flags over env over file": {
-			file: "site: f\nprocs: 4\noverbooking: {pof_max: 0.3}\n",
+			file: "site: f\nprocs: 4\noverbooking: {enabled: true, pof_max: 0.3}\n",
 			env:  map[string]string{"FEDSCHED_PROCS": "8", "FEDSCHED_SITE": "e", "FEDSCHED_OVERBOOKING_POF_MAX": "0.4"},
 			args: []string{"--procs=16", "--overbooking-pof-max", "0.5"},
 			want: want{"e", 16, 0.5, nil, 10 * time.Second},
@@ -423,5 +423,38 @@ func TestSlurmProcsDefault(t *testing.T) {
 				t.Errorf("procs = %d, want %d", c.Procs, tc.procs)
 			}
 		})
+	}
+}
+
+// TestIneffectiveSettingsRefused: a setting that would have no effect in
+// the configuration is refused with a message saying why.
+func TestIneffectiveSettingsRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mod  func(*Config)
+		path string
+	}{
+		"overbooking under easy":       {func(c *Config) { c.Policy, c.Overbooking.Enabled = "easy", true }, "overbooking.enabled"},
+		"overbooking under fcfs":       {func(c *Config) { c.Policy, c.Overbooking.Enabled = "fcfs", true }, "overbooking.enabled"},
+		"overbooking under list":       {func(c *Config) { c.Policy, c.Overbooking.Enabled = "list", true }, "overbooking.enabled"},
+		"pof_max without overbooking":  {func(c *Config) { c.Overbooking.PoFMax = 0.3 }, "overbooking.pof_max"},
+		"mode without overbooking":     {func(c *Config) { c.Overbooking.Mode = "comprehensive" }, "overbooking.mode"},
+		"security factor on threshold": {func(c *Config) { c.Overbooking.Enabled, c.Overbooking.SecurityFactor = true, 3 }, "overbooking.security_factor"},
+		"max_hops alone":               {func(c *Config) { c.Delegation.MaxHops = 2 }, "delegation.max_hops"},
+		"advertise alone":              {func(c *Config) { c.Gossip.Advertise = "h:1" }, "gossip.advertise"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := Default()
+			tc.mod(&c)
+			err := c.Validate()
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.path+":") {
+				t.Errorf("Validate() = %v, want %s refused", err, tc.path)
+			}
+		})
+	}
+	c := Default()
+	c.Overbooking.Enabled, c.Overbooking.RiskTest, c.Overbooking.SecurityFactor = true, "risk", 3
+	c.Gossip.Addr, c.Delegation.MaxHops = "127.0.0.1:7946", 2
+	if err := c.Validate(); err != nil {
+		t.Errorf("a configuration where every setting works: %v", err)
 	}
 }
