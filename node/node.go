@@ -17,6 +17,7 @@ import (
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/discovery"
+	"github.com/fedsched/fedsched/node/auth"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
@@ -98,6 +99,9 @@ type Node struct {
 	// by the loop.
 	resv reservations
 
+	// authz authorizes every call (authz.go).
+	authOnce sync.Once
+	authz    *auth.Interceptor
 	// metrics are the node's Prometheus series (metrics.go).
 	metrics *metrics
 	// recent are the last jobs that ended or were delegated, oldest first,
@@ -571,7 +575,8 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	// The kill comes only after the kill's whole second: at equal times a
 	// job's own end comes first (plan.Killed), so a job that ends in the
 	// second its reservation ends has finished, not been killed.
-	kill := n.deps.Clock.Now().Unix() + d.End - min(d.Start, now)
+	at := n.deps.Clock.Now().Unix() // after this turn's commit (see pass)
+	kill := at + d.End - min(d.Start, now)
 	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
 		Deadline: time.Unix(kill+1, 0), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
@@ -593,12 +598,14 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 			fmt.Sprintf("the executor could not start the command: %v", err), fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 		return
 	}
-	lj.job.StartTime = toTime(now)
+	// The record says when the job really started, from which its slot is
+	// measured, not when the turn began.
+	lj.job.StartTime = toTime(max(now, at))
 	r, api := n.reservationOf(lj.job.GetId(), lj.pj.Procs, plan.Placement{Start: d.Start, End: d.End}, lj.pj.Estimate)
 	lj.job.Reservation = api
 	n.pending.putRes(lj.job.GetId(), r)
 	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.Reason_REASON_STARTED,
-		fmt.Sprintf("started on %d processors; killed at %s if still running", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339)), now)
+		fmt.Sprintf("started on %d processors; killed at %s if still running%s", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339), n.runsAs(es.JobID)), now)
 }
 
 // finish ends a live job: it leaves the core and the store's reservations,

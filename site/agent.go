@@ -325,7 +325,7 @@ func (a *Agent) offer(now int64, jb *job) bool {
 func (a *Agent) rounds(now int64, jb *job) [][]string {
 	cands := a.cfg.Peers.Candidates(now)
 	var rounds [][]string
-	var rest []delegation.Candidate
+	rest := make([]delegation.Candidate, 0, len(cands))
 	for _, c := range cands {
 		if c.Site != a.cfg.Name && !slices.Contains(a.cfg.Prefer, c.Site) {
 			rest = append(rest, c)

@@ -1670,7 +1670,10 @@ type WatchJobsRequest struct {
 	// When true, the stream starts with one event per selected live job
 	// (PENDING, RUNNING, DELEGATED) carrying its current state, so that a
 	// client that reconnects misses nothing that still matters.
-	SendInitial   bool `protobuf:"varint,2,opt,name=send_initial,json=sendInitial,proto3" json:"send_initial,omitempty"`
+	SendInitial bool `protobuf:"varint,2,opt,name=send_initial,json=sendInitial,proto3" json:"send_initial,omitempty"`
+	// Only jobs of this user; empty means every user's. A user's watch is
+	// always limited to that user's own jobs (the site sets this field).
+	User          string `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1717,6 +1720,13 @@ func (x *WatchJobsRequest) GetSendInitial() bool {
 		return x.SendInitial
 	}
 	return false
+}
+
+func (x *WatchJobsRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
 }
 
 // JobEvent is one change of one job.
@@ -2250,7 +2260,11 @@ type FixedReservation struct {
 	// The slots it holds in the site's plan now and that have not ended, in
 	// time order: the reservation itself, or the instances of a standing one
 	// within the site's horizon.
-	Instances     []*TimeWindow `protobuf:"bytes,10,rep,name=instances,proto3" json:"instances,omitempty"`
+	Instances []*TimeWindow `protobuf:"bytes,10,rep,name=instances,proto3" json:"instances,omitempty"`
+	// Set when the stored reservation is not in the site's plan, and why
+	// (for example: the site restarted with fewer processors than it holds).
+	// It stays listed, and stored, until it ends or is deleted.
+	Problem       string `protobuf:"bytes,11,opt,name=problem,proto3" json:"problem,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2353,6 +2367,13 @@ func (x *FixedReservation) GetInstances() []*TimeWindow {
 		return x.Instances
 	}
 	return nil
+}
+
+func (x *FixedReservation) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
 }
 
 // CreateReservationRequest asks for a fixed or standing reservation.
@@ -3385,10 +3406,11 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"7\n" +
 	"\x11CancelJobResponse\x12\"\n" +
-	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\"L\n" +
+	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\"`\n" +
 	"\x10WatchJobsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12!\n" +
-	"\fsend_initial\x18\x02 \x01(\bR\vsendInitial\"\xb8\x01\n" +
+	"\fsend_initial\x18\x02 \x01(\bR\vsendInitial\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\"\xb8\x01\n" +
 	"\bJobEvent\x12\"\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\x12<\n" +
 	"\x0eprevious_state\x18\x02 \x01(\x0e2\x15.fedsched.v1.JobStateR\rpreviousState\x12.\n" +
@@ -3425,7 +3447,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\n" +
 	"TimeWindow\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
-	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"\x80\x03\n" +
+	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"\x9a\x03\n" +
 	"\x10FixedReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -3437,7 +3459,8 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\bweekdays\x18\b \x03(\x0e2\x14.fedsched.v1.WeekdayR\bweekdays\x12\x12\n" +
 	"\x04site\x18\t \x01(\tR\x04site\x125\n" +
 	"\tinstances\x18\n" +
-	" \x03(\v2\x17.fedsched.v1.TimeWindowR\tinstances\"\xc9\x02\n" +
+	" \x03(\v2\x17.fedsched.v1.TimeWindowR\tinstances\x12\x18\n" +
+	"\aproblem\x18\v \x01(\tR\aproblem\"\xc9\x02\n" +
 	"\x18CreateReservationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05procs\x18\x02 \x01(\x05R\x05procs\x120\n" +
