@@ -180,6 +180,12 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		return err
 	}
 	if cfg.Gossip.Addr != "" {
+		known, err := knownMembers(ctx, st)
+		if err != nil {
+			lis.Close()
+			return err
+		}
+		cfg.Gossip.Join = seeds(cfg.Gossip.Join, known)
 		if members, err = startMembership(cfg, n, opt, log); err != nil {
 			lis.Close()
 			return err
