@@ -868,7 +868,15 @@ type Job struct {
 	Wait *WaitReason `protobuf:"bytes,19,opt,name=wait,proto3" json:"wait,omitempty"`
 	// The answer of every peer asked for a quote when the job was delegated,
 	// oldest first (origin side).
-	QuoteAnswers  []*QuoteAnswer `protobuf:"bytes,20,rep,name=quote_answers,json=quoteAnswers,proto3" json:"quote_answers,omitempty"`
+	QuoteAnswers []*QuoteAnswer `protobuf:"bytes,20,rep,name=quote_answers,json=quoteAnswers,proto3" json:"quote_answers,omitempty"`
+	// The (aged) number of runtime samples the site's statistics held when
+	// its admission test judged a slot shorter than the job's estimate; 0 if
+	// it judged none.
+	OverbookSamples float64 `protobuf:"fixed64,21,opt,name=overbook_samples,json=overbookSamples,proto3" json:"overbook_samples,omitempty"`
+	// True when the site did not overbook the job because overbook_samples
+	// was below its overbooking.min_samples: it does not bet on what it has
+	// not measured.
+	TooFewSamples bool `protobuf:"varint,22,opt,name=too_few_samples,json=tooFewSamples,proto3" json:"too_few_samples,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1041,6 +1049,20 @@ func (x *Job) GetQuoteAnswers() []*QuoteAnswer {
 		return x.QuoteAnswers
 	}
 	return nil
+}
+
+func (x *Job) GetOverbookSamples() float64 {
+	if x != nil {
+		return x.OverbookSamples
+	}
+	return 0
+}
+
+func (x *Job) GetTooFewSamples() bool {
+	if x != nil {
+		return x.TooFewSamples
+	}
+	return false
 }
 
 // WaitReason says concretely what a pending job waits for.
@@ -1648,7 +1670,10 @@ type WatchJobsRequest struct {
 	// When true, the stream starts with one event per selected live job
 	// (PENDING, RUNNING, DELEGATED) carrying its current state, so that a
 	// client that reconnects misses nothing that still matters.
-	SendInitial   bool `protobuf:"varint,2,opt,name=send_initial,json=sendInitial,proto3" json:"send_initial,omitempty"`
+	SendInitial bool `protobuf:"varint,2,opt,name=send_initial,json=sendInitial,proto3" json:"send_initial,omitempty"`
+	// Only jobs of this user; empty means every user's. A user's watch is
+	// always limited to that user's own jobs (the site sets this field).
+	User          string `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1695,6 +1720,13 @@ func (x *WatchJobsRequest) GetSendInitial() bool {
 		return x.SendInitial
 	}
 	return false
+}
+
+func (x *WatchJobsRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
 }
 
 // JobEvent is one change of one job.
@@ -3305,7 +3337,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x02to\x18\x02 \x01(\x0e2\x15.fedsched.v1.JobStateR\x02to\x12+\n" +
 	"\x06reason\x18\x03 \x01(\x0e2\x13.fedsched.v1.ReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xf8\x06\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xcb\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x04spec\x18\x02 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\x12+\n" +
@@ -3334,7 +3366,9 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\vupdate_time\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12+\n" +
 	"\x04wait\x18\x13 \x01(\v2\x17.fedsched.v1.WaitReasonR\x04wait\x12=\n" +
-	"\rquote_answers\x18\x14 \x03(\v2\x18.fedsched.v1.QuoteAnswerR\fquoteAnswersB\f\n" +
+	"\rquote_answers\x18\x14 \x03(\v2\x18.fedsched.v1.QuoteAnswerR\fquoteAnswers\x12)\n" +
+	"\x10overbook_samples\x18\x15 \x01(\x01R\x0foverbookSamples\x12&\n" +
+	"\x0ftoo_few_samples\x18\x16 \x01(\bR\rtooFewSamplesB\f\n" +
 	"\n" +
 	"_exit_code\"\x88\x01\n" +
 	"\n" +
@@ -3372,10 +3406,11 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"7\n" +
 	"\x11CancelJobResponse\x12\"\n" +
-	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\"L\n" +
+	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\"`\n" +
 	"\x10WatchJobsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12!\n" +
-	"\fsend_initial\x18\x02 \x01(\bR\vsendInitial\"\xb8\x01\n" +
+	"\fsend_initial\x18\x02 \x01(\bR\vsendInitial\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\"\xb8\x01\n" +
 	"\bJobEvent\x12\"\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\x12<\n" +
 	"\x0eprevious_state\x18\x02 \x01(\x0e2\x15.fedsched.v1.JobStateR\rpreviousState\x12.\n" +
