@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 )
 
@@ -125,7 +124,18 @@ func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 	if jit == 0 {
 		jit = 0.1
 	}
-	var out []scored
+	// Only the best MaxCandidates are kept, in order, as the candidates
+	// go by: a federation of hundreds of sites asks a few of them, and
+	// sorting all of them on every offer cost more than the rest of the
+	// decision.
+	better := func(a, b scored) bool {
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		return a.c.Site < b.c.Site
+	}
+	n := cfg.maxCandidates()
+	top := make([]scored, 0, n)
 	for _, c := range cands {
 		if c.Procs < procs || route.Visited(c.Site) {
 			continue
@@ -147,21 +157,26 @@ func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 		if jit > 0 {
 			s *= 1 + jit*(rng.Float64()-0.5)
 		}
-		out = append(out, scored{c, s})
-	}
-	slices.SortStableFunc(out, func(a, b scored) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
+		x := scored{c, s}
+		if len(top) == n && !better(x, top[n-1]) {
+			continue
 		}
-		return strings.Compare(a.c.Site, b.c.Site)
-	})
-	n := min(len(out), cfg.maxCandidates())
-	res := make([]Candidate, n)
-	for i := range n {
-		res[i] = out[i].c
+		// Insert after every kept candidate that is not worse (a stable
+		// order, as a stable sort of all of them would give).
+		i := len(top)
+		if i == n {
+			i--
+		} else {
+			top = append(top, x)
+		}
+		for ; i > 0 && better(x, top[i-1]); i-- {
+			top[i] = top[i-1]
+		}
+		top[i] = x
+	}
+	res := make([]Candidate, len(top))
+	for i := range top {
+		res[i] = top[i].c
 	}
 	return res
 }

@@ -35,6 +35,8 @@ type crashCase struct {
 	// the peer crashed: the simulated executor's jobs die with their
 	// site, and the restarted peer reports it lost.
 	orLost bool
+	// hard crashes with Cluster.HardCrash instead of Cluster.Crash.
+	hard bool
 }
 
 // TestCrashDuringDelegation crashes the origin, or the site the origin
@@ -63,11 +65,30 @@ func TestCrashDuringDelegation(t *testing.T) {
 		// peer reports the job lost (FAILED, SLA violated).
 		{name: "peer/job-running", victim: "peer", want: fedschedv1.JobState_JOB_STATE_FAILED},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			runCrashCase(t, tc)
-		})
+		// Each crash point twice: a graceful crash (the site's context
+		// ends; a commit under way finishes) and a hard one (its store is
+		// closed under it first: a commit under way fails, nothing more
+		// reaches its data directory).
+		for _, hard := range []bool{false, true} {
+			tc := tc
+			tc.hard = hard
+			mode := "graceful"
+			if hard {
+				mode = "hard"
+			}
+			t.Run(mode+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				runCrashCase(t, tc)
+			})
+		}
 	}
+}
+
+func crash(c *Cluster, tc crashCase, victim string) error {
+	if tc.hard {
+		return c.HardCrash(victim)
+	}
+	return c.Crash(victim)
 }
 
 func runCrashCase(t *testing.T, tc crashCase) {
@@ -96,7 +117,7 @@ func runCrashCase(t *testing.T, tc crashCase) {
 			}
 			victimName.Store(victim)
 			t.Logf("crashing %s %s %s %s->%s", victim, call.Phase, call.Method, call.From, call.To)
-			if err := c.Crash(victim); err != nil {
+			if err := crash(c, tc, victim); err != nil {
 				t.Error(err)
 			}
 			close(crashed)
@@ -151,7 +172,7 @@ func runCrashCase(t *testing.T, tc crashCase) {
 		}
 		victimName.Store(victim)
 		t.Logf("crashing %s while the job runs at %s", victim, peer.Name)
-		if err := c.Crash(victim); err != nil {
+		if err := crash(c, tc, victim); err != nil {
 			t.Fatal(err)
 		}
 		close(crashed)

@@ -221,9 +221,14 @@ func TestSlurmSiteSurvivesSIGKILL(t *testing.T) {
 		ids = append(ids, j.GetId())
 	}
 	for _, id := range ids {
-		n.waitJob(id, "running", 20*time.Second, inState(fedschedv1.JobState_JOB_STATE_RUNNING))
-		if got := slurmNamed(t, id); len(got) != 1 || !strings.HasSuffix(got[0], "RUNNING") && !strings.HasSuffix(got[0], "PENDING") {
+		j := n.waitJob(id, "running", 20*time.Second, inState(fedschedv1.JobState_JOB_STATE_RUNNING))
+		got := slurmNamed(t, id)
+		if len(got) != 1 || !strings.HasSuffix(got[0], "RUNNING") && !strings.HasSuffix(got[0], "PENDING") {
 			t.Fatalf("squeue -n %s: %q, want one live Slurm job named after the fedsched job", id, got)
+		}
+		// The job's message names its Slurm job.
+		if sid, _, _ := strings.Cut(got[0], " "); !strings.Contains(j.GetMessage(), "Slurm job "+sid) {
+			t.Errorf("RUNNING message %q does not name Slurm job %s", j.GetMessage(), sid)
 		}
 	}
 	n.stop(syscall.SIGKILL)

@@ -1,7 +1,7 @@
 // Package forecast predicts job runtimes from the history of completed jobs,
 // after Lazarević's thesis "Autonomous Grid Scheduling Using Probabilistic
-// Job Runtime Forecasting" (UCL, 2008; digest in spec/), and provides the
-// pieces of its deadline scheduler (LTTR).
+// Job Runtime Forecasting" (UCL, 2008; see docs/architecture.md, Sources),
+// and provides the pieces of its deadline scheduler (LTTR).
 //
 // # Basics
 //

@@ -2,26 +2,20 @@ package node_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/fedsched/fedsched/node"
-	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
-// storeCheckingExecutor fails any Start of a job the store does not hold:
-// a crash right after such a Start leaves a running process for a job the
-// restarted node does not know, and whose id it gives to the next job.
+// storeCheckingExecutor records any Start of a job the store does not
+// hold: a crash right after such a Start leaves a running process for a job
+// the restarted node does not know, and whose id it gives to the next job.
 type storeCheckingExecutor struct {
 	executor.Executor
 	st store.Store
@@ -45,42 +39,19 @@ func (e *storeCheckingExecutor) Start(ctx context.Context, spec executor.Spec) e
 // the same loop turn, but its executor start must come after the
 // submission is in the store.
 func TestJobStartsOnlyOnceDurable(t *testing.T) {
-	cfg := testConfig(t.TempDir())
 	st := store.NewMemStore()
-	clk := clock.Scaled(time.Now(), cfg.TimeScale)
-	ex := &storeCheckingExecutor{Executor: executor.NewSimulated(executor.SimulatedConfig{Clock: clk}), st: st}
-	n, err := node.New(cfg, node.Deps{Store: st, Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 3)
-	go func() { done <- ex.Run(ctx) }()
-	go func() { done <- n.Run(ctx) }()
-	go func() { done <- n.Serve(ctx, lis, time.Second) }()
-	defer func() {
-		cancel()
-		for range 3 {
-			<-done
-		}
-	}()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	waitServing(t, conn)
-	c := fedschedv1.NewSiteServiceClient(conn)
+	var ex *storeCheckingExecutor
+	s := startSiteWrapped(t, testConfig(t.TempDir()), st, func(inner executor.Executor) executor.Executor {
+		ex = &storeCheckingExecutor{Executor: inner, st: st}
+		return ex
+	})
+	defer s.stop(t)
 	for range 5 {
-		r, err := c.SubmitJob(context.Background(), &fedschedv1.SubmitJobRequest{Spec: spec(1, 100)})
+		r, err := s.client.SubmitJob(context.Background(), &fedschedv1.SubmitJobRequest{Spec: spec(1, 100)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitState(t, c, r.GetJob().GetId(), fedschedv1.JobState_JOB_STATE_RUNNING)
+		waitState(t, s.client, r.GetJob().GetId(), fedschedv1.JobState_JOB_STATE_RUNNING)
 	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
@@ -89,5 +60,33 @@ func TestJobStartsOnlyOnceDurable(t *testing.T) {
 	}
 	if len(ex.unknown) > 0 {
 		t.Fatalf("jobs %v were started before the store held them", ex.unknown)
+	}
+}
+
+// TestRetryAfterDeadlinePassedReplays: a retry with the same idempotency
+// key, sent when the request's deadline no longer leaves room for its
+// estimate (a client retrying after a crash), gets the stored job back
+// instead of InvalidArgument.
+func TestRetryAfterDeadlinePassedReplays(t *testing.T) {
+	s := startSite(t, testConfig(t.TempDir()), store.NewMemStore())
+	defer s.stop(t)
+	sp := spec(1, 100)
+	sp.Deadline = timestamppb.New(s.clk.Now().Add(200 * time.Second))
+	req := &fedschedv1.SubmitJobRequest{IdempotencyKey: "late-retry", Spec: sp}
+	first, err := s.client.SubmitJob(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1,000 times faster than real time: 150 ms is 150 s, and the deadline
+	// is then closer than the estimate.
+	for s.clk.Now().Add(100 * time.Second).Before(sp.GetDeadline().AsTime()) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	again, err := s.client.SubmitJob(context.Background(), req)
+	if err != nil {
+		t.Fatalf("retry after the deadline came close: %v", err)
+	}
+	if !again.GetReplayed() || again.GetJob().GetId() != first.GetJob().GetId() {
+		t.Fatalf("retry = %v (replayed %v), want the stored job %s", again.GetJob().GetId(), again.GetReplayed(), first.GetJob().GetId())
 	}
 }

@@ -31,7 +31,7 @@ func (n *Node) batchSpec(es *executor.Spec, lj *liveJob) {
 	if _, ok := env["USER"]; !ok && es.User != "" {
 		env["USER"] = es.User
 	}
-	if _, ok := env["HOME"]; !ok && es.User != "" {
+	if _, ok := env["HOME"]; !ok && es.User != "" && n.cfg.Executor != config.ExecutorSimulated {
 		if u, err := user.Lookup(es.User); err == nil && u.HomeDir != "" {
 			env["HOME"] = u.HomeDir
 		}

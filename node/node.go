@@ -17,6 +17,7 @@ import (
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/discovery"
+	"github.com/fedsched/fedsched/node/auth"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
@@ -98,6 +99,9 @@ type Node struct {
 	// by the loop.
 	resv reservations
 
+	// authz authorizes every call (authz.go).
+	authOnce sync.Once
+	authz    *auth.Interceptor
 	// metrics are the node's Prometheus series (metrics.go).
 	metrics *metrics
 	// recent are the last jobs that ended or were delegated, oldest first,
@@ -147,7 +151,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	if n.fed.Peers != nil && n.fed.Dial == nil {
 		return nil, fmt.Errorf("node: federation needs a dialer: %w", ErrInvalidRequest)
 	}
-	if n.stats, err = overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime}); err != nil {
+	if n.stats, err = overbook.NewStats(statsConfig(cfg.Overbooking)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	sc := plan.Config{Procs: cfg.Procs, Policy: pol, TrackMoves: true,
@@ -156,7 +160,8 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		// running jobs never grow back (waiting ones still do).
 		NoGrowBack: true}
 	if cfg.Overbooking.Enabled {
-		n.adm = &overbook.Admission{Stats: n.stats, Learn: true}
+		ms, _, _ := cfg.Overbooking.Learning()
+		n.adm = &overbook.Admission{Stats: n.stats, MinSamples: ms} // the node learns itself (learn)
 		if cfg.Overbooking.Mode == "comprehensive" {
 			n.adm.Mode = overbook.Comprehensive
 		}
@@ -570,7 +575,8 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	// The kill comes only after the kill's whole second: at equal times a
 	// job's own end comes first (plan.Killed), so a job that ends in the
 	// second its reservation ends has finished, not been killed.
-	kill := n.deps.Clock.Now().Unix() + d.End - min(d.Start, now)
+	at := n.deps.Clock.Now().Unix() // after this turn's commit (see pass)
+	kill := at + d.End - min(d.Start, now)
 	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
 		Deadline: time.Unix(kill+1, 0), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
@@ -592,12 +598,14 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 			fmt.Sprintf("the executor could not start the command: %v", err), fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 		return
 	}
-	lj.job.StartTime = toTime(now)
+	// The record says when the job really started, from which its slot is
+	// measured, not when the turn began.
+	lj.job.StartTime = toTime(max(now, at))
 	r, api := n.reservationOf(lj.job.GetId(), lj.pj.Procs, plan.Placement{Start: d.Start, End: d.End}, lj.pj.Estimate)
 	lj.job.Reservation = api
 	n.pending.putRes(lj.job.GetId(), r)
 	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.Reason_REASON_STARTED,
-		fmt.Sprintf("started on %d processors; killed at %s if still running", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339)), now)
+		fmt.Sprintf("started on %d processors; killed at %s if still running%s", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339), n.runsAs(es.JobID)), now)
 }
 
 // finish ends a live job: it leaves the core and the store's reservations,
@@ -645,6 +653,7 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		if !e.Lost {
 			code := int32(e.ExitCode)
 			lj.job.ExitCode = &code
+			n.learn(lj, end-lj.job.GetStartTime().AsTime().Unix(), true)
 		}
 		lj.job.EndTime = toTime(end)
 		n.site.End(now, lj.seq)
@@ -675,6 +684,7 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
 			"the site failed the job: "+e.Detail, fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 	case e.Killed && e.Cause == executor.CauseDeadline:
+		n.learn(lj, ran, true)
 		outcome, msg := fedschedv1.SlaOutcome_SLA_OUTCOME_MET, "killed at the end of its reservation after receiving its full estimate (the estimate was short)"
 		// The kill comes just after the reservation's last second (start):
 		// the job got its slot, not the extra second.
@@ -686,13 +696,11 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		}
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_KILLED, fedschedv1.Reason_REASON_KILLED_END_OF_RESERVATION, msg, outcome, now)
 	case e.Killed:
+		n.learn(lj, ran, true)
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER,
 			"killed on request", fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED, now)
 	default:
-		if n.adm != nil {
-			n.adm.Finished(lj.seq, ran) //nolint:errcheck // a job without a usable estimate is not learnt from
-			n.pending.stats = true
-		}
+		n.learn(lj, ran, false)
 		// A non-zero status is the job's own failure: FAILED, and the SLA
 		// is MET because the site ran it as promised (docs/policies.md).
 		state, msg := fedschedv1.JobState_JOB_STATE_COMPLETED, fmt.Sprintf("exited with status %d after %d s", e.ExitCode, ran)

@@ -49,8 +49,18 @@ func testConfig(dir string) config.Config {
 
 func startSite(t *testing.T, cfg config.Config, st store.Store) *testSite {
 	t.Helper()
+	return startSiteWrapped(t, cfg, st, nil)
+}
+
+// startSiteWrapped is startSite with the simulated executor wrapped by
+// wrap (if not nil), to watch what the node asks of it.
+func startSiteWrapped(t *testing.T, cfg config.Config, st store.Store, wrap func(executor.Executor) executor.Executor) *testSite {
+	t.Helper()
 	clk := clock.Scaled(time.Now(), cfg.TimeScale)
-	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
+	var ex executor.Executor = executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
+	if wrap != nil {
+		ex = wrap(ex)
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	n, err := node.New(cfg, node.Deps{Store: st, Executor: ex, Clock: clk, Logger: log, Version: "test"})
 	if err != nil {

@@ -69,6 +69,9 @@ func (o *submitOp) run(n *Node, now int64) func(error) {
 func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, hash []byte, now int64) submitResult {
 	key := req.GetIdempotencyKey()
 	if key != "" {
+		// Keys are their user's: another user's key never replays (and so
+		// never reveals) someone else's job.
+		key = req.GetSpec().GetUser() + "/" + key
 		if rec, ok := n.pending.keyed(key); ok {
 			return replay(rec, hash)
 		}
@@ -87,6 +90,10 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		}
 	}
 	spec := req.GetSpec()
+	if limit, have := n.cfg.Limits.WithDefaults().MaxPendingJobs, n.pendingOf(spec.GetUser()); have >= limit {
+		return submitResult{err: fmt.Errorf("user %s has %d pending jobs at site %s, the most it allows (limits.max_pending_jobs); cancel some or wait for them to start: %w",
+			spec.GetUser(), have, n.cfg.Site, ErrLimitReached)}
+	}
 	n.nextSeq++
 	seq := n.nextSeq
 	id := jobID(n.cfg.Site, seq)
@@ -109,6 +116,7 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 	startsNow := n.fed.Transfer == delegation.ACF && n.site.CanStartNow(now, pj)
 	pl := n.site.Submit(now, pj)
 	pl = n.clearOfStanding(now, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
+	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
 	if !pl.OK() && n.federating() && n.mayDelegate(job.GetRoute()) && (pl.Reason == plan.ReasonRejectedNoGap || pl.Reason == plan.ReasonRejectedRisk || pl.Reason == plan.ReasonRejectedTooWide) {
 		// Transfer policy: a job the site cannot take goes to the peers.
 		// The reply waits for the protocol (bounded by the quote timeout).
@@ -189,6 +197,9 @@ func replay(rec store.JobRecord, hash []byte) submitResult {
 func rejectReason(pl plan.Placement, pj plan.Job, site string, now int64) (fedschedv1.Reason, string) {
 	switch pl.Reason {
 	case plan.ReasonRejectedRisk:
+		if pl.TooFewSamples {
+			return fedschedv1.Reason_REASON_REJECTED_RISK, fmt.Sprintf("not overbooked: only %s: the site does not bet on a slot shorter than the estimate before its runtime statistics are large enough, and no slot for the full estimate fits the window", samplesText(pl.Samples))
+		}
 		return fedschedv1.Reason_REASON_REJECTED_RISK, "every gap in the job's window is too risky for the site's acceptance test"
 	case plan.ReasonRejectedTooWide:
 		return fedschedv1.Reason_REASON_REJECTED_TOO_WIDE, fmt.Sprintf("the job needs %d processors; site %s has fewer", pj.Procs, site)
@@ -297,4 +308,15 @@ func (n *Node) pofMax() float64 {
 		return 0
 	}
 	return n.cfg.Overbooking.PoFMax
+}
+
+// pendingOf counts the PENDING jobs of a user (limits.max_pending_jobs).
+func (n *Node) pendingOf(user string) int {
+	k := 0
+	for _, lj := range n.live {
+		if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && lj.job.GetSpec().GetUser() == user {
+			k++
+		}
+	}
+	return k
 }

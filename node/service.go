@@ -33,7 +33,8 @@ type service struct {
 // is cancelled, then stops gracefully (waiting at most grace for calls in
 // flight). Health reports NOT_SERVING until the node has recovered.
 func (n *Node) Serve(ctx context.Context, lis net.Listener, grace time.Duration, opts ...grpc.ServerOption) error {
-	srv := grpc.NewServer(opts...)
+	// Every call is authorized, whatever the transport (auth.Interceptor).
+	srv := grpc.NewServer(append(opts, n.authorizer()...)...)
 	fedschedv1.RegisterSiteServiceServer(srv, &service{n: n})
 	fedschedv1.RegisterFederationServiceServer(srv, &fedService{n: n})
 	hs := health.NewServer()
@@ -90,6 +91,9 @@ func (n *Node) Serve(ctx context.Context, lis net.Listener, grace time.Duration,
 func (s *service) SubmitJob(ctx context.Context, req *fedschedv1.SubmitJobRequest) (*fedschedv1.SubmitJobResponse, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
+	}
+	if r, ok := s.storedReplay(ctx, req); ok {
+		return r, nil
 	}
 	if err := s.n.validateSubmit(req, s.n.now()); err != nil {
 		return nil, ToStatus(err)
@@ -148,7 +152,7 @@ func (s *service) ListJobs(ctx context.Context, req *fedschedv1.ListJobsRequest)
 		return nil, ToStatus(err)
 	}
 	recs, next, err := s.n.deps.Store.ListJobs(ctx, store.JobQuery{States: req.GetStates(), User: req.GetUser(),
-		PageSize: int(req.GetPageSize()), PageToken: req.GetPageToken()})
+		PageSize: int(req.GetPageSize()), PageToken: req.GetPageToken(), MaxBytes: maxPageBytes})
 	if errors.Is(err, store.ErrInvalidPageToken) {
 		return nil, ToStatus(fmt.Errorf("page_token is not one this site issued for these filters: %w", ErrInvalidRequest))
 	}
@@ -207,7 +211,7 @@ func (s *service) WatchJobs(req *fedschedv1.WatchJobsRequest, stream fedschedv1.
 			return err
 		}
 	}
-	w := &watcher{jobID: req.GetJobId(), ch: make(chan *fedschedv1.JobEvent, watchBuffer)}
+	w := &watcher{jobID: req.GetJobId(), user: req.GetUser(), ch: make(chan *fedschedv1.JobEvent, watchBuffer)}
 	o := &watchOp{w: w, initial: req.GetSendInitial(), reply: make(chan watchReply, 1)}
 	if err := s.n.send(ctx, o); err != nil {
 		return ToStatus(err)

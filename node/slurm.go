@@ -56,3 +56,14 @@ func (n *Node) capacity(now int64) {
 		}
 	}
 }
+
+// runsAs names what runs a job in the batch system ("; Slurm job 42"), for
+// the job's RUNNING message; empty for other executors.
+func (n *Node) runsAs(jobID string) string {
+	if d, ok := n.deps.Executor.(executor.Describer); ok {
+		if what := d.Describe(jobID); what != "" {
+			return "; " + what
+		}
+	}
+	return ""
+}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/fedsched/fedsched/node/executor"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -24,6 +25,9 @@ const (
 	maxEstimate   = 366 * 24 * 3600 // a year
 	maxFutureTime = 10 * 366 * 24 * 3600
 	maxMessageLen = 1024
+	// maxPageBytes bounds a ListJobs page's jobs, well inside gRPC's
+	// default 4 MiB message limit: large jobs page by size, not only count.
+	maxPageBytes = 3 << 20
 )
 
 // validateSubmit checks a submission against the site. It returns an error
@@ -89,6 +93,11 @@ func (n *Node) validateSpec(s *fedschedv1.JobSpec, now int64) error {
 	}
 	if err := checkBatchFields(s, n.cfg.Executor); err != nil {
 		return err
+	}
+	if ac, ok := n.deps.Executor.(executor.AccountChecker); ok {
+		if err := ac.CheckAccount(s.GetUser()); err != nil {
+			return fmt.Errorf("site %s cannot run the job: %w", n.cfg.Site, err)
+		}
 	}
 	release := now
 	if r := s.GetRelease(); r != nil {

@@ -3,7 +3,7 @@
 # Tables 3.3-3.5): each of its three-site traces replayed alone under FCFS,
 # EASY and LIST at the study's site size, sanitised with the study's five
 # rules (rule 4: clip). KTH96 and CTC96 are whole (333 and 339 days);
-# SDSC00 is cut to its first eleven months (335 days: the study's SDSC00₁₁).
+# SDSC00 is cut to KTH96's length, 333 days (the study's SDSC00₁₁).
 # Prints a Markdown table: AWRT per policy and EASY's utilisation.
 #
 #   scripts/study-baselines.sh            # all three traces
@@ -21,7 +21,7 @@ fi
 # name, embedded trace, site size in the study, span (- for the whole log)
 sites="KTH96 kth 100 -
 CTC96 ctc 430 -
-SDSC00₁₁ sdsc 128 335d"
+SDSC00₁₁ sdsc 128 333d"
 
 # field prints one numeric key of the (single-site) JSON report.
 field() { sed -n "s/^ *\"$1\": \([0-9.e+-]*\),\{0,1\}$/\1/p" | head -n 1; }
@@ -32,7 +32,7 @@ while read -r name trace procs span; do
   cut=(); [ "$span" = - ] || cut=(--span "$span")
   row="| $name | $procs"
   for pol in fcfs easy list; do
-    out=$("$bin" sim --trace "$trace" --procs "$procs" --sanitize "${cut[@]}" --policy "$pol" --json - 2>/dev/null | sed -n '/^{/,$p')
+    out=$("$bin" sim --trace "$trace" --procs "$procs" --sanitize "${cut[@]}" --policy "$pol" --json - 2>/dev/null)
     jobs=$(field jobs <<<"$out")
     awrt=$(field awrt_s <<<"$out")
     [ "$pol" = fcfs ] && row="$row | $jobs"

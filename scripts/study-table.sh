@@ -28,7 +28,7 @@ echo "| setup | site | AWRT improvement: study | ours | difference (pp) | utilis
 echo "|---|---|---|---|---|---|---|---|"
 while read -r setup a1 a2 a3 u1 u2 u3; do
   if [ ${#want[@]} -gt 0 ] && [[ ! " ${want[*]} " =~ " $setup " ]]; then continue; fi
-  "$bin" sim --scenario "scenarios/study/$setup.yaml" --json - 2>/dev/null | sed -n '/^{/,$p' |
+  "$bin" sim --scenario "scenarios/study/$setup.yaml" --json - 2>/dev/null |
     awk -v setup="$setup" -v a="$a1 $a2 $a3" -v u="$u1 $u2 $u3" '
       BEGIN { split(a, sa, " "); split(u, su, " ") }
       /^      "name":/ { gsub(/[",]/, "", $2); name = $2; k++ }

@@ -81,26 +81,42 @@ type FedRecord struct {
 type FedResult struct {
 	Sites   []FedSite
 	Records []FedRecord // grouped by origin site, in each site's job order
+	// byOrigin[k] and byExec[k] index the records submitted at and run at
+	// site k, in record order; built on the first metrics call, so that
+	// per-site metrics do not each scan every record.
+	byOrigin, byExec [][]int32
 }
 
 // OriginMetrics returns the metrics of the jobs submitted at site k,
 // wherever they ran: AWRT_k as the federation digest defines it.
 func (r *FedResult) OriginMetrics(k int) Metrics {
-	return ComputeMetrics(r.filter(func(f *FedRecord) bool { return f.Origin == k }), r.Sites[k].Procs)
+	r.index()
+	return ComputeMetrics(r.pick(r.byOrigin[k]), r.Sites[k].Procs)
 }
 
 // ExecMetrics returns the metrics of the jobs executed at site k; its
 // utilisation is that of site k.
 func (r *FedResult) ExecMetrics(k int) Metrics {
-	return ComputeMetrics(r.filter(func(f *FedRecord) bool { return f.Exec == k }), r.Sites[k].Procs)
+	r.index()
+	return ComputeMetrics(r.pick(r.byExec[k]), r.Sites[k].Procs)
 }
 
-func (r *FedResult) filter(keep func(*FedRecord) bool) []Record {
-	var out []Record
+func (r *FedResult) index() {
+	if r.byOrigin != nil {
+		return
+	}
+	r.byOrigin, r.byExec = make([][]int32, len(r.Sites)), make([][]int32, len(r.Sites))
 	for i := range r.Records {
-		if keep(&r.Records[i]) {
-			out = append(out, r.Records[i].Record)
-		}
+		f := &r.Records[i]
+		r.byOrigin[f.Origin] = append(r.byOrigin[f.Origin], int32(i))
+		r.byExec[f.Exec] = append(r.byExec[f.Exec], int32(i))
+	}
+}
+
+func (r *FedResult) pick(idx []int32) []Record {
+	out := make([]Record, len(idx))
+	for i, x := range idx {
+		out[i] = r.Records[x].Record
 	}
 	return out
 }
@@ -185,9 +201,9 @@ func (v exactView) Candidates(now int64) []delegation.Candidate {
 		if k == v.self {
 			continue
 		}
-		o := a.Site().Outlook(now, 3600, 4*3600, 24*3600)
+		p := a.Site().Plan() // Site.Outlook's figures, without its slice per peer
 		out = append(out, delegation.Candidate{Site: v.sites[k].Name, Procs: v.sites[k].Procs,
-			FreeNow: o[0], Free1h: o[1], Free4h: o[2], Free24h: o[3]})
+			FreeNow: p.Free(now), Free1h: p.Free(now + 3600), Free4h: p.Free(now + 4*3600), Free24h: p.Free(now + 24*3600)})
 	}
 	return out
 }

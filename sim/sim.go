@@ -35,6 +35,13 @@ func (j Job) planJob() plan.Job {
 type Record struct {
 	Job
 	Decision plan.Placement // the admission decision at submission
+	// Planned is the start the site promised at submission: the start of
+	// its reservation (conservative backfilling), or, under the queue
+	// policies, which promise none, the earliest fit in the plan then (what
+	// a user asking would be told). Promised is false if the job was not
+	// accepted (or no fit exists).
+	Planned  int64
+	Promised bool
 	Started  bool
 	Start    int64 // start time, if started
 	End      int64 // when it stopped running, if started
@@ -292,7 +299,9 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 					pj.Forecast = max(0, cfg.Predictor.Predict(t, &j))
 					res.Records[next].Forecast = pj.Forecast
 				}
-				res.Records[next].Decision = site.Submit(t, pj)
+				pl := site.Submit(t, pj)
+				res.Records[next].Decision = pl
+				res.Records[next].Planned, res.Records[next].Promised = plannedStart(site, pl, pj, t)
 			}
 			next++
 		}
@@ -310,4 +319,16 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 		res.Fixed = &r
 	}
 	return res, nil
+}
+
+// plannedStart is the start promised to a job at its submission (see
+// Record.Planned).
+func plannedStart(site *plan.Site, pl plan.Placement, j plan.Job, t int64) (int64, bool) {
+	switch {
+	case !pl.OK():
+		return 0, false
+	case pl.Reason != plan.ReasonQueued:
+		return pl.Start, true
+	}
+	return site.Plan().EarliestFit(j.Procs, j.Estimate, max(t, j.Release), plan.Forever)
 }

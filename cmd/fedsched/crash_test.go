@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -74,6 +75,8 @@ type crashRun struct {
 	rng      *rand.Rand
 	seed     uint64
 	led      ledger
+	// current is the node last started (killed when the test ends).
+	current *nodeProc
 	// seen is every job as the last check saw it.
 	seen map[string]*fedschedv1.Job
 	// counts for the summary
@@ -96,6 +99,11 @@ func runKillRounds(t *testing.T, executor string) {
 	if err := os.MkdirAll(r.markers, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if r.current != nil {
+			r.current.kill()
+		}
+	})
 	defer func() {
 		if t.Failed() {
 			if b, err := os.ReadFile(r.logPath); err == nil {
@@ -166,31 +174,60 @@ func runKillRounds(t *testing.T, executor string) {
 type nodeProc struct {
 	cmd   *exec.Cmd
 	lines chan string
-	done  chan struct{}
+	done  chan struct{} // closed when its stderr is read to the end
+	// exited is closed once the process is reaped.
+	exited chan struct{}
 }
 
 func (r *crashRun) startNode() *nodeProc {
 	r.t.Helper()
 	args := []string{"node", "--site", "k", "--data", r.dir, "--listen", "127.0.0.1:0", "--procs", "8",
-		"--executor", r.executor, "--kill-grace", "1s"}
+		"--executor", r.executor, "--kill-grace", "1s", "--insecure"}
+	if os.Getuid() == 0 {
+		// The jobs' user "crash" has no account: run them as root, with
+		// the test's consent (docs/security.md).
+		args = append(args, "--service-account", "root", "--allow-root-jobs")
+	}
 	cmd := exec.Command(os.Args[0], args...)
 	// The supervisors inherit the environment: they are this binary too.
 	cmd.Env = append(os.Environ(), "FEDSCHED_TEST_RUN_MAIN=1", "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
+	// Should this test binary die (a timeout), the node dies with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
-		r.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
 	log, err := os.OpenFile(r.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	n := &nodeProc{cmd: cmd, lines: make(chan string, 1024), done: make(chan struct{})}
+	n := &nodeProc{cmd: cmd, lines: make(chan string, 1024), done: make(chan struct{}), exited: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		defer close(n.exited)
+		// Pdeathsig follows the thread that started the child: keep it
+		// until the child is gone.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			close(n.done)
+			started <- err
+			return
+		}
+		started <- nil
+		<-n.done   // all of stderr read
+		cmd.Wait() //nolint:errcheck // killed
+	}()
+	go func() {
+		<-n.exited
+		log.Close()
+	}()
+	if err := <-started; err != nil {
+		r.t.Fatal(err)
+	}
+	r.current = n
 	go func() {
 		defer close(n.done)
-		defer log.Close()
 		sc := bufio.NewScanner(pipe)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
@@ -232,8 +269,7 @@ func (n *nodeProc) waitReady() string {
 // kill sends SIGKILL and reaps the process.
 func (n *nodeProc) kill() {
 	n.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // may have exited
-	n.cmd.Wait()                          //nolint:errcheck // killed
-	<-n.done
+	<-n.exited
 }
 
 type killClient struct {

@@ -37,6 +37,9 @@ type simFlags struct {
 	offered  float64
 	span     string
 	cpuprof  string
+	accPlot  string
+	gantt    string
+	from, to int64
 }
 
 func newSimCmd() *cobra.Command {
@@ -81,6 +84,10 @@ predicts each job at its submission from the jobs completed before it
 	fl.StringVar(&f.scenario, "scenario", "", "replay a federation scenario (YAML; see docs/simulation.md) with and without delegation")
 	fl.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the replay to this file (read it with go tool pprof)")
 	fl.StringArrayVar(&f.fixed, "fixed-reservations", nil, "standing reservations EVERY,LENGTH[,SHARE] (e.g. 6h,1h or 24h,4h,0.5 for half the machine), anchored at the trace's time 0; repeatable")
+	fl.StringVar(&f.gantt, "gantt", "", "draw the jobs that ran between --from and --to as an SVG Gantt chart (processors over time) to this file")
+	fl.Int64Var(&f.from, "from", 0, "with --gantt: start of the window, in seconds of trace time (after --offered-load scaling)")
+	fl.Int64Var(&f.to, "to", 0, "with --gantt: end of the window, in seconds of trace time (0: --from plus one day)")
+	fl.StringVar(&f.accPlot, "start-accuracy-plot", "", "replay under both conservative and EASY backfilling and draw the distribution of actual minus planned start of each (SVG) to this file")
 	f.sla.register(fl)
 	return cmd
 }
@@ -103,6 +110,9 @@ type siteReport struct {
 	Sanitize *swf.SanitizeReport `json:"sanitize,omitempty"`
 	SLA      *slaReport          `json:"sla,omitempty"`
 	Fixed    *sim.FixedReport    `json:"fixed,omitempty"`
+	// StartAccuracy compares each job's start with the one planned at its
+	// submission.
+	StartAccuracy *sim.StartAccuracy `json:"start_accuracy,omitempty"`
 }
 
 type simReport struct {
@@ -185,6 +195,9 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	if bar != nil {
 		cfg.Progress = func(n int) { bar.Set(n) } //nolint:errcheck // progress display only
 	}
+	if f.accPlot != "" {
+		return runStartAccuracy(cmd, f, in, cfg, rep)
+	}
 	res, err := sim.Run(cmd.Context(), in, cfg)
 	if bar != nil {
 		bar.Finish() //nolint:errcheck // progress display only
@@ -199,8 +212,15 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	rep.Metrics = sim.ComputeMetrics(res.Records, procs)
 	rep.DeadlineMetrics = sim.ComputeDeadlineMetrics(res.Records)
 	rep.Fixed = res.Fixed
+	rep.StartAccuracy = sim.ComputeStartAccuracy(res.Records)
+	if f.gantt != "" {
+		if err := writeReplayGantt(f, rep.Name, procs, res.Records); err != nil {
+			return err
+		}
+	}
 	out := simReport{Trace: tr.Name, Sites: []siteReport{rep}}
-	printSimTable(cmd.OutOrStdout(), out)
+	printSimTable(tableOut(cmd, f.jsonOut), out)
+	printStartAccuracy(tableOut(cmd, f.jsonOut), out.Sites)
 	if f.jsonOut != "" {
 		if err := writeJSON(cmd.OutOrStdout(), f.jsonOut, out); err != nil {
 			return err
@@ -329,6 +349,15 @@ func printSimTable(w io.Writer, r simReport) {
 			d.Jobs, 100*d.Met, d.MeanTardiness, d.LateMeanTardiness, d.MaxTardiness)
 	}
 	tw.Flush()
+}
+
+// tableOut is where a replay prints its human table: stdout, unless the
+// JSON goes there (--json -), so that stdout is JSON alone for scripts.
+func tableOut(cmd *cobra.Command, jsonOut string) io.Writer {
+	if jsonOut == "-" {
+		return cmd.ErrOrStderr()
+	}
+	return cmd.OutOrStdout()
 }
 
 // writeJSON writes v as indented JSON to path, or to stdout for "-".

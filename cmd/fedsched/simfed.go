@@ -91,7 +91,7 @@ type fedReport struct {
 
 // scenarioFlags are the flags that mean something with --scenario; every
 // other flag is refused rather than silently ignored.
-var scenarioFlags = map[string]bool{"scenario": true, "json": true, "jobs-csv": true, "runs": true}
+var scenarioFlags = map[string]bool{"scenario": true, "json": true, "jobs-csv": true, "runs": true, "cpuprofile": true}
 
 // meanCI returns the mean of xs and, with more than one value, a pointer
 // to the half-width of its 95 % interval.
@@ -140,7 +140,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		}
 	})
 	if len(bad) > 0 {
-		return fmt.Errorf("InvalidArgument: %s: no effect with --scenario (a scenario sets its sites, policies, SLAs and seed in its file; see docs/simulation.md); only --json, --jobs-csv and --runs go with it", strings.Join(bad, ", "))
+		return fmt.Errorf("InvalidArgument: %s: no effect with --scenario (a scenario sets its sites, policies, SLAs and seed in its file; see docs/simulation.md); only --json, --jobs-csv, --runs and --cpuprofile go with it", strings.Join(bad, ", "))
 	}
 	runs := 1
 	if cmd.Flags().Changed("runs") {
@@ -243,7 +243,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	if slas {
 		rep.Totals.SLA = fedSLAOf(totals)
 	}
-	printFedTable(cmd.OutOrStdout(), rep)
+	printFedTable(tableOut(cmd, f.jsonOut), rep)
 	if f.jobsCSV != "" {
 		if err := writeFedJobsCSV(f.jobsCSV, fed); err != nil {
 			return err

@@ -46,6 +46,10 @@ var fields = []field{
 	{"overbooking.risk_test", "acceptance test: threshold (PoF < pof_max) or risk ((1-PoF)*fee > PoF*penalty*security_factor)", func(c *Config) any { return &c.Overbooking.RiskTest }},
 	{"overbooking.pof_max", "highest probability of failure the threshold test accepts, in [0, 1]", func(c *Config) any { return &c.Overbooking.PoFMax }},
 	{"overbooking.security_factor", "weight of the penalty in the risk test; 0 means 2 (heuristic) or 4 (comprehensive)", func(c *Config) any { return &c.Overbooking.SecurityFactor }},
+	{"overbooking.min_samples", "runtime samples a job's statistics must hold before it may be overbooked", func(c *Config) any { return &c.Overbooking.MinSamples }},
+	{"overbooking.history", "SWF file of the site's past jobs that seeds the runtime statistics on first start", func(c *Config) any { return &c.Overbooking.History }},
+	{"overbooking.age_factor", "weight kept by the runtime samples at every ageing step, in (0, 1]; 1 never forgets", func(c *Config) any { return &c.Overbooking.AgeFactor }},
+	{"overbooking.age_every", "learnt jobs between two ageing steps of the runtime statistics", func(c *Config) any { return &c.Overbooking.AgeEvery }},
 	{"gossip.addr", "host:port to gossip on; empty runs the site alone", func(c *Config) any { return &c.Gossip.Addr }},
 	{"gossip.advertise", "host:port of this site's API for peers (default: listen)", func(c *Config) any { return &c.Gossip.Advertise }},
 	{"gossip.join", "comma-separated gossip host:port of peers to join", func(c *Config) any { return &c.Gossip.Join }},
@@ -59,6 +63,14 @@ var fields = []field{
 	{"tls.cert", "PEM certificate of this node; empty serves plaintext", func(c *Config) any { return &c.TLS.Cert }},
 	{"tls.key", "PEM private key of tls.cert", func(c *Config) any { return &c.TLS.Key }},
 	{"tls.ca", "PEM CA that client and peer certificates must chain to (mutual TLS)", func(c *Config) any { return &c.TLS.CA }},
+	{"gossip.key", "file of gossip encryption keys (fedsched tls gossip-key); required to federate", func(c *Config) any { return &c.Gossip.Key }},
+	{"insecure", "serve plaintext TCP and gossip without certificates (loopback only; callers are trusted as they claim)", func(c *Config) any { return &c.Insecure }},
+	{"socket", "path of the node's Unix socket for local users (default: fedsched.sock in the data directory)", func(c *Config) any { return &c.Socket }},
+	{"executor.allow_root", "consent to run jobs as root", func(c *Config) any { return &c.Jobs.AllowRoot }},
+	{"executor.service_account", "local account for jobs of users without one (remote users)", func(c *Config) any { return &c.Jobs.ServiceAccount }},
+	{"limits.max_message_bytes", "largest gRPC message received (0: 4 MiB)", func(c *Config) any { return &c.Limits.MaxMessageBytes }},
+	{"limits.max_pending_jobs", "PENDING jobs one user may have (0: 10000)", func(c *Config) any { return &c.Limits.MaxPendingJobs }},
+	{"limits.max_watches", "open WatchJobs streams per identity (0: 64)", func(c *Config) any { return &c.Limits.MaxWatches }},
 	{"http.listen", "host:port of the HTTP listener serving /metrics and the status page; empty: off", func(c *Config) any { return &c.HTTP.Listen }},
 	{"log.format", "log format: text or json (one JSON object per line)", func(c *Config) any { return &c.Log.Format }},
 	{"log.level", "lowest level logged: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
@@ -70,7 +82,10 @@ var shortFlags = map[string]string{
 	"data_dir":    "data",
 	"gossip.addr": "gossip",
 	"gossip.join": "join",
-	"http.listen": "http",
+
+	"executor.allow_root":      "allow-root-jobs",
+	"executor.service_account": "service-account",
+	"http.listen":              "http",
 }
 
 // FlagName returns the flag of a YAML path: "overbooking.pof_max" ->

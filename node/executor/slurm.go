@@ -99,6 +99,7 @@ var (
 	_ Executor         = (*Slurm)(nil)
 	_ CapacityReporter = (*Slurm)(nil)
 	_ StartRecorder    = (*Slurm)(nil)
+	_ Describer        = (*Slurm)(nil)
 )
 
 // NewSlurm returns a Slurm executor. It starts nothing and does not talk to
@@ -303,7 +304,11 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	out, err := s.command(ctx, env, nil, "sbatch", args...)
 	if err != nil {
 		// sbatch refused (bad partition, limits, no account for the
-		// user): nothing was queued.
+		// user) and nothing was queued, or it timed out after queueing:
+		// the start fails, so a job queued anyway must not run.
+		if sid, ferr := s.findByName(context.WithoutCancel(ctx), spec.JobID); ferr == nil && sid != "" {
+			s.command(context.WithoutCancel(ctx), nil, nil, "scancel", sid) //nolint:errcheck // best effort; the start fails anyway
+		}
 		return fmt.Errorf("job %s: %v: %w", spec.JobID, err, ErrStartFailed)
 	}
 	sid, _, _ := strings.Cut(strings.TrimSpace(out), ";")
@@ -696,6 +701,14 @@ func (s *Slurm) poll(ctx context.Context) {
 			}
 			continue
 		}
+		s.mu.Lock()
+		if cur := s.jobs[j.id]; cur != nil {
+			// A Kill may have come since the copy: its cause decides how a
+			// CANCELLED end reads.
+			cur.missing = 0
+			j.killCause = cur.killCause
+		}
+		s.mu.Unlock()
 		if terminal(st.State) {
 			s.report(ctx, exitOf(&j, st, now))
 			continue
@@ -784,4 +797,14 @@ func (s *Slurm) Started(jobID string) (bool, error) {
 	}
 	sid, err := s.findByName(context.Background(), jobID)
 	return sid != "", err
+}
+
+// Describe implements Describer.
+func (s *Slurm) Describe(jobID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j := s.jobs[jobID]; j != nil && j.slurmID != "" {
+		return "Slurm job " + j.slurmID
+	}
+	return ""
 }

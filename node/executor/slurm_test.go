@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -362,5 +363,24 @@ func TestSlurmRunsAsTheJobsUser(t *testing.T) {
 	err = s.Start(context.Background(), Spec{JobID: testJobID(t), User: "no-such-user-here", Argv: []string{"true"}})
 	if err == nil || !strings.Contains(err.Error(), "no account") {
 		t.Errorf("start for an unknown user: %v, want an error saying it has no account", err)
+	}
+}
+
+// TestSlurmRefusesImpossibleRequests: with EnforcePartLimits=ALL, sbatch
+// refuses what the partition can never run, and the start fails at once
+// with Slurm's message (rather than a job pending for ever).
+func TestSlurmRefusesImpossibleRequests(t *testing.T) {
+	requireSlurm(t)
+	s, err := NewSlurm(SlurmConfig{DataDir: t.TempDir(), Partition: "fedsched"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := testJobID(t)
+	err = s.Start(context.Background(), Spec{JobID: id, Procs: 100000, Argv: []string{"true"}})
+	if !errors.Is(err, ErrStartFailed) || !strings.Contains(err.Error(), "sbatch") {
+		t.Fatalf("start of a job wider than the partition: %v, want ErrStartFailed with sbatch's message", err)
+	}
+	if ids := slurmJobsNamed(t, id); len(ids) != 0 {
+		t.Errorf("a refused job is in Slurm: %v", ids)
 	}
 }

@@ -868,7 +868,15 @@ type Job struct {
 	Wait *WaitReason `protobuf:"bytes,19,opt,name=wait,proto3" json:"wait,omitempty"`
 	// The answer of every peer asked for a quote when the job was delegated,
 	// oldest first (origin side).
-	QuoteAnswers  []*QuoteAnswer `protobuf:"bytes,20,rep,name=quote_answers,json=quoteAnswers,proto3" json:"quote_answers,omitempty"`
+	QuoteAnswers []*QuoteAnswer `protobuf:"bytes,20,rep,name=quote_answers,json=quoteAnswers,proto3" json:"quote_answers,omitempty"`
+	// The (aged) number of runtime samples the site's statistics held when
+	// its admission test judged a slot shorter than the job's estimate; 0 if
+	// it judged none.
+	OverbookSamples float64 `protobuf:"fixed64,21,opt,name=overbook_samples,json=overbookSamples,proto3" json:"overbook_samples,omitempty"`
+	// True when the site did not overbook the job because overbook_samples
+	// was below its overbooking.min_samples: it does not bet on what it has
+	// not measured.
+	TooFewSamples bool `protobuf:"varint,22,opt,name=too_few_samples,json=tooFewSamples,proto3" json:"too_few_samples,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1041,6 +1049,20 @@ func (x *Job) GetQuoteAnswers() []*QuoteAnswer {
 		return x.QuoteAnswers
 	}
 	return nil
+}
+
+func (x *Job) GetOverbookSamples() float64 {
+	if x != nil {
+		return x.OverbookSamples
+	}
+	return 0
+}
+
+func (x *Job) GetTooFewSamples() bool {
+	if x != nil {
+		return x.TooFewSamples
+	}
+	return false
 }
 
 // WaitReason says concretely what a pending job waits for.
@@ -1648,7 +1670,10 @@ type WatchJobsRequest struct {
 	// When true, the stream starts with one event per selected live job
 	// (PENDING, RUNNING, DELEGATED) carrying its current state, so that a
 	// client that reconnects misses nothing that still matters.
-	SendInitial   bool `protobuf:"varint,2,opt,name=send_initial,json=sendInitial,proto3" json:"send_initial,omitempty"`
+	SendInitial bool `protobuf:"varint,2,opt,name=send_initial,json=sendInitial,proto3" json:"send_initial,omitempty"`
+	// Only jobs of this user; empty means every user's. A user's watch is
+	// always limited to that user's own jobs (the site sets this field).
+	User          string `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1695,6 +1720,13 @@ func (x *WatchJobsRequest) GetSendInitial() bool {
 		return x.SendInitial
 	}
 	return false
+}
+
+func (x *WatchJobsRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
 }
 
 // JobEvent is one change of one job.
@@ -2228,7 +2260,11 @@ type FixedReservation struct {
 	// The slots it holds in the site's plan now and that have not ended, in
 	// time order: the reservation itself, or the instances of a standing one
 	// within the site's horizon.
-	Instances     []*TimeWindow `protobuf:"bytes,10,rep,name=instances,proto3" json:"instances,omitempty"`
+	Instances []*TimeWindow `protobuf:"bytes,10,rep,name=instances,proto3" json:"instances,omitempty"`
+	// Set when the stored reservation is not in the site's plan, and why
+	// (for example: the site restarted with fewer processors than it holds).
+	// It stays listed, and stored, until it ends or is deleted.
+	Problem       string `protobuf:"bytes,11,opt,name=problem,proto3" json:"problem,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2331,6 +2367,13 @@ func (x *FixedReservation) GetInstances() []*TimeWindow {
 		return x.Instances
 	}
 	return nil
+}
+
+func (x *FixedReservation) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
 }
 
 // CreateReservationRequest asks for a fixed or standing reservation.
@@ -3294,7 +3337,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x02to\x18\x02 \x01(\x0e2\x15.fedsched.v1.JobStateR\x02to\x12+\n" +
 	"\x06reason\x18\x03 \x01(\x0e2\x13.fedsched.v1.ReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xf8\x06\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xcb\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x04spec\x18\x02 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\x12+\n" +
@@ -3323,7 +3366,9 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\vupdate_time\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12+\n" +
 	"\x04wait\x18\x13 \x01(\v2\x17.fedsched.v1.WaitReasonR\x04wait\x12=\n" +
-	"\rquote_answers\x18\x14 \x03(\v2\x18.fedsched.v1.QuoteAnswerR\fquoteAnswersB\f\n" +
+	"\rquote_answers\x18\x14 \x03(\v2\x18.fedsched.v1.QuoteAnswerR\fquoteAnswers\x12)\n" +
+	"\x10overbook_samples\x18\x15 \x01(\x01R\x0foverbookSamples\x12&\n" +
+	"\x0ftoo_few_samples\x18\x16 \x01(\bR\rtooFewSamplesB\f\n" +
 	"\n" +
 	"_exit_code\"\x88\x01\n" +
 	"\n" +
@@ -3361,10 +3406,11 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"7\n" +
 	"\x11CancelJobResponse\x12\"\n" +
-	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\"L\n" +
+	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\"`\n" +
 	"\x10WatchJobsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12!\n" +
-	"\fsend_initial\x18\x02 \x01(\bR\vsendInitial\"\xb8\x01\n" +
+	"\fsend_initial\x18\x02 \x01(\bR\vsendInitial\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\"\xb8\x01\n" +
 	"\bJobEvent\x12\"\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\x12<\n" +
 	"\x0eprevious_state\x18\x02 \x01(\x0e2\x15.fedsched.v1.JobStateR\rpreviousState\x12.\n" +
@@ -3401,7 +3447,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\n" +
 	"TimeWindow\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
-	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"\x80\x03\n" +
+	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"\x9a\x03\n" +
 	"\x10FixedReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -3413,7 +3459,8 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\bweekdays\x18\b \x03(\x0e2\x14.fedsched.v1.WeekdayR\bweekdays\x12\x12\n" +
 	"\x04site\x18\t \x01(\tR\x04site\x125\n" +
 	"\tinstances\x18\n" +
-	" \x03(\v2\x17.fedsched.v1.TimeWindowR\tinstances\"\xc9\x02\n" +
+	" \x03(\v2\x17.fedsched.v1.TimeWindowR\tinstances\x12\x18\n" +
+	"\aproblem\x18\v \x01(\tR\aproblem\"\xc9\x02\n" +
 	"\x18CreateReservationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05procs\x18\x02 \x01(\x05R\x05procs\x120\n" +

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/fedsched/fedsched/gantt"
+	"github.com/fedsched/fedsched/plan"
+	"github.com/fedsched/fedsched/sim"
+)
+
+// printStartAccuracy prints, per site, how the actual starts compare with
+// the starts planned at submission.
+func printStartAccuracy(w io.Writer, sites []siteReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := false
+	for _, s := range sites {
+		a := s.StartAccuracy
+		if a == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\nstart accuracy: actual - planned start at submission (positive: late)")
+			fmt.Fprintf(tw, "site\tpolicy\tjobs\ton time\twithin 1 min\tearly > 1 min\tlate > 1 h\tp10 (s)\tp50 (s)\tp90 (s)\tp99 (s)\tmean |error| (s)\t\n")
+			header = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f %%\t%.1f %%\t%.1f %%\t%.1f %%\t%d\t%d\t%d\t%d\t%.0f\t\n", s.Name, s.Policy, a.Jobs, 100*a.OnTime, 100*a.Within1m,
+			100*a.Early, 100*a.Late1h, a.P10, a.P50, a.P90, a.P99, a.MeanAbs)
+	}
+	tw.Flush()
+}
+
+// runStartAccuracy replays in under conservative and EASY backfilling,
+// prints both accuracies and plots the distribution of the start errors.
+func runStartAccuracy(cmd *cobra.Command, f simFlags, in []sim.Job, cfg sim.Config, rep siteReport) error {
+	var sites []siteReport
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s: how good is the start promised at submission?", rep.Name)
+	p.X.Label.Text = "actual start - planned start (hours; negative: earlier than promised)"
+	p.Y.Label.Text = "share of started jobs (cumulative)"
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), vg.Points(8)
+	p.Add(plotter.NewGrid())
+	colors := []color.Color{color.RGBA{R: 0x4e, G: 0x79, B: 0xa7, A: 0xff}, color.RGBA{R: 0xe1, G: 0x57, B: 0x59, A: 0xff}}
+	for i, pol := range []plan.Policy{plan.Conservative, plan.EASY} {
+		c := cfg
+		c.Site.Policy = pol
+		res, err := sim.Run(cmd.Context(), in, c)
+		if err != nil {
+			return err
+		}
+		r := rep
+		r.Policy = pol.String()
+		r.Metrics = sim.ComputeMetrics(res.Records, cfg.Site.Procs)
+		r.StartAccuracy = sim.ComputeStartAccuracy(res.Records)
+		sites = append(sites, r)
+		errs := sim.StartErrors(res.Records)
+		if len(errs) == 0 {
+			continue
+		}
+		pts := make(plotter.XYs, 0, 2*len(errs))
+		for k, e := range errs {
+			x := float64(e) / 3600
+			pts = append(pts, plotter.XY{X: x, Y: float64(k) / float64(len(errs))}, plotter.XY{X: x, Y: float64(k+1) / float64(len(errs))})
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width = colors[i], vg.Points(1.6)
+		if pol == plan.EASY {
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
+		p.Add(l)
+		a := r.StartAccuracy
+		p.Legend.Add(fmt.Sprintf("%s: %.0f %% within 1 min, %.0f %% > 1 h late", pol, 100*a.Within1m, 100*a.Late1h), l)
+	}
+	p.Legend.ThumbnailWidth = vg.Points(24)
+	p.Legend.Padding = vg.Points(2)
+	p.X.Min, p.X.Max = -24, 24
+	p.Y.Min, p.Y.Max = 0, 1
+	p.X.Tick.Marker = plot.ConstantTicks(hourTicks())
+	_ = draw.PosRight
+	out := simReport{Trace: rep.Name, Sites: sites}
+	printSimTable(tableOut(cmd, f.jsonOut), out)
+	printStartAccuracy(tableOut(cmd, f.jsonOut), sites)
+	if f.jsonOut != "" {
+		if err := writeJSON(cmd.OutOrStdout(), f.jsonOut, out); err != nil {
+			return err
+		}
+	}
+	if err := p.Save(8*vg.Inch, 4.5*vg.Inch, f.accPlot); err != nil {
+		return fmt.Errorf("start accuracy plot: %w", err)
+	}
+	fmt.Fprintf(tableOut(cmd, f.jsonOut), "wrote %s\n", f.accPlot)
+	return nil
+}
+
+func hourTicks() []plot.Tick {
+	var ts []plot.Tick
+	for h := -24; h <= 24; h += 6 {
+		ts = append(ts, plot.Tick{Value: float64(h), Label: fmt.Sprintf("%+d h", h)})
+	}
+	for h := -24; h <= 24; h++ {
+		if h%6 != 0 {
+			ts = append(ts, plot.Tick{Value: float64(h)})
+		}
+	}
+	return ts
+}
+
+// writeReplayGantt draws the jobs of a replay that ran in [--from, --to)
+// (trace seconds): each as it actually ran, on the site's processors;
+// overbooked ones (a reservation shorter than the estimate) striped.
+func writeReplayGantt(f simFlags, name string, procs int, recs []sim.Record) error {
+	from, to := f.from, f.to
+	if to == 0 {
+		to = from + 86400
+	}
+	if from < 0 || to <= from {
+		return fmt.Errorf("InvalidArgument: --from %d --to %d: want 0 <= from < to (seconds of trace time)", from, to)
+	}
+	c := gantt.Chart{Title: fmt.Sprintf("%s: jobs that ran from %s to %s of the trace", name, gantt.Offset(from), gantt.Offset(to)),
+		Procs: procs, From: from, To: to, Now: -1}
+	for _, r := range recs {
+		if !r.Started || r.End <= from || r.Start >= to || r.End <= r.Start {
+			continue
+		}
+		kind := gantt.Running
+		if r.Reserved < r.Estimate {
+			kind = gantt.Overbooked
+		}
+		c.Bars = append(c.Bars, gantt.Bar{ID: fmt.Sprint(r.ID), Kind: kind, Procs: r.Procs, Start: r.Start, End: r.End, Label: r.User,
+			Title: fmt.Sprintf("job %d: %d processors, %s to %s, estimate %d s, waited %d s", r.ID, r.Procs, gantt.Offset(r.Start), gantt.Offset(r.End), r.Estimate, r.Start-r.Submit)})
+	}
+	out, err := os.Create(f.gantt)
+	if err != nil {
+		return fmt.Errorf("InvalidArgument: --gantt: %w", err)
+	}
+	if err := c.SVG(out, 1400); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
