@@ -232,3 +232,52 @@ func serveNode(t *testing.T, n *node.Node, ex executor.Executor) fedschedv1.Site
 	waitServing(t, conn)
 	return fedschedv1.NewSiteServiceClient(conn)
 }
+
+// TestRestartSmaller: a site restarted with fewer processors says why each
+// job it can no longer hold ended, and keeps every record visible: a
+// running job too wide is killed (never left outside the plan), a pending
+// one is rejected as too wide, a fixed reservation too wide stays listed
+// with its problem.
+func TestRestartSmaller(t *testing.T) {
+	st := store.NewMemStore()
+	cfg := testConfig(t.TempDir())
+	s := startSite(t, cfg, st)
+	ctx := context.Background()
+	running := submitAt(t, s.client, 8, 24*time.Hour, 0, 0)
+	waitState(t, s.client, running.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING)
+	pending := submitAt(t, s.client, 8, time.Hour, 0, 0)
+	start := timestampAfter(s.clk, 48*time.Hour)
+	res, err := s.client.CreateReservation(ctx, &fedschedv1.CreateReservationRequest{Name: "wide", Procs: 8, Start: start,
+		End: timestamppb.New(start.AsTime().Add(time.Hour))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stop(t)
+	cfg.Procs = 4
+	s = startSite(t, cfg, st)
+	defer s.stop(t)
+	r := getJob(t, s.client, running.GetId())
+	if r.GetState() != fedschedv1.JobState_JOB_STATE_FAILED || r.GetReason() != fedschedv1.Reason_REASON_FAILED_NODE || !strings.Contains(r.GetMessage(), "4 processors") {
+		t.Errorf("running job too wide: %v %v %q", r.GetState(), r.GetReason(), r.GetMessage())
+	}
+	p := getJob(t, s.client, pending.GetId())
+	if p.GetState() != fedschedv1.JobState_JOB_STATE_REJECTED || p.GetReason() != fedschedv1.Reason_REASON_REJECTED_TOO_WIDE || !strings.Contains(p.GetMessage(), "restarted with 4 processors") {
+		t.Errorf("pending job too wide: %v %v %q", p.GetState(), p.GetReason(), p.GetMessage())
+	}
+	var found bool
+	for _, x := range listRes(t, s.client) {
+		if x.GetId() == res.GetReservation().GetId() {
+			found = true
+			if !strings.Contains(x.GetProblem(), "the site now has 4") || len(x.GetInstances()) != 0 {
+				t.Errorf("reservation too wide: problem %q, instances %v", x.GetProblem(), x.GetInstances())
+			}
+		}
+	}
+	if !found {
+		t.Errorf("reservation %s vanished from the listing", res.GetReservation().GetId())
+	}
+	site, err := s.client.GetSite(ctx, &fedschedv1.GetSiteRequest{})
+	if err != nil || site.GetSite().GetFreeProcs() != 4 {
+		t.Errorf("site after restart: %v %v", site, err)
+	}
+}

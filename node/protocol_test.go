@@ -52,3 +52,53 @@ func TestProtocolInputChecks(t *testing.T) {
 		t.Errorf("an ordinary international name: %v", err)
 	}
 }
+
+// TestListLargeJobs: two valid jobs of 3.8 MB each list, one page each:
+// pages are bounded in bytes as well as in count.
+func TestListLargeJobs(t *testing.T) {
+	for _, kind := range []string{"mem", "bolt"} {
+		t.Run(kind, func(t *testing.T) { testListLargeJobs(t, kind) })
+	}
+}
+
+func testListLargeJobs(t *testing.T, kind string) {
+	dir := t.TempDir()
+	var st store.Store = store.NewMemStore()
+	if kind == "bolt" {
+		b, err := store.OpenBolt(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = b
+		t.Cleanup(func() { b.Close() })
+	}
+	s := startSite(t, testConfig(dir), st)
+	defer s.stop(t)
+	ctx := context.Background()
+	arg := strings.Repeat("x", 8000)
+	for range 2 {
+		sp := spec(1, 60)
+		sp.Command = make([]string, 475) // 3.8 MB
+		for i := range sp.Command {
+			sp.Command[i] = arg
+		}
+		if _, err := s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: sp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got int
+	token := ""
+	for range 4 {
+		r, err := s.client.ListJobs(ctx, &fedschedv1.ListJobsRequest{PageToken: token})
+		if err != nil {
+			t.Fatalf("ListJobs: %v", err)
+		}
+		got += len(r.GetJobs())
+		if token = r.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if got != 2 {
+		t.Errorf("listed %d of 2 large jobs", got)
+	}
+}

@@ -148,10 +148,26 @@ func (n *Node) restore(rec store.JobRecord, now int64) {
 			// the job runs: the job keeps its processors.
 			err = n.site.Restore(pj, pl, true)
 		}
-		if err != nil {
-			n.log.Warn("running job's reservation does not fit the recovered plan", "job", j.GetId(), "err", err)
-		}
 		n.live[lj.seq] = lj
+		if err != nil {
+			// Its processors cannot be accounted for (the site restarted
+			// with fewer): it is killed rather than left running outside
+			// the plan, where others would be given its processors.
+			n.log.Warn("running job's reservation does not fit the recovered plan; killing it", "job", j.GetId(), "err", err)
+			if rerr := n.deps.Executor.Reattach(j.GetId()); rerr == nil {
+				if kerr := n.deps.Executor.Kill(j.GetId()); kerr != nil && !errors.Is(kerr, executor.ErrUnknownJob) {
+					n.log.Warn("kill of a job outside the recovered plan failed", "job", j.GetId(), "err", kerr)
+				}
+			}
+			if lj.cancelled {
+				n.handleExit(executor.Exit{JobID: j.GetId(), Lost: true}, now)
+				return
+			}
+			n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
+				fmt.Sprintf("the site restarted with %d processors and the job's running reservation (%d processors) no longer fits its plan: killed", n.procs, pj.Procs),
+				fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+			return
+		}
 		if err := n.deps.Executor.Reattach(j.GetId()); err != nil {
 			if !errors.Is(err, executor.ErrUnknownJob) {
 				n.log.Warn("re-attach failed", "job", j.GetId(), "err", err)
@@ -176,8 +192,21 @@ func (n *Node) restore(rec store.JobRecord, now int64) {
 	npl := n.site.Submit(now, pj)
 	if !npl.OK() {
 		n.live[lj.seq] = lj
-		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART,
-			"the node was down when the job's reservation began and no slot remains in its window", fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+		switch {
+		case pj.Procs > n.procs:
+			// The operator restarted the site smaller than the job.
+			n.finish(lj, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_REJECTED_TOO_WIDE,
+				fmt.Sprintf("the site restarted with %d processors and the job needs %d", n.procs, pj.Procs), fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+		case pl.Start >= now && j.GetReservation() != nil:
+			// Its slot had not begun: the recovered plan (fewer
+			// processors, or a reservation in the way) has no room for it.
+			n.finish(lj, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_REJECTED_NO_GAP,
+				fmt.Sprintf("after the restart (the site has %d processors) its reservation no longer fits and no slot remains in its window", n.procs),
+				fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+		default:
+			n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART,
+				"the node was down when the job's reservation began and no slot remains in its window", fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+		}
 		return
 	}
 	n.live[lj.seq] = lj

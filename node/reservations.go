@@ -66,6 +66,9 @@ type reservations struct {
 	// tidyAt is the earliest end of a reservation or an instance: before
 	// it, nothing is over.
 	tidyAt int64
+	// unfit are stored fixed reservations that recovery could not put
+	// back into the plan (fixedRes.problem says why): listed, not held.
+	unfit []*fixedRes
 }
 
 func newReservations(horizon time.Duration) reservations {
@@ -91,6 +94,7 @@ type fixedRes struct {
 	procs      int
 	start, end int64
 	core       int64
+	problem    string // why it is not in the plan (reservations.unfit)
 }
 
 type standingRes struct {
@@ -701,6 +705,13 @@ func (n *Node) listReservations(now int64) *fedschedv1.ListReservationsResponse 
 			out.Reservations = append(out.Reservations, n.standingMsg(s, now))
 		}
 	}
+	for _, f := range n.resv.unfit {
+		if f.end > now {
+			m := n.fixedMsg(f, now)
+			m.Instances, m.Problem = nil, f.problem
+			out.Reservations = append(out.Reservations, m)
+		}
+	}
 	slices.SortFunc(out.Reservations, func(a, b *fedschedv1.FixedReservation) int { return compareIDs(a.GetId(), b.GetId()) })
 	return out
 }
@@ -757,6 +768,11 @@ func (n *Node) recoverReservations(ctx context.Context, live []store.JobRecord, 
 		f := &fixedRes{id: rec.ID, name: rec.Note, procs: rec.Procs, start: start, end: end, core: r.newCore()}
 		if _, err := n.site.AddFixed(now, plan.FixedSpec{ID: f.core, Name: f.id, Procs: f.procs, Start: start, End: end}, false); err != nil {
 			n.log.Warn("stored fixed reservation does not fit the recovered plan; kept in the store", "reservation", rec.ID, "err", err)
+			f.problem = fmt.Sprintf("not in the plan since the restart: %v", err)
+			if f.procs > n.procs {
+				f.problem = fmt.Sprintf("not in the plan since the restart: it holds %d processors and the site now has %d", f.procs, n.procs)
+			}
+			r.unfit = append(r.unfit, f)
 			continue
 		}
 		r.fixed[f.id] = f

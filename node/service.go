@@ -148,7 +148,7 @@ func (s *service) ListJobs(ctx context.Context, req *fedschedv1.ListJobsRequest)
 		return nil, ToStatus(err)
 	}
 	recs, next, err := s.n.deps.Store.ListJobs(ctx, store.JobQuery{States: req.GetStates(), User: req.GetUser(),
-		PageSize: int(req.GetPageSize()), PageToken: req.GetPageToken()})
+		PageSize: int(req.GetPageSize()), PageToken: req.GetPageToken(), MaxBytes: maxPageBytes})
 	if errors.Is(err, store.ErrInvalidPageToken) {
 		return nil, ToStatus(fmt.Errorf("page_token is not one this site issued for these filters: %w", ErrInvalidRequest))
 	}

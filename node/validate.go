@@ -24,6 +24,9 @@ const (
 	maxEstimate   = 366 * 24 * 3600 // a year
 	maxFutureTime = 10 * 366 * 24 * 3600
 	maxMessageLen = 1024
+	// maxPageBytes bounds a ListJobs page's jobs, well inside gRPC's
+	// default 4 MiB message limit: large jobs page by size, not only count.
+	maxPageBytes = 3 << 20
 )
 
 // validateSubmit checks a submission against the site. It returns an error

@@ -38,6 +38,8 @@ type simFlags struct {
 	span     string
 	cpuprof  string
 	accPlot  string
+	gantt    string
+	from, to int64
 }
 
 func newSimCmd() *cobra.Command {
@@ -82,6 +84,9 @@ predicts each job at its submission from the jobs completed before it
 	fl.StringVar(&f.scenario, "scenario", "", "replay a federation scenario (YAML; see docs/simulation.md) with and without delegation")
 	fl.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the replay to this file (read it with go tool pprof)")
 	fl.StringArrayVar(&f.fixed, "fixed-reservations", nil, "standing reservations EVERY,LENGTH[,SHARE] (e.g. 6h,1h or 24h,4h,0.5 for half the machine), anchored at the trace's time 0; repeatable")
+	fl.StringVar(&f.gantt, "gantt", "", "draw the jobs that ran between --from and --to as an SVG Gantt chart (processors over time) to this file")
+	fl.Int64Var(&f.from, "from", 0, "with --gantt: start of the window, in seconds of trace time (after --offered-load scaling)")
+	fl.Int64Var(&f.to, "to", 0, "with --gantt: end of the window, in seconds of trace time (0: --from plus one day)")
 	fl.StringVar(&f.accPlot, "start-accuracy-plot", "", "replay under both conservative and EASY backfilling and draw the distribution of actual minus planned start of each (SVG) to this file")
 	f.sla.register(fl)
 	return cmd
@@ -208,6 +213,11 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	rep.DeadlineMetrics = sim.ComputeDeadlineMetrics(res.Records)
 	rep.Fixed = res.Fixed
 	rep.StartAccuracy = sim.ComputeStartAccuracy(res.Records)
+	if f.gantt != "" {
+		if err := writeReplayGantt(f, rep.Name, procs, res.Records); err != nil {
+			return err
+		}
+	}
 	out := simReport{Trace: tr.Name, Sites: []siteReport{rep}}
 	printSimTable(tableOut(cmd, f.jsonOut), out)
 	printStartAccuracy(tableOut(cmd, f.jsonOut), out.Sites)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/fedsched/fedsched/gantt"
 	"github.com/fedsched/fedsched/plan"
 	"github.com/fedsched/fedsched/sim"
 )
@@ -114,4 +116,39 @@ func hourTicks() []plot.Tick {
 		}
 	}
 	return ts
+}
+
+// writeReplayGantt draws the jobs of a replay that ran in [--from, --to)
+// (trace seconds): each as it actually ran, on the site's processors;
+// overbooked ones (a reservation shorter than the estimate) striped.
+func writeReplayGantt(f simFlags, name string, procs int, recs []sim.Record) error {
+	from, to := f.from, f.to
+	if to == 0 {
+		to = from + 86400
+	}
+	if from < 0 || to <= from {
+		return fmt.Errorf("InvalidArgument: --from %d --to %d: want 0 <= from < to (seconds of trace time)", from, to)
+	}
+	c := gantt.Chart{Title: fmt.Sprintf("%s: jobs that ran from %s to %s of the trace", name, gantt.Offset(from), gantt.Offset(to)),
+		Procs: procs, From: from, To: to, Now: -1}
+	for _, r := range recs {
+		if !r.Started || r.End <= from || r.Start >= to || r.End <= r.Start {
+			continue
+		}
+		kind := gantt.Running
+		if r.Reserved < r.Estimate {
+			kind = gantt.Overbooked
+		}
+		c.Bars = append(c.Bars, gantt.Bar{ID: fmt.Sprint(r.ID), Kind: kind, Procs: r.Procs, Start: r.Start, End: r.End, Label: r.User,
+			Title: fmt.Sprintf("job %d: %d processors, %s to %s, estimate %d s, waited %d s", r.ID, r.Procs, gantt.Offset(r.Start), gantt.Offset(r.End), r.Estimate, r.Start-r.Submit)})
+	}
+	out, err := os.Create(f.gantt)
+	if err != nil {
+		return fmt.Errorf("InvalidArgument: --gantt: %w", err)
+	}
+	if err := c.SVG(out, 1400); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

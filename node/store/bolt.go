@@ -16,6 +16,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"google.golang.org/protobuf/proto"
+
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -526,10 +528,10 @@ func (s *BoltStore) ListJobs(ctx context.Context, q JobQuery) ([]JobRecord, stri
 	if err != nil {
 		return nil, "", err
 	}
-	size := q.pageSize()
 	var (
 		out  []JobRecord
 		next string
+		used int
 	)
 	err = s.view(ctx, func(tx *bolt.Tx) error {
 		ids, err := jobIDs(tx, q, after)
@@ -547,11 +549,12 @@ func (s *BoltStore) ListJobs(ctx context.Context, q JobQuery) ([]JobRecord, stri
 			if !q.matches(rec.Job) {
 				continue
 			}
-			if len(out) == size {
+			if q.pageFull(out, used, rec) {
 				next = q.makePageToken(out[len(out)-1].ID())
 				return nil
 			}
 			out = append(out, rec)
+			used += proto.Size(rec.Job)
 		}
 		return nil
 	})

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // MemStore is a Store in memory. It keeps every record encoded, exactly as
@@ -145,8 +147,10 @@ func (m *MemStore) ListJobs(ctx context.Context, q JobQuery) ([]JobRecord, strin
 	if start < len(ids) && after != "" && ids[start] == after {
 		start++
 	}
-	size := q.pageSize()
-	var out []JobRecord
+	var (
+		out  []JobRecord
+		used int
+	)
 	for _, id := range ids[start:] {
 		rec, err := decodeJobRecord(m.jobs[id])
 		if err != nil {
@@ -155,11 +159,12 @@ func (m *MemStore) ListJobs(ctx context.Context, q JobQuery) ([]JobRecord, strin
 		if !q.matches(rec.Job) {
 			continue
 		}
-		if len(out) == size {
+		if q.pageFull(out, used, rec) {
 			// One more match exists: this page is not the last.
 			return out, q.makePageToken(out[len(out)-1].ID()), nil
 		}
 		out = append(out, rec)
+		used += proto.Size(rec.Job)
 	}
 	return out, "", nil
 }

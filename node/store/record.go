@@ -290,6 +290,13 @@ func (q JobQuery) pageSize() int {
 	return q.PageSize
 }
 
+// pageFull reports whether a page of out, whose jobs encode to used bytes,
+// must end before rec: it holds PageSize jobs, or rec would take it past
+// MaxBytes.
+func (q JobQuery) pageFull(out []JobRecord, used int, rec JobRecord) bool {
+	return len(out) == q.pageSize() || q.MaxBytes > 0 && len(out) > 0 && used+proto.Size(rec.Job) > q.MaxBytes
+}
+
 // Page tokens are opaque to clients: base64url of
 // [format 1][8-byte digest of the filters][id of the last job returned].
 const pageTokenFormat byte = 1

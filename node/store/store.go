@@ -251,6 +251,10 @@ type JobQuery struct {
 	// PageToken continues a listing: the token returned with the previous
 	// page of the same query; empty starts at the first job.
 	PageToken string
+	// MaxBytes bounds a page's jobs' encoded size as well as their count:
+	// a page ends before the job that would take it past MaxBytes (a page
+	// holds at least one job). 0 means no bound.
+	MaxBytes int
 }
 
 // Changes is a set of writes that Store.Apply makes in one transaction.

@@ -2228,7 +2228,11 @@ type FixedReservation struct {
 	// The slots it holds in the site's plan now and that have not ended, in
 	// time order: the reservation itself, or the instances of a standing one
 	// within the site's horizon.
-	Instances     []*TimeWindow `protobuf:"bytes,10,rep,name=instances,proto3" json:"instances,omitempty"`
+	Instances []*TimeWindow `protobuf:"bytes,10,rep,name=instances,proto3" json:"instances,omitempty"`
+	// Set when the stored reservation is not in the site's plan, and why
+	// (for example: the site restarted with fewer processors than it holds).
+	// It stays listed, and stored, until it ends or is deleted.
+	Problem       string `protobuf:"bytes,11,opt,name=problem,proto3" json:"problem,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2331,6 +2335,13 @@ func (x *FixedReservation) GetInstances() []*TimeWindow {
 		return x.Instances
 	}
 	return nil
+}
+
+func (x *FixedReservation) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
 }
 
 // CreateReservationRequest asks for a fixed or standing reservation.
@@ -3401,7 +3412,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\n" +
 	"TimeWindow\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
-	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"\x80\x03\n" +
+	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"\x9a\x03\n" +
 	"\x10FixedReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -3413,7 +3424,8 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\bweekdays\x18\b \x03(\x0e2\x14.fedsched.v1.WeekdayR\bweekdays\x12\x12\n" +
 	"\x04site\x18\t \x01(\tR\x04site\x125\n" +
 	"\tinstances\x18\n" +
-	" \x03(\v2\x17.fedsched.v1.TimeWindowR\tinstances\"\xc9\x02\n" +
+	" \x03(\v2\x17.fedsched.v1.TimeWindowR\tinstances\x12\x18\n" +
+	"\aproblem\x18\v \x01(\tR\aproblem\"\xc9\x02\n" +
 	"\x18CreateReservationRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05procs\x18\x02 \x01(\x05R\x05procs\x120\n" +
