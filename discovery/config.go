@@ -85,6 +85,10 @@ type Config struct {
 	// Default: nil, no encryption.
 	SecretKey []byte
 
+	// OtherKeys are accepted besides SecretKey (which alone encrypts)
+	// during a key rotation: memberlist's keyring. Default: none.
+	OtherKeys [][]byte
+
 	// Profile chooses memberlist's timing preset. Default: ProfileLAN.
 	Profile Profile
 
@@ -199,6 +203,11 @@ func (c Config) Validate() error {
 	default:
 		return bad("secret key is %d bytes, want 16, 24 or 32", len(c.SecretKey))
 	}
+	for _, k := range c.OtherKeys {
+		if len(c.SecretKey) == 0 || (len(k) != 16 && len(k) != 24 && len(k) != 32) {
+			return bad("other keys need a secret key, and 16, 24 or 32 bytes each")
+		}
+	}
 	if c.Profile < ProfileLAN || c.Profile > ProfileLocal {
 		return bad("unknown profile %d", c.Profile)
 	}
@@ -231,6 +240,10 @@ func (c Config) memberlistConfig() *memberlist.Config {
 	}
 	if len(c.SecretKey) > 0 {
 		mc.SecretKey = append([]byte(nil), c.SecretKey...)
+		if len(c.OtherKeys) > 0 {
+			// Validate checked the key sizes, the only error NewKeyring has.
+			mc.Keyring, _ = memberlist.NewKeyring(c.OtherKeys, mc.SecretKey)
+		}
 	}
 	if c.ProbeInterval > 0 {
 		mc.ProbeInterval = c.ProbeInterval

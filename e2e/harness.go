@@ -35,13 +35,14 @@ import (
 	"github.com/hashicorp/memberlist"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fedsched/fedsched/discovery"
 	"github.com/fedsched/fedsched/node"
+	"github.com/fedsched/fedsched/node/auth"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
+	"github.com/fedsched/fedsched/node/pki"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -79,6 +80,11 @@ type Options struct {
 	// StartTimeout bounds the start of one site and the convergence of
 	// gossip (default 30 s).
 	StartTimeout time.Duration
+	// Insecure runs the sites with --insecure (plaintext gRPC and gossip).
+	// By default the cluster makes a throwaway CA in Dir/pki, a site
+	// certificate per site, an operator certificate for its clients and a
+	// gossip key: mutual TLS and encrypted gossip, as in production.
+	Insecure bool
 	// HTTP makes each site serve its metrics and status page on a loopback
 	// port (Site.HTTPAddr).
 	HTTP bool
@@ -196,6 +202,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	if !opts.Insecure {
+		if err := c.makePKI(); err != nil {
+			return nil, err
+		}
+	}
 	seen := map[string]bool{}
 	for _, sc := range opts.Sites {
 		if seen[sc.Name] {
@@ -248,6 +259,16 @@ func (c *Cluster) newSite(sc SiteConfig) (*Site, error) {
 	}
 	cfg.Overbooking = ob
 	cfg.Gossip.Addr = "127.0.0.1:0"
+	if c.opts.Insecure {
+		cfg.Insecure = true
+	} else {
+		if err := pki.CreateCert(c.PKIDir(), auth.Site, sc.Name, pki.Options{}); err != nil {
+			return nil, fmt.Errorf("e2e: site %s: %w", sc.Name, err)
+		}
+		f := c.Files(auth.Site, sc.Name)
+		cfg.TLS = config.TLS{CA: f.CA, Cert: f.Cert, Key: f.Key}
+		cfg.Gossip.Key = c.GossipKeyFile()
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("e2e: site %s: %w", sc.Name, err)
 	}
@@ -407,7 +428,7 @@ func (c *Cluster) launch(ctx context.Context, s *Site) error {
 	default:
 	}
 	if s.conn == nil {
-		conn, err := userConn(s.apiAddr)
+		conn, err := c.userConn(s.apiAddr)
 		if err != nil {
 			cancel()
 			<-done
@@ -455,18 +476,32 @@ var fastBackoff = grpc.WithConnectParams(grpc.ConnectParams{
 	MinConnectTimeout: 2 * time.Second,
 })
 
-// userConn is a user's connection to a site: not subject to cuts.
-func userConn(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), fastBackoff)
+// userConn is the cluster's own connection to a site (as an operator):
+// not subject to cuts.
+func (c *Cluster) userConn(addr string) (*grpc.ClientConn, error) {
+	creds, err := c.ClientCredentials(auth.Operator, "e2e")
+	if err != nil {
+		return nil, err
+	}
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(creds), fastBackoff)
 }
 
 // dialer is the node.Dialer of site from: connections to peers go through
 // the cluster's network (refused while the link is cut) and calls through
 // the hook.
 func (c *Cluster) dialer(from string) node.Dialer {
-	return func(_ context.Context, addr string) (*grpc.ClientConn, error) {
+	var files *auth.TLSFiles
+	if !c.opts.Insecure {
+		f := c.Files(auth.Site, from)
+		files = &f
+	}
+	return func(_ context.Context, site, addr string) (*grpc.ClientConn, error) {
 		to := c.net.siteOf(addr)
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), fastBackoff,
+		creds, err := node.PeerCredentials(files, site)
+		if err != nil {
+			return nil, err
+		}
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(creds), fastBackoff,
 			grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
 				if c.net.rpcBlocked(from, to) {
 					return nil, fmt.Errorf("e2e: link %s -> %s is cut", from, to)

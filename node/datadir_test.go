@@ -23,7 +23,7 @@ import (
 func launch(t *testing.T, dir string) (fedschedv1.SiteServiceClient, error) {
 	t.Helper()
 	cfg := testConfig(dir)
-	cfg.Executor = "process"
+	cfg.Executor, cfg.Insecure = "process", true
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,10 @@
 package node
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/fedsched/fedsched/node/executor"
+)
 
 // Errors of the node's API. Handlers return them wrapped with context;
 // ToStatus turns them into gRPC statuses (see rpcerr.go for the codes).
@@ -51,6 +55,15 @@ var (
 	// work or other fixed reservations stand in the way. The error is a
 	// *ReservationConflictError listing them.
 	ErrReservationConflict = errors.New("reservation conflicts with accepted work")
+
+	// ErrNoAccount is returned for a job whose user has no account to run
+	// as at this site (or would run as root without the operator's
+	// consent).
+	ErrNoAccount = executor.ErrNoAccount
+
+	// ErrLimitReached is returned when a caller reaches one of the site's
+	// limits (pending jobs, watches, idempotency keys).
+	ErrLimitReached = errors.New("limit reached")
 
 	// ErrDataDirMismatch is returned by Launch and CheckDataDir when the
 	// job directories of a data directory do not belong to its store: an

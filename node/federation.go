@@ -26,9 +26,12 @@ type Peers interface {
 	Members() []discovery.Member
 }
 
-// Dialer opens a client connection to a peer's gRPC address. Tests and the
-// e2e harness wrap it to cut links between chosen sites.
-type Dialer func(ctx context.Context, addr string) (*grpc.ClientConn, error)
+// Dialer opens a client connection to the gRPC address of the peer site
+// named site. Under mutual TLS the connection must prove that it reaches
+// that very site (its certificate names it): a member that gossips
+// another's name, or has no site certificate, gets no request. Tests and
+// the e2e harness wrap it to cut links between chosen sites.
+type Dialer func(ctx context.Context, site, addr string) (*grpc.ClientConn, error)
 
 // FederationConfig configures delegation. The zero value of a field means
 // its default.
@@ -377,18 +380,19 @@ func routeOf(j *fedschedv1.Job) delegation.Route {
 	return r
 }
 
-// client returns a FederationService client for a peer address.
-func (n *Node) client(ctx context.Context, addr string) (fedschedv1.FederationServiceClient, error) {
+// client returns a FederationService client for a peer site at addr.
+func (n *Node) client(ctx context.Context, site, addr string) (fedschedv1.FederationServiceClient, error) {
 	n.connMu.Lock()
 	defer n.connMu.Unlock()
-	if c, ok := n.conns[addr]; ok {
+	key := site + "@" + addr
+	if c, ok := n.conns[key]; ok {
 		return fedschedv1.NewFederationServiceClient(c), nil
 	}
-	c, err := n.fed.Dial(ctx, addr)
+	c, err := n.fed.Dial(ctx, site, addr)
 	if err != nil {
 		return nil, err
 	}
-	n.conns[addr] = c
+	n.conns[key] = c
 	return fedschedv1.NewFederationServiceClient(c), nil
 }
 
@@ -454,7 +458,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 				qctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
 				defer cancel()
 				var r *fedschedv1.QuoteResponse
-				cl, err := n.client(qctx, c.Addr)
+				cl, err := n.client(qctx, c.Site, c.Addr)
 				if err == nil {
 					r, err = cl.Quote(qctx, &fedschedv1.QuoteRequest{OriginSite: n.cfg.Site, OriginJobId: job.GetId(), Spec: spec,
 						Route: job.GetRoute(), HoldSeconds: n.fed.HoldSeconds, StartNow: fl.acf})
@@ -505,7 +509,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 				continue
 			}
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.fed.QuoteTimeout)
-			if cl, err := n.client(rctx, o.addr); err == nil {
+			if cl, err := n.client(rctx, o.site, o.addr); err == nil {
 				cl.Release(rctx, &fedschedv1.ReleaseRequest{HoldId: o.offer.GetHoldId()}) //nolint:errcheck // holds expire by themselves
 			}
 			cancel()
@@ -530,7 +534,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 	go func() { defer n.bg.Done(); release(best) }()
 	actx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
 	defer cancel()
-	cl, err := n.client(actx, win.addr)
+	cl, err := n.client(actx, win.site, win.addr)
 	if err == nil {
 		var r *fedschedv1.AgreeResponse
 		r, err = cl.Agree(actx, &fedschedv1.AgreeRequest{HoldId: win.offer.GetHoldId(), IdempotencyKey: job.GetId(),
@@ -564,7 +568,7 @@ func (n *Node) findAgreement(ctx context.Context, site, jobID string) (*fedsched
 	}
 	gctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
 	defer cancel()
-	cl, err := n.client(gctx, addr)
+	cl, err := n.client(gctx, site, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -1105,7 +1109,7 @@ func (n *Node) report(ctx context.Context) {
 				continue
 			}
 			rctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
-			cl, err := n.client(rctx, addr)
+			cl, err := n.client(rctx, it.site, addr)
 			if err == nil {
 				switch r := it.req.(type) {
 				case *fedschedv1.ReportOutcomeRequest:

@@ -47,7 +47,7 @@ func startFederationWith(tb testing.TB, factor float64, fed node.FederationConfi
 	for i, p := range procs {
 		cfg := config.Default()
 		cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor, cfg.TimeScale = fmt.Sprintf("s%d", i), tb.TempDir(), p, "simulated", factor
-		cfg.Gossip.Addr = "127.0.0.1:0"
+		cfg.Gossip.Addr, cfg.Insecure = "127.0.0.1:0", true
 		if seed != "" {
 			cfg.Gossip.Join = []string{seed}
 		}

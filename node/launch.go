@@ -3,7 +3,6 @@ package node
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -18,12 +17,12 @@ import (
 	"github.com/hashicorp/memberlist"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/discovery"
+	"github.com/fedsched/fedsched/node/auth"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
@@ -79,9 +78,22 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	// The data directory holds jobs' environments and outputs: owner only.
+	sec, err := prepareSecurity(cfg)
+	if err != nil {
+		return err
+	}
+	if cfg.HTTP.Listen != "" {
+		if _, _, err := httpSecurity(cfg, sec); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w: %w", ErrInvalidRequest, err)
+	}
+	// Local users reach the socket (and their jobs' working directories)
+	// through the data directory; they may not list or read it.
+	if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
+		return fmt.Errorf("data directory: %w", err)
 	}
 	// The event loop groups its own commits; the store need not wait for
 	// more writers.
@@ -121,25 +133,41 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 			}
 			sup = []string{self, "supervise"}
 		}
-		p, err := executor.NewProcess(executor.ProcessConfig{DataDir: cfg.DataDir, Epoch: epoch, SupervisorCommand: sup, KillGrace: cfg.KillGrace, Logger: log})
+		p, err := executor.NewProcess(executor.ProcessConfig{DataDir: cfg.DataDir, Epoch: epoch, SupervisorCommand: sup, KillGrace: cfg.KillGrace, Logger: log,
+			Accounts: executor.Accounts{AllowRoot: cfg.Jobs.AllowRoot, ServiceAccount: cfg.Jobs.ServiceAccount}})
 		if err != nil {
 			return err
 		}
 		ex = p
 	}
 	lis := opt.Listener
-	if lis == nil {
+	switch {
+	case !sec.tcp() && lis != nil:
+		lis.Close()
+		return fmt.Errorf("no plaintext TCP without --insecure: give the node a certificate (tls.*) or serve only its Unix socket: %w", ErrInvalidRequest)
+	case !sec.tcp():
+		log.Info("no TCP listener: no certificates and no --insecure; local users reach the node on its Unix socket", "socket", cfg.SocketPath())
+	case lis == nil:
 		if lis, err = net.Listen("tcp", cfg.Listen); err != nil {
 			return fmt.Errorf("listen on %s: %w: %w", cfg.Listen, ErrUnavailable, err)
 		}
 	}
-	if cfg.Gossip.Advertise == "" {
-		cfg.Gossip.Advertise = lis.Addr().String()
-	}
-	serverCreds, clientCreds, secure, err := TLSCredentials(cfg.TLS)
+	sock, err := listenSocket(cfg.SocketPath(), cfg.Socket != "", log)
 	if err != nil {
-		lis.Close()
+		if lis != nil {
+			lis.Close()
+		}
 		return err
+	}
+	closeAll := func() {
+		for _, l := range []net.Listener{lis, sock} {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}
+	if cfg.Gossip.Advertise == "" && lis != nil {
+		cfg.Gossip.Advertise = lis.Addr().String()
 	}
 	fed := opt.Federation
 	d := cfg.Delegation
@@ -160,28 +188,24 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	var members *discovery.Membership
 	peers := &lazyPeers{}
 	if cfg.Gossip.Addr != "" {
+		if lis == nil {
+			closeAll()
+			return fmt.Errorf("a federating node needs a TCP listener: %w", ErrInvalidRequest)
+		}
 		fed.Peers = peers
 		fed.Dial = opt.Dial
 		if fed.Dial == nil {
-			fed.Dial = func(_ context.Context, addr string) (*grpc.ClientConn, error) {
-				// Reconnect to a peer within seconds once a partition
-				// heals (gRPC's default backoff grows to two minutes), so
-				// that held-back outcomes flow soon.
-				bo := backoff.DefaultConfig
-				bo.MaxDelay = 5 * time.Second
-				return grpc.NewClient(addr, grpc.WithTransportCredentials(clientCreds),
-					grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 2 * time.Second}))
-			}
+			fed.Dial = sec.defaultDialer()
 		}
 	}
 	n, err := New(cfg, Deps{Store: st, Executor: ex, Clock: clk, Logger: log, Version: Version, Federation: fed})
 	if err != nil {
-		lis.Close()
+		closeAll()
 		return err
 	}
 	if cfg.Gossip.Addr != "" {
-		if members, err = startMembership(cfg, n, opt, log); err != nil {
-			lis.Close()
+		if members, err = startMembership(cfg, sec, n, opt, log); err != nil {
+			closeAll()
 			return err
 		}
 		peers.m.Store(members)
@@ -189,21 +213,36 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 			opt.GossipAddr <- members.LocalAddr()
 		}
 	}
-	if !secure {
-		log.Warn("serving plaintext gRPC: no TLS certificate configured (set tls.cert, tls.key and tls.ca for mutual TLS)", "listen", lis.Addr().String())
+	if sec.insecure {
+		log.Warn("INSECURE: plaintext gRPC and unencrypted gossip; every caller is trusted as it claims and may act as operator (development only)",
+			"listen", cfg.Listen, "gossip", cfg.Gossip.Addr)
 	}
-	log.Info("node starting", "site", cfg.Site, "listen", lis.Addr().String(), "data", cfg.DataDir, "procs", cfg.Procs,
+	warnJobAccounts(cfg, log)
+	listen := ""
+	if lis != nil {
+		listen = lis.Addr().String()
+	}
+	log.Info("node starting", "site", cfg.Site, "listen", listen, "socket", cfg.SocketPath(), "tls", sec.tls != nil, "data", cfg.DataDir, "procs", cfg.Procs,
 		"executor", cfg.Executor, "policy", cfg.Policy, "time_scale", cfg.TimeScale, "gossip", cfg.Gossip.Addr)
+	limits := grpc.MaxRecvMsgSize(cfg.Limits.WithDefaults().MaxMessageBytes)
 	g, gctx := errgroup.WithContext(ctx)
 	if cfg.HTTP.Listen != "" {
-		if err := startHTTP(gctx, g, cfg, n, opt, log); err != nil {
-			lis.Close()
+		if err := startHTTP(gctx, g, cfg, sec, n, opt, log); err != nil {
+			closeAll()
+			if members != nil {
+				members.Shutdown() //nolint:errcheck // failing start
+			}
 			return err
 		}
 	}
 	g.Go(func() error { return ex.Run(gctx) })
 	g.Go(func() error { return n.Run(gctx) })
-	g.Go(func() error { return n.Serve(gctx, lis, 5*time.Second, grpc.Creds(serverCreds)) })
+	if lis != nil {
+		g.Go(func() error { return n.Serve(gctx, lis, 5*time.Second, grpc.Creds(sec.serverCreds()), limits) })
+	}
+	if sock != nil {
+		g.Go(func() error { return n.Serve(gctx, sock, 5*time.Second, grpc.Creds(auth.UnixCredentials{}), limits) })
+	}
 	if members != nil {
 		g.Go(func() error {
 			if _, err := members.Join(nil); err != nil && len(cfg.Gossip.Join) > 0 {
@@ -216,7 +255,16 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		})
 	}
 	if opt.Ready != nil {
-		g.Go(func() error { return awaitServing(gctx, lis.Addr().String(), clientCreds, opt.Ready) })
+		switch {
+		case lis != nil:
+			g.Go(func() error {
+				return awaitServing(gctx, lis.Addr().String(), listen, sec.peerCreds(cfg.Site), opt.Ready)
+			})
+		case sock != nil:
+			g.Go(func() error {
+				return awaitServing(gctx, "unix://"+cfg.SocketPath(), cfg.SocketPath(), auth.UnixCredentials{}, opt.Ready)
+			})
+		}
 	}
 	err = g.Wait()
 	log.Info("node stopped", "site", cfg.Site)
@@ -228,13 +276,13 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 
 // startHTTP listens on cfg.HTTP.Listen and serves the metrics and the
 // status page under g, with the API's TLS settings.
-func startHTTP(ctx context.Context, g *errgroup.Group, cfg config.Config, n *Node, opt LaunchOptions, log *slog.Logger) error {
-	var tc *tls.Config
-	if cfg.TLS.Cert != "" {
-		var err error
-		if tc, _, err = tlsConfigs(cfg.TLS); err != nil {
-			return err
-		}
+func startHTTP(ctx context.Context, g *errgroup.Group, cfg config.Config, sec *security, n *Node, opt LaunchOptions, log *slog.Logger) error {
+	tc, authorize, err := httpSecurity(cfg, sec)
+	if err != nil {
+		return err
+	}
+	if opt.HTTPAuthorize != nil {
+		authorize = opt.HTTPAuthorize
 	}
 	hl, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
@@ -248,7 +296,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg config.Config, n *Nod
 	if opt.HTTPAddr != nil {
 		opt.HTTPAddr <- hl.Addr().String()
 	}
-	g.Go(func() error { return ServeHTTP(ctx, hl, n.HTTPHandler(opt.HTTPAuthorize), tc) })
+	g.Go(func() error { return ServeHTTP(ctx, hl, n.HTTPHandler(authorize), tc) })
 	return nil
 }
 
@@ -268,7 +316,7 @@ func (p *lazyPeers) Members() []discovery.Member {
 	return nil
 }
 
-func startMembership(cfg config.Config, n *Node, opt LaunchOptions, log *slog.Logger) (*discovery.Membership, error) {
+func startMembership(cfg config.Config, sec *security, n *Node, opt LaunchOptions, log *slog.Logger) (*discovery.Membership, error) {
 	host, port, err := gossipBind(cfg.Gossip.Addr)
 	if err != nil {
 		return nil, err
@@ -278,6 +326,7 @@ func startMembership(cfg config.Config, n *Node, opt LaunchOptions, log *slog.Lo
 		dc = discovery.DefaultLocalConfig(cfg.Site)
 	}
 	dc.NodeName, dc.BindAddr, dc.Seeds, dc.Logger = cfg.Site, host, cfg.Gossip.Join, log
+	dc.SecretKey, dc.OtherKeys = sec.gossipKey, sec.gossipKeys
 	if dc.BindPort, err = strconv.Atoi(port); err != nil {
 		return nil, fmt.Errorf("gossip port %q: %w: %w", port, ErrInvalidRequest, err)
 	}
@@ -289,10 +338,10 @@ func startMembership(cfg config.Config, n *Node, opt LaunchOptions, log *slog.Lo
 	return discovery.New(dc, n.Digest)
 }
 
-// awaitServing reports addr on ready once the site's health service says
-// SERVING.
-func awaitServing(ctx context.Context, addr string, creds credentials.TransportCredentials, ready chan<- string) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+// awaitServing reports addr on ready once the site's health service at
+// target says SERVING.
+func awaitServing(ctx context.Context, target, addr string, creds credentials.TransportCredentials, ready chan<- string) error {
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func (n *Node) relayOutput(ctx context.Context, j *fedschedv1.Job, req *fedsched
 	if addr == "" {
 		return ToStatus(fmt.Errorf("job %s runs at %s, which is not reachable now: %w", j.GetId(), j.GetSite(), ErrUnavailable))
 	}
-	cl, err := n.client(ctx, addr)
+	cl, err := n.client(ctx, j.GetSite(), addr)
 	if err != nil {
 		return ToStatus(fmt.Errorf("dial %s: %w: %w", j.GetSite(), ErrUnavailable, err))
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/discovery"
+	"github.com/fedsched/fedsched/node/auth"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
@@ -98,6 +99,9 @@ type Node struct {
 	// by the loop.
 	resv reservations
 
+	// authz authorizes every call (authz.go).
+	authOnce sync.Once
+	authz    *auth.Interceptor
 	// metrics are the node's Prometheus series (metrics.go).
 	metrics *metrics
 	// recent are the last jobs that ended or were delegated, oldest first,

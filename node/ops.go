@@ -69,6 +69,9 @@ func (o *submitOp) run(n *Node, now int64) func(error) {
 func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, hash []byte, now int64) submitResult {
 	key := req.GetIdempotencyKey()
 	if key != "" {
+		// Keys are their user's: another user's key never replays (and so
+		// never reveals) someone else's job.
+		key = req.GetSpec().GetUser() + "/" + key
 		if rec, ok := n.pending.keyed(key); ok {
 			return replay(rec, hash)
 		}
@@ -87,6 +90,10 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		}
 	}
 	spec := req.GetSpec()
+	if limit, have := n.cfg.Limits.WithDefaults().MaxPendingJobs, n.pendingOf(spec.GetUser()); have >= limit {
+		return submitResult{err: fmt.Errorf("user %s has %d pending jobs at site %s, the most it allows (limits.max_pending_jobs); cancel some or wait for them to start: %w",
+			spec.GetUser(), have, n.cfg.Site, ErrLimitReached)}
+	}
 	n.nextSeq++
 	seq := n.nextSeq
 	id := jobID(n.cfg.Site, seq)
@@ -297,4 +304,15 @@ func (n *Node) pofMax() float64 {
 		return 0
 	}
 	return n.cfg.Overbooking.PoFMax
+}
+
+// pendingOf counts the PENDING jobs of a user (limits.max_pending_jobs).
+func (n *Node) pendingOf(user string) int {
+	k := 0
+	for _, lj := range n.live {
+		if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && lj.job.GetSpec().GetUser() == user {
+			k++
+		}
+	}
+	return k
 }

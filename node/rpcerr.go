@@ -58,6 +58,8 @@ var errorTable = []struct {
 	{ErrDataDirMismatch, codes.FailedPrecondition, "DATA_DIR_MISMATCH"},
 	{store.ErrCorrupt, codes.DataLoss, "STORE_CORRUPT"},
 	{ErrOverloaded, codes.ResourceExhausted, "OVERLOADED"},
+	{ErrLimitReached, codes.ResourceExhausted, "LIMIT_REACHED"},
+	{ErrNoAccount, codes.FailedPrecondition, "NO_ACCOUNT"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
 	{store.ErrClosed, codes.Unavailable, "UNAVAILABLE"},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, "DEADLINE_EXCEEDED"},

@@ -33,7 +33,8 @@ type service struct {
 // is cancelled, then stops gracefully (waiting at most grace for calls in
 // flight). Health reports NOT_SERVING until the node has recovered.
 func (n *Node) Serve(ctx context.Context, lis net.Listener, grace time.Duration, opts ...grpc.ServerOption) error {
-	srv := grpc.NewServer(opts...)
+	// Every call is authorized, whatever the transport (auth.Interceptor).
+	srv := grpc.NewServer(append(opts, n.authorizer()...)...)
 	fedschedv1.RegisterSiteServiceServer(srv, &service{n: n})
 	fedschedv1.RegisterFederationServiceServer(srv, &fedService{n: n})
 	hs := health.NewServer()
@@ -207,7 +208,7 @@ func (s *service) WatchJobs(req *fedschedv1.WatchJobsRequest, stream fedschedv1.
 			return err
 		}
 	}
-	w := &watcher{jobID: req.GetJobId(), ch: make(chan *fedschedv1.JobEvent, watchBuffer)}
+	w := &watcher{jobID: req.GetJobId(), user: req.GetUser(), ch: make(chan *fedschedv1.JobEvent, watchBuffer)}
 	o := &watchOp{w: w, initial: req.GetSendInitial(), reply: make(chan watchReply, 1)}
 	if err := s.n.send(ctx, o); err != nil {
 		return ToStatus(err)

@@ -21,8 +21,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/fedsched/fedsched/node"
+	"github.com/fedsched/fedsched/node/auth"
+	"github.com/fedsched/fedsched/node/pki"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -84,38 +87,69 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 	}
 }
 
-// TestMutualTLS starts a site with a certificate and a CA: a client with a
-// certificate from the CA is served; one without a certificate, one with a
-// certificate from another CA and a plaintext one are refused.
+// TestMutualTLS starts a site with its site certificate and the CA: a
+// client with a user certificate from the CA is served; one without a
+// certificate, one with a certificate from another CA, one from the same CA
+// without a fedsched identity and a plaintext one are refused, each with
+// the code that says why.
 func TestMutualTLS(t *testing.T) {
-	ca := newTestCA(t)
+	dir := t.TempDir()
+	if err := pki.CreateCA(dir, "test CA", pki.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []struct {
+		k    auth.Kind
+		name string
+	}{{auth.Site, "t"}, {auth.User, "alice"}} {
+		if err := pki.CreateCert(dir, id.k, id.name, pki.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg := testConfig(t.TempDir())
-	cfg.TLS.Cert, cfg.TLS.Key = ca.issue(t, "site", 2)
-	cfg.TLS.CA = filepath.Join(ca.dir, "ca.pem")
+	cfg.TLS.Cert, cfg.TLS.Key = pki.CertFiles(dir, auth.Site, "t")
+	cfg.TLS.CA = filepath.Join(dir, pki.CAFile)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- node.Launch(ctx, cfg, node.LaunchOptions{Listener: lis}) }()
+	ready := make(chan string, 1)
+	go func() { done <- node.Launch(ctx, cfg, node.LaunchOptions{Listener: lis, Ready: ready}) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
 	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the site did not start: %v", err)
+	}
 	addr := lis.Addr().String()
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
-	userCert, userKey := ca.issue(t, "user", 3)
+	userCert, userKey := pki.CertFiles(dir, auth.User, "alice")
 	good, err := tls.LoadX509KeyPair(userCert, userKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(cfg.TLS.CA)
+	pool.AppendCertsFromPEM(caPEM)
 	other := newTestCA(t)
 	oc, ok := other.issue(t, "intruder", 4)
 	bad, err := tls.LoadX509KeyPair(oc, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A certificate of the right CA that names no fedsched identity.
+	caCert, caKey, err := pki.LoadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := (&testCA{dir: t.TempDir(), cert: caCert, key: caKey})
+	ac, ak := anon.issue(t, "anonymous", 5)
+	anonCert, err := tls.LoadX509KeyPair(ac, ak)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,29 +159,30 @@ func TestMutualTLS(t *testing.T) {
 			return err
 		}
 		defer conn.Close()
-		var last error
-		for i := 0; i < 100; i++ { // the node recovers before it serves
-			cctx, ccancel := context.WithTimeout(context.Background(), time.Second)
-			_, last = fedschedv1.NewSiteServiceClient(conn).GetSite(cctx, &fedschedv1.GetSiteRequest{})
-			ccancel()
-			if last == nil || !isUnavailableRecovering(last) {
-				return last
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		return last
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer ccancel()
+		_, err = fedschedv1.NewSiteServiceClient(conn).GetSite(cctx, &fedschedv1.GetSiteRequest{})
+		return err
 	}
-	if err := call(credentials.NewTLS(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{good}})); err != nil {
-		t.Fatalf("client with a certificate from the CA: %v", err)
+	if err := call(credentials.NewTLS(auth.ClientConfig(pool, []tls.Certificate{good}, "t"))); err != nil {
+		t.Fatalf("client with a user certificate from the CA: %v", err)
 	}
-	for name, creds := range map[string]credentials.TransportCredentials{
-		"no client certificate": credentials.NewTLS(&tls.Config{RootCAs: pool}),
-		"another CA":            credentials.NewTLS(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{bad}}),
-		"plaintext":             insecure.NewCredentials(),
+	for name, tc := range map[string]struct {
+		creds credentials.TransportCredentials
+		code  codes.Code
+	}{
+		"no client certificate": {credentials.NewTLS(auth.ClientConfig(pool, nil, "t")), codes.Unavailable},
+		"another CA":            {credentials.NewTLS(auth.ClientConfig(pool, []tls.Certificate{bad}, "t")), codes.Unavailable},
+		"no identity":           {credentials.NewTLS(auth.ClientConfig(pool, []tls.Certificate{anonCert}, "t")), codes.Unauthenticated},
+		"plaintext":             {insecure.NewCredentials(), codes.Unavailable},
 	} {
-		if err := call(creds); err == nil {
-			t.Errorf("%s: served", name)
+		if err := call(tc.creds); status.Code(err) != tc.code {
+			t.Errorf("%s: got %v, want code %v", name, err, tc.code)
 		}
+	}
+	// The client refuses a server that is not the site it wants.
+	if err := call(credentials.NewTLS(auth.ClientConfig(pool, []tls.Certificate{good}, "other"))); err == nil || !strings.Contains(err.Error(), "not of site other") {
+		t.Errorf("dialing site other at t's address: %v, want a refusal naming the sites", err)
 	}
 }
 

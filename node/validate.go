@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/fedsched/fedsched/node/executor"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -92,6 +93,11 @@ func (n *Node) validateSpec(s *fedschedv1.JobSpec, now int64) error {
 	}
 	if err := checkBatchFields(s, n.cfg.Executor); err != nil {
 		return err
+	}
+	if ac, ok := n.deps.Executor.(executor.AccountChecker); ok {
+		if err := ac.CheckAccount(s.GetUser()); err != nil {
+			return fmt.Errorf("site %s cannot run the job: %w", n.cfg.Site, err)
+		}
 	}
 	release := now
 	if r := s.GetRelease(); r != nil {

@@ -14,6 +14,7 @@ const watchBuffer = 1024
 // the only sender on ch; it closes ch when it drops the watcher.
 type watcher struct {
 	jobID string
+	user  string // only this user's jobs, when not empty
 	ch    chan *fedschedv1.JobEvent
 	// lagged is set (before ch is closed) when the watcher fell behind.
 	lagged bool
@@ -46,7 +47,7 @@ func (o *watchOp) run(n *Node, now int64) func(error) {
 	var initial []*fedschedv1.JobEvent
 	if o.initial {
 		for _, lj := range n.live {
-			if o.w.jobID == "" || o.w.jobID == lj.job.GetId() {
+			if o.w.wants(lj.job) {
 				initial = append(initial, &fedschedv1.JobEvent{Job: proto.Clone(lj.job).(*fedschedv1.Job), Time: toTime(now), Sequence: n.eventSeq})
 			}
 		}
@@ -60,7 +61,7 @@ func (n *Node) publishPending() {
 	n.pending.events = nil
 	for _, ev := range evs {
 		for id, w := range n.watchers {
-			if w.jobID != "" && w.jobID != ev.GetJob().GetId() {
+			if !w.wants(ev.GetJob()) {
 				continue
 			}
 			select {
@@ -79,4 +80,9 @@ func (n *Node) closeWatchers() {
 		delete(n.watchers, id)
 		close(w.ch)
 	}
+}
+
+// wants reports whether the watcher selects a job.
+func (w *watcher) wants(j *fedschedv1.Job) bool {
+	return (w.jobID == "" || w.jobID == j.GetId()) && (w.user == "" || w.user == j.GetSpec().GetUser())
 }

@@ -20,6 +20,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,9 +29,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/fedsched/fedsched/node"
+	"github.com/fedsched/fedsched/node/auth"
 	"github.com/fedsched/fedsched/node/config"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -41,9 +44,14 @@ const addrEnv = "FEDSCHED_ADDR"
 // defaultCallTimeout bounds each call unless --timeout says otherwise.
 const defaultCallTimeout = 10 * time.Second
 
+// socketEnv names the environment variable that sets the default of
+// --socket.
+const socketEnv = "FEDSCHED_SOCKET"
+
 // connFlags are the flags every client command has.
 type connFlags struct {
 	addr    string
+	socket  string
 	timeout durationValue
 	json    bool
 	// tls holds --tls-ca, --tls-cert and --tls-key: with a CA the client
@@ -55,7 +63,8 @@ type connFlags struct {
 func (f *connFlags) register(cmd *cobra.Command, jsonHelp string) {
 	f.timeout.d = defaultCallTimeout
 	fl := cmd.Flags()
-	fl.StringVar(&f.addr, "addr", config.DefaultListen, "HOST:PORT of the site node's API; $"+addrEnv+" overrides the default")
+	fl.StringVar(&f.addr, "addr", config.DefaultListen, "HOST:PORT of the site node's API; $"+addrEnv+" overrides the default; without either, the local node's socket is used when it exists")
+	fl.StringVar(&f.socket, "socket", filepath.Join(config.DefaultDataDir, config.SocketName), "the local node's Unix socket, used when --addr is not given (env "+socketEnv+")")
 	fl.Var(&f.timeout, "timeout", "time limit of each call to the node (e.g. 10s, 1m); 0 for none")
 	fl.BoolVar(&f.json, "json", false, jsonHelp)
 	fl.StringVar(&f.tls.CA, "tls-ca", os.Getenv("FEDSCHED_TLS_CA"), "PEM CA the node's certificate must chain to; enables TLS (env FEDSCHED_TLS_CA)")
@@ -64,12 +73,15 @@ func (f *connFlags) register(cmd *cobra.Command, jsonHelp string) {
 }
 
 // target returns the node's address: --addr if given, else $FEDSCHED_ADDR,
-// else the node's default listen address.
+// else the local node's Unix socket if it exists (--socket, $FEDSCHED_SOCKET,
+// or the default data directory's), else the node's default listen address.
 func (f *connFlags) target(cmd *cobra.Command) (string, error) {
 	addr := f.addr
 	if !cmd.Flags().Changed("addr") {
 		if env := strings.TrimSpace(os.Getenv(addrEnv)); env != "" {
 			addr = env
+		} else if sock := f.socketPath(cmd); sock != "" {
+			return sock, nil
 		}
 	}
 	if strings.Contains(addr, "://") || strings.HasPrefix(addr, "unix:") {
@@ -81,17 +93,40 @@ func (f *connFlags) target(cmd *cobra.Command) (string, error) {
 	return addr, nil
 }
 
+// socketPath returns the unix:// target of the local node's socket, or ""
+// when there is none.
+func (f *connFlags) socketPath(cmd *cobra.Command) string {
+	p := f.socket
+	if env := strings.TrimSpace(os.Getenv(socketEnv)); env != "" && !cmd.Flags().Changed("socket") {
+		p = env
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		if cmd.Flags().Changed("socket") {
+			return "unix://" + p // asked for: its absence is the error to see
+		}
+		return ""
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	return "unix://" + abs
+}
+
 // transportCredentials returns the credentials of the connection to the
-// node: TLS when --tls-ca is given (with the client certificate if
-// --tls-cert is), plaintext otherwise.
-func (f *connFlags) transportCredentials() (credentials.TransportCredentials, error) {
+// node: on the Unix socket none (the kernel tells the node who we are);
+// TLS when --tls-ca is given (with the client certificate if --tls-cert
+// is), verifying that the node is a site of the CA; plaintext otherwise.
+func (f *connFlags) transportCredentials(target string) (credentials.TransportCredentials, error) {
+	if strings.HasPrefix(target, "unix:") {
+		return auth.UnixCredentials{}, nil
+	}
 	if f.tls.CA == "" {
 		if f.tls.Cert != "" {
 			return nil, invalidArg("--tls-cert needs --tls-ca to verify the node")
 		}
 		return insecure.NewCredentials(), nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	pem, err := os.ReadFile(f.tls.CA)
 	if err != nil {
 		return nil, invalidArg("--tls-ca: %v", err)
@@ -100,15 +135,15 @@ func (f *connFlags) transportCredentials() (credentials.TransportCredentials, er
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, invalidArg("--tls-ca %s holds no PEM certificate", f.tls.CA)
 	}
-	cfg.RootCAs = pool
+	var certs []tls.Certificate
 	if f.tls.Cert != "" {
 		cert, err := tls.LoadX509KeyPair(f.tls.Cert, f.tls.Key)
 		if err != nil {
 			return nil, invalidArg("--tls-cert/--tls-key: %v", err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		certs = []tls.Certificate{cert}
 	}
-	return credentials.NewTLS(cfg), nil
+	return credentials.NewTLS(auth.ClientConfig(pool, certs, "")), nil
 }
 
 // siteClient is a connection to one node.
@@ -129,11 +164,11 @@ func (f *connFlags) dial(cmd *cobra.Command) (*siteClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	creds, err := f.transportCredentials()
+	creds, err := f.transportCredentials(addr)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds), claimUser())
 	if err != nil {
 		return nil, invalidArg("--addr %q: %v", addr, err)
 	}
@@ -222,4 +257,17 @@ func unary[Resp any](cmd *cobra.Command, f *connFlags, rpc func(context.Context,
 		return emitJSON(cmd.OutOrStdout(), jsonView(resp))
 	}
 	return human(cmd.OutOrStdout(), resp)
+}
+
+// claimUser sends the OS user's name with every call: a node on plaintext
+// TCP (--insecure, development only) takes it as the caller's identity;
+// over TLS and the Unix socket the node ignores it.
+func claimUser() grpc.DialOption {
+	who := osUser()
+	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if who != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, auth.ClaimedUserKey, who)
+		}
+		return invoke(ctx, method, req, reply, cc, opts...)
+	})
 }

@@ -90,7 +90,7 @@ func registerJobFlags(fl *pflag.FlagSet, f *submitFlags) {
 	fl.Var(&f.deadline, "deadline", "latest end: RFC 3339 or +DURATION (default: none, best-effort)")
 	fl.Float64Var(&f.fee, "fee", 0, "virtual coins paid to the site when the SLA is met (>= 0)")
 	fl.Float64Var(&f.penalty, "penalty", 0, "virtual coins the site owes when it violates the SLA (>= 0)")
-	fl.StringVar(&f.user, "user", "", "user the job runs for (default: the OS user)")
+	fl.StringVar(&f.user, "user", "", "user the job runs for (default: the caller's identity; another user needs an operator)")
 	fl.StringVar(&f.app, "app", "", "application name (jobs of one user and app form a class for runtime statistics)")
 	fl.Var(&f.simRuntime, "sim-runtime", "simulated executor only: how long the job actually runs (default: the estimate)")
 	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE of the job's environment (repeatable; the node's own is not inherited)")
@@ -210,13 +210,10 @@ func (f *submitFlags) spec(command []string) (*fedschedv1.JobSpec, error) {
 	if err != nil {
 		return nil, invalidArg("%v", err)
 	}
+	// The job's user is who the node authenticates (certificate, or uid on
+	// the local socket); --user only asks for someone else, which only
+	// operators may.
 	who := f.user
-	if who == "" {
-		who = osUser()
-	}
-	if who == "" {
-		return nil, invalidArg("--user is required: the OS user name is unknown")
-	}
 	return &fedschedv1.JobSpec{
 		Procs: f.procs, EstimateSeconds: est, Fee: f.fee, Penalty: f.penalty, User: who, App: f.app,
 		Command: command, Env: env, Workdir: f.workdir, SimRuntimeSeconds: simRuntime, Output: f.output, Error: f.errput,

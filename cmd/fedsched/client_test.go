@@ -310,7 +310,9 @@ func TestSubmitPrintsDecisionAndSendsFreshKeys(t *testing.T) {
 	if k := f.submits[2].GetIdempotencyKey(); k != "my-key" {
 		t.Errorf("--idempotency-key sent %q", k)
 	}
-	want := &fedschedv1.JobSpec{Procs: 4, EstimateSeconds: 5400, User: "carol", App: "sim",
+	// No user: the node takes the caller's authenticated identity (over
+	// plaintext, the claimed OS user, carol, sent as metadata).
+	want := &fedschedv1.JobSpec{Procs: 4, EstimateSeconds: 5400, App: "sim",
 		Command: []string{"./run.sh", "--steps", "3"}, Env: map[string]string{"A": "1", "B": "x=y"},
 		Workdir: "/tmp/w", SimRuntimeSeconds: 2 * 86400}
 	if got := f.submits[0].GetSpec(); !proto.Equal(got, want) {

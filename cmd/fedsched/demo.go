@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fedsched/fedsched/e2e"
+	"github.com/fedsched/fedsched/node/auth"
 	"github.com/fedsched/fedsched/node/config"
 )
 
@@ -123,7 +124,8 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		fmt.Fprintf(out, "  %-6s %3d processors, conservative backfilling, %s; %2.0f %% of the jobs (offered load %.2f)\n",
 			s.Name, s.Procs, s.what, 100*s.share, info.PerSite[s.Name])
 	}
-	fmt.Fprintf(out, "  data in %s (removed at exit)\n\n", dir)
+	fmt.Fprintf(out, "  data in %s (removed at exit)\n", dir)
+	fmt.Fprintf(out, "  secure as in production: a throwaway CA, mutual TLS between sites and clients, encrypted gossip (docs/security.md)\n\n")
 
 	c, err := e2e.Start(ctx, e2e.Options{Dir: dir, Sites: sites, TimeScale: f.timeScale, HTTP: true})
 	if err != nil {
@@ -193,10 +195,15 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 	}
 	fmt.Fprintf(out, "\nThe sites keep running (their clock at %gx real time) until Ctrl-C:\n", f.timeScale)
 	for _, s := range c.Sites() {
-		fmt.Fprintf(out, "  %-6s API %-21s status page http://%s/  metrics http://%s/metrics\n", s.Name, s.APIAddr(), s.HTTPAddr(), s.HTTPAddr())
+		fmt.Fprintf(out, "  %-6s API %-21s status page https://%s/  metrics https://%s/metrics\n", s.Name, s.APIAddr(), s.HTTPAddr(), s.HTTPAddr())
 	}
 	if s := c.Sites(); len(s) > 0 {
 		a := s[0].APIAddr()
+		op := c.Files(auth.Operator, "e2e")
+		// Every call needs a certificate of the demo's CA; the operator's
+		// may do everything.
+		fmt.Fprintf(out, "As the demo's operator (mutual TLS):\n  export FEDSCHED_TLS_CA=%s FEDSCHED_TLS_CERT=%s FEDSCHED_TLS_KEY=%s\n"+
+			"  curl --cacert %s --cert %s --key %s https://%s/metrics\n", op.CA, op.Cert, op.Key, op.CA, op.Cert, op.Key, s[0].HTTPAddr())
 		fmt.Fprintf(out, "Try:\n  fedsched jobs --all --limit 20 --addr %s\n  fedsched plan --addr %s\n  fedsched peers --addr %s\n"+
 			"  fedsched submit --addr %s --procs 8 --estimate 20m --deadline +1h --fee 3 --penalty 3 -- sleep 600\n", a, a, a, a)
 	}

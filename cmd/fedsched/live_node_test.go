@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,6 +44,11 @@ type liveNode struct {
 func startLiveNode(t *testing.T, args ...string) *liveNode {
 	t.Helper()
 	addr := freeAddr(t)
+	if !slices.Contains(args, "--tls-cert") {
+		// Plaintext on loopback, the client claiming the OS user, who may
+		// be root: the test's consent (docs/security.md).
+		args = append(args, "--insecure", "--allow-root-jobs")
+	}
 	cmd := exec.Command(os.Args[0], append([]string{"node", "--listen", addr}, args...)...)
 	cmd.Env = append(os.Environ(), "FEDSCHED_TEST_RUN_MAIN=1", "GORACE=atexit_sleep_ms=0")
 	pipe, err := cmd.StderrPipe()
@@ -150,11 +157,21 @@ func TestGossipOnEveryInterface(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := startLiveNode(t, "--site", "g", "--data", t.TempDir(), "--procs", "2", "--executor", "simulated", "--gossip", ":"+port)
+	// Every interface is not loopback: a federating node there needs its
+	// certificates and gossip key.
+	p := t.TempDir()
+	mustRun(t, "tls", "ca", "create", "--dir", p)
+	mustRun(t, "tls", "cert", "create", "--dir", p, "--site", "g")
+	mustRun(t, "tls", "cert", "create", "--dir", p, "--operator", "ops")
+	mustRun(t, "tls", "gossip-key", "--out", filepath.Join(p, "gossip.key"))
+	n := startLiveNode(t, "--site", "g", "--data", t.TempDir(), "--procs", "2", "--executor", "simulated", "--gossip", ":"+port,
+		"--tls-ca", filepath.Join(p, "ca.pem"), "--tls-cert", filepath.Join(p, "site-g.pem"), "--tls-key", filepath.Join(p, "site-g-key.pem"),
+		"--gossip-key", filepath.Join(p, "gossip.key"))
 	if !strings.Contains(n.stderr.String(), "node ready") {
 		t.Fatalf("node with --gossip :%s did not start:\n%s", port, n.stderr.String())
 	}
-	out := mustRun(t, "peers", "--addr", n.addr)
+	out := mustRun(t, "peers", "--addr", n.addr, "--tls-ca", filepath.Join(p, "ca.pem"),
+		"--tls-cert", filepath.Join(p, "operator-ops.pem"), "--tls-key", filepath.Join(p, "operator-ops-key.pem"))
 	if !strings.Contains(out, "g") || !strings.Contains(out, "alive") {
 		t.Errorf("peers: %s", out)
 	}

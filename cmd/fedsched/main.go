@@ -44,6 +44,7 @@ func newRootCmd() *cobra.Command {
 		newReservationsCmd(),
 		newUnreserveCmd(),
 		newDemoCmd(),
+		newTLSCmd(), // the federation's CA, certificates and gossip key: tls.go
 	)
 	return root
 }

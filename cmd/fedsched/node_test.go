@@ -62,7 +62,7 @@ func jsonLines(t *testing.T, out string) []string {
 func TestNodeLogsJSONOnly(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "node", "--site", "j", "--data", dir, "--listen", "127.0.0.1:0", "--executor", "simulated",
-		"--procs", "2", "--log-format", "json", "--log-level", "debug")
+		"--procs", "2", "--log-format", "json", "--log-level", "debug", "--insecure")
 	cmd.Env = append(os.Environ(), "FEDSCHED_TEST_RUN_MAIN=1")
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -87,7 +87,7 @@ func TestNodeLogsJSONOnly(t *testing.T) {
 	}
 	msgs := jsonLines(t, stderr.String())
 	joined := strings.Join(msgs, "\n")
-	for _, want := range []string{"serving plaintext gRPC", "node ready", "node stopped"} {
+	for _, want := range []string{"INSECURE: plaintext gRPC", "node ready", "node stopped"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("no JSON line says %q; lines:\n%s", want, stderr.String())
 		}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -79,9 +80,29 @@ type Config struct {
 	Delegation Delegation `yaml:"delegation"`
 
 	// TLS configures transport security of the gRPC API and of peer
-	// connections. The zero value (the default) serves plaintext.
+	// connections: mutual TLS with identities in the certificates
+	// (`fedsched tls`). Without it the node serves TCP only with Insecure;
+	// its Unix socket always works.
 	TLS TLS `yaml:"tls"`
 
+	// Insecure lets the node serve plaintext TCP (gRPC and gossip) without
+	// certificates and gossip key, on loopback addresses only: callers are
+	// trusted as they claim (development and tests). Logged as a warning
+	// at every start. Default: false.
+	Insecure bool `yaml:"insecure"`
+
+	// Socket is the path of the node's Unix socket, where local users are
+	// identified by their uid (SO_PEERCRED) and need no certificate.
+	// Default: empty, meaning fedsched.sock in the data directory (so that
+	// several nodes on one host never collide).
+	Socket string `yaml:"socket"`
+
+	// Jobs says whose account jobs run under (the executor field's
+	// mapping form, see Parse).
+	Jobs Jobs `yaml:"-" config:"executor"`
+
+	// Limits bound what one caller can make the node hold.
+	Limits Limits `yaml:"limits"`
 	// HTTP configures the node's HTTP listener: Prometheus metrics at
 	// /metrics and the status page at /. Off by default.
 	HTTP HTTP `yaml:"http"`
@@ -124,6 +145,71 @@ type Slurm struct {
 	// Default: 2s. Must be >= 100ms.
 	PollInterval time.Duration `yaml:"poll_interval"`
 }
+
+// Jobs configures the accounts jobs run under. In YAML it is written in
+// the mapping form of the executor field:
+//
+//	executor:
+//	  kind: process
+//	  allow_root: false
+//	  service_account: fedsched-jobs
+type Jobs struct {
+	// AllowRoot is the operator's explicit consent to run jobs as root
+	// (user root, or every job when the node runs as root and cannot
+	// switch users). Default: false: such jobs are refused.
+	AllowRoot bool `yaml:"allow_root"`
+	// ServiceAccount is the local account that jobs of users without a
+	// local account of their own run as (remote users, mostly). Default:
+	// empty: such jobs are refused when the node runs as root.
+	ServiceAccount string `yaml:"service_account"`
+}
+
+// Limits against a caller that asks for too much. 0 means the default;
+// a negative value is invalid.
+type Limits struct {
+	// MaxMessageBytes is the largest gRPC message the node receives.
+	// Default: 4 MiB.
+	MaxMessageBytes int `yaml:"max_message_bytes"`
+	// MaxPendingJobs is how many PENDING jobs one user may have at this
+	// site. Default: 10000.
+	MaxPendingJobs int `yaml:"max_pending_jobs"`
+	// MaxWatches is how many WatchJobs streams one identity may hold open.
+	// Default: 64.
+	MaxWatches int `yaml:"max_watches"`
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxMessageBytes = 4 << 20
+	DefaultMaxPendingJobs  = 10000
+	DefaultMaxWatches      = 64
+)
+
+// WithDefaults returns l with its zero fields set to their defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxMessageBytes == 0 {
+		l.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if l.MaxPendingJobs == 0 {
+		l.MaxPendingJobs = DefaultMaxPendingJobs
+	}
+	if l.MaxWatches == 0 {
+		l.MaxWatches = DefaultMaxWatches
+	}
+	return l
+}
+
+// SocketPath returns Socket, or its default in the data directory.
+func (c Config) SocketPath() string {
+	if c.Socket != "" {
+		return c.Socket
+	}
+	return filepath.Join(c.DataDir, SocketName)
+}
+
+// SocketName is the file name of the node's Unix socket in its data
+// directory.
+const SocketName = "fedsched.sock"
 
 // Overbooking is the SLA admission configuration; the overbook package
 // interprets it (overbook.Admission and its Test).
@@ -211,6 +297,12 @@ type Gossip struct {
 	// Join lists host:port gossip addresses of peers to join at start.
 	// Default: empty (wait to be joined). Requires Addr.
 	Join []string `yaml:"join"`
+
+	// Key is a file of gossip encryption keys (`fedsched tls gossip-key`):
+	// one base64 key per line, the first encrypts, the others are accepted
+	// too (rotation, see docs/security.md). Required with Addr unless
+	// Insecure.
+	Key string `yaml:"key"`
 }
 
 // TLS names PEM files. Paths are used as given (relative to the node's
@@ -314,6 +406,9 @@ func Parse(data []byte) (c Config, err error) {
 			c, err = Config{}, fmt.Errorf("yaml: %v: %w", r, ErrInvalid)
 		}
 	}()
+	if data, err = executorMapping(data, &c); err != nil {
+		return Config{}, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
@@ -440,7 +535,33 @@ func (c Config) Validate() error {
 	if c.TLS.CA != "" && c.TLS.Cert == "" {
 		bad("tls.ca", "needs tls.cert and tls.key")
 	}
+	if c.TLS.Cert != "" && c.TLS.CA == "" {
+		bad("tls.ca", "is required with tls.cert: every caller is authenticated by a certificate of the CA (mutual TLS)")
+	}
+	if c.Jobs.ServiceAccount != "" && !validSite(c.Jobs.ServiceAccount) {
+		bad("executor.service_account", "%q is not an account name", c.Jobs.ServiceAccount)
+	}
+	l := c.Limits
+	if l.MaxMessageBytes < 0 || l.MaxPendingJobs < 0 || l.MaxWatches < 0 {
+		bad("limits", "must not be negative (0 means the default)")
+	}
+	if l.MaxMessageBytes > 0 && l.MaxMessageBytes < 64<<10 {
+		bad("limits.max_message_bytes", "%d is too small for a job with its environment; at least 65536", l.MaxMessageBytes)
+	}
 	return errors.Join(errs...)
+}
+
+// Loopback reports whether host:port names a loopback host.
+func Loopback(hostPort string) bool {
+	host, _, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func validSite(s string) bool {
@@ -468,4 +589,50 @@ func checkHostPort(s string) error {
 		return fmt.Errorf("port %q must be a number from 0 to 65535", port)
 	}
 	return nil
+}
+
+// executorMapping reads the mapping form of the executor field
+// (`executor: {kind: process, allow_root: true, service_account: NAME}`)
+// into c.Executor and c.Jobs, and returns the document with the scalar
+// form (`executor: process`) in its place, for the strict decoding of the
+// rest. A document without the mapping form comes back unchanged.
+func executorMapping(data []byte, c *Config) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%v: %w", err, ErrInvalid)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return data, nil
+	}
+	top := doc.Content[0]
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value != "executor" || top.Content[i+1].Kind != yaml.MappingNode {
+			continue
+		}
+		m := top.Content[i+1]
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			k, v := m.Content[j], m.Content[j+1]
+			var err error
+			switch k.Value {
+			case "kind":
+				err = v.Decode(&c.Executor)
+			case "allow_root":
+				err = v.Decode(&c.Jobs.AllowRoot)
+			case "service_account":
+				err = v.Decode(&c.Jobs.ServiceAccount)
+			default:
+				return nil, fmt.Errorf("line %d: executor.%s: unknown field (want kind, allow_root, service_account): %w", k.Line, k.Value, ErrInvalid)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("line %d: executor.%s: %v: %w", k.Line, k.Value, err, ErrInvalid)
+			}
+		}
+		top.Content = append(top.Content[:i:i], top.Content[i+2:]...)
+		out, err := yaml.Marshal(&doc)
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", err, ErrInvalid)
+		}
+		return out, nil
+	}
+	return data, nil
 }

@@ -35,6 +35,9 @@ func yamlPaths(t reflect.Type, prefix string) []string {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			name = f.Tag.Get("config") // a field with a YAML form of its own
+		}
 		if f.Type.Kind() == reflect.Struct {
 			out = append(out, yamlPaths(f.Type, prefix+name+".")...)
 			continue
@@ -419,6 +422,28 @@ func TestSlurmProcsDefault(t *testing.T) {
 				t.Errorf("procs = %d, want %d", c.Procs, tc.procs)
 			}
 		})
+	}
+}
+
+// TestExecutorMapping: the executor field in its mapping form carries the
+// job accounts' settings; the scalar form keeps working; unknown keys in
+// the mapping are refused.
+func TestExecutorMapping(t *testing.T) {
+	c, err := Parse([]byte("site: a\nexecutor:\n  kind: simulated\n  allow_root: true\n  service_account: batch\nprocs: 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Executor != ExecutorSimulated || !c.Jobs.AllowRoot || c.Jobs.ServiceAccount != "batch" || c.Procs != 3 || c.Site != "a" {
+		t.Errorf("got executor %q, jobs %+v, procs %d, site %q", c.Executor, c.Jobs, c.Procs, c.Site)
+	}
+	c, err = Parse([]byte("executor: simulated\n"))
+	if err != nil || c.Executor != ExecutorSimulated || c.Jobs.AllowRoot {
+		t.Errorf("scalar form: %+v %v", c.Jobs, err)
+	}
+	for _, doc := range []string{"executor:\n  allow_roots: true\n", "executor:\n  allow_root: maybe\n", "executor:\n  kind: process\nbogus: 1\n"} {
+		if _, err := Parse([]byte(doc)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: %v, want ErrInvalid", doc, err)
+		}
 	}
 }
 

@@ -59,6 +59,14 @@ var fields = []field{
 	{"tls.cert", "PEM certificate of this node; empty serves plaintext", func(c *Config) any { return &c.TLS.Cert }},
 	{"tls.key", "PEM private key of tls.cert", func(c *Config) any { return &c.TLS.Key }},
 	{"tls.ca", "PEM CA that client and peer certificates must chain to (mutual TLS)", func(c *Config) any { return &c.TLS.CA }},
+	{"gossip.key", "file of gossip encryption keys (fedsched tls gossip-key); required to federate", func(c *Config) any { return &c.Gossip.Key }},
+	{"insecure", "serve plaintext TCP and gossip without certificates (loopback only; callers are trusted as they claim)", func(c *Config) any { return &c.Insecure }},
+	{"socket", "path of the node's Unix socket for local users (default: fedsched.sock in the data directory)", func(c *Config) any { return &c.Socket }},
+	{"executor.allow_root", "consent to run jobs as root", func(c *Config) any { return &c.Jobs.AllowRoot }},
+	{"executor.service_account", "local account for jobs of users without one (remote users)", func(c *Config) any { return &c.Jobs.ServiceAccount }},
+	{"limits.max_message_bytes", "largest gRPC message received (0: 4 MiB)", func(c *Config) any { return &c.Limits.MaxMessageBytes }},
+	{"limits.max_pending_jobs", "PENDING jobs one user may have (0: 10000)", func(c *Config) any { return &c.Limits.MaxPendingJobs }},
+	{"limits.max_watches", "open WatchJobs streams per identity (0: 64)", func(c *Config) any { return &c.Limits.MaxWatches }},
 	{"http.listen", "host:port of the HTTP listener serving /metrics and the status page; empty: off", func(c *Config) any { return &c.HTTP.Listen }},
 	{"log.format", "log format: text or json (one JSON object per line)", func(c *Config) any { return &c.Log.Format }},
 	{"log.level", "lowest level logged: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
@@ -70,7 +78,10 @@ var shortFlags = map[string]string{
 	"data_dir":    "data",
 	"gossip.addr": "gossip",
 	"gossip.join": "join",
-	"http.listen": "http",
+
+	"executor.allow_root":      "allow-root-jobs",
+	"executor.service_account": "service-account",
+	"http.listen":              "http",
 }
 
 // FlagName returns the flag of a YAML path: "overbooking.pof_max" ->

@@ -75,7 +75,8 @@ type Spec struct {
 	// (the node sets it to the id the user knows), and PATH=DefaultPath if
 	// Env has no PATH.
 	Env map[string]string
-	// Workdir is the working directory; empty means the job's directory.
+	// Workdir is the working directory; empty means the job's directory
+	// (its work/ subdirectory when the job runs as another user).
 	Workdir string
 	// Deadline is when the job is killed if it still runs: the end of its
 	// reservation. Zero means never. Process: a wall-clock time; Simulated:
@@ -96,8 +97,9 @@ type Spec struct {
 	// Stdout and Stderr are the files the job's output goes to; empty
 	// means the job directory's stdout and stderr. They may be equal.
 	Stdout, Stderr string
-	// User is the account the job runs as (Slurm: sbatch --uid/--gid when
-	// the node runs as root). Empty means the node's own.
+	// User is the job's authenticated user, whose account the job runs as
+	// when the node runs as root (Process: see Accounts; Slurm: sbatch
+	// --uid/--gid). Empty means the node's own.
 	User string
 }
 

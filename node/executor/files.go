@@ -21,7 +21,10 @@ const (
 	stdoutFile     = "stdout"
 	stderrFile     = "stderr"
 	supervisorLog  = "supervisor.log"
-	scriptFile     = "script"
+	// workDir is the working directory of a job that runs as another
+	// user than the node's (see prepareJobDir).
+	workDir    = "work"
+	scriptFile = "script"
 	// claimFile is created exclusively by the one supervisor that runs the
 	// job, before it starts anything.
 	claimFile = "claim"
@@ -43,9 +46,17 @@ const claimedReport = "claimed"
 // file lets only one of them run the job. The error wraps ErrAlreadyStarted
 // if the job was claimed or has ended.
 func prepareJobDir(dir string, sf jobSpecFile) error {
+	// jobs/ may be traversed by job users (to their own work/), not
+	// listed; a job's directory is the node's alone unless openJobDir
+	// opens it to its job's user.
 	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o750); err != nil {
+	if err := os.MkdirAll(parent, 0o711); err != nil {
 		return err
+	}
+	for _, d := range []string{parent, filepath.Dir(parent)} { // jobs/<epoch>, jobs
+		if err := os.Chmod(d, 0o711); err != nil {
+			return err
+		}
 	}
 	tmp, err := os.MkdirTemp(parent, newDirPrefix+filepath.Base(dir)+"-")
 	if err != nil {
@@ -53,7 +64,7 @@ func prepareJobDir(dir string, sf jobSpecFile) error {
 	}
 	err = writeJSON(filepath.Join(tmp, specFile), sf)
 	if err == nil {
-		err = os.Chmod(tmp, 0o750)
+		err = os.Chmod(tmp, 0o700)
 	}
 	if err == nil {
 		err = os.Rename(tmp, dir)
@@ -148,6 +159,17 @@ type jobSpecFile struct {
 	// directory's stdout and stderr.
 	Stdout string `json:"stdout,omitempty"`
 	Stderr string `json:"stderr,omitempty"`
+	// RunAs is set when the job runs as another account than the
+	// supervisor's (the node runs as root).
+	RunAs *runAs `json:"run_as,omitempty"`
+}
+
+// runAs is the account a job runs as.
+type runAs struct {
+	User   string   `json:"user"`
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
 }
 
 // OutputPaths returns the files a job's standard output and error go to:
@@ -226,7 +248,7 @@ func writeFileAtomic(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp, 0o644)
+		err = os.Chmod(tmp, 0o600)
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)

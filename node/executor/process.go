@@ -48,6 +48,8 @@ type ProcessConfig struct {
 	StartTimeout time.Duration
 	// Logger receives the executor's messages. nil discards them.
 	Logger *slog.Logger
+	// Accounts says whose account jobs run as when the node runs as root.
+	Accounts Accounts
 }
 
 // Defaults of ProcessConfig.
@@ -153,6 +155,10 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 	if tracked {
 		return fmt.Errorf("job %s: %w", spec.JobID, ErrAlreadyStarted)
 	}
+	acc, err := p.cfg.Accounts.resolve(spec.User, os.Getuid())
+	if err != nil {
+		return fmt.Errorf("job %s: %w: %w", spec.JobID, ErrStartFailed, err)
+	}
 	dir := p.JobDir(spec.JobID)
 	// The directory appears whole (spec.json complete and durable) or not
 	// at all, and a job whose supervisor claimed it is never run again,
@@ -163,8 +169,17 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 	}
 	sf := jobSpecFile{JobID: spec.JobID, Argv: argv, Env: spec.Env, Workdir: spec.Workdir,
 		Deadline: spec.Deadline, KillGrace: p.cfg.KillGrace, Stdout: spec.Stdout, Stderr: spec.Stderr}
+	if acc.Switch {
+		sf.RunAs = &runAs{User: acc.Name, UID: acc.UID, GID: acc.GID, Groups: acc.Groups}
+		if sf.Workdir == "" {
+			sf.Workdir = filepath.Join(dir, workDir)
+		}
+	}
 	if err := prepareJobDir(dir, sf); err != nil {
 		return fmt.Errorf("job %s: %w", spec.JobID, err)
+	}
+	if err := openJobDir(dir, acc); err != nil {
+		return fmt.Errorf("job %s: prepare its directory for user %s: %w: %w", spec.JobID, acc.Name, ErrStartFailed, err)
 	}
 	if len(spec.Script) > 0 {
 		// Before the supervisor starts; a node that dies here leaves an
@@ -189,7 +204,7 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 // readiness report. On success the supervisor is our child, to be reaped by
 // Run.
 func (p *Process) startSupervisor(ctx context.Context, dir string) (supervisorState, error) {
-	logf, err := os.OpenFile(filepath.Join(dir, supervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(dir, supervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return supervisorState{}, err
 	}

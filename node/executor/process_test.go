@@ -28,6 +28,8 @@ func newProcess(t *testing.T, dir string, grace time.Duration) *Process {
 		KillGrace:     grace,
 		PollInterval:  10 * time.Millisecond,
 		StartTimeout:  5 * time.Second,
+		// These jobs name no user: run as root when the tests do.
+		Accounts: Accounts{AllowRoot: true},
 	})
 	if err != nil {
 		t.Fatal(err)

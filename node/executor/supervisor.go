@@ -211,17 +211,26 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Output is the job user's alone: when the job runs as another
+	// account, the files are opened with that account's rights (a path the
+	// user names must be one the user may write), and are its own.
 	outPath, errPath := OutputPaths(dir, Spec{Stdout: spec.Stdout, Stderr: spec.Stderr})
-	stdout, err := os.OpenFile(outPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	stdout, err := openOutput(outPath, spec.RunAs)
 	if err != nil {
 		return nil, err
 	}
 	stderr := stdout
 	if errPath != outPath {
-		if stderr, err = os.OpenFile(errPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		if stderr, err = openOutput(errPath, spec.RunAs); err != nil {
 			stdout.Close()
 			return nil, err
 		}
+	}
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if r := spec.RunAs; r != nil {
+		// The kernel switches the job to its user's uid, gid and groups
+		// before exec: the job never holds the supervisor's root.
+		attr.Credential = &syscall.Credential{Uid: r.UID, Gid: r.GID, Groups: r.Groups}
 	}
 	return &exec.Cmd{
 		Path:        prog,
@@ -230,7 +239,7 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 		Dir:         workdir,
 		Stdout:      stdout,
 		Stderr:      stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: attr,
 	}, nil
 }
 

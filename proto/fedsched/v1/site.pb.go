@@ -1648,7 +1648,10 @@ type WatchJobsRequest struct {
 	// When true, the stream starts with one event per selected live job
 	// (PENDING, RUNNING, DELEGATED) carrying its current state, so that a
 	// client that reconnects misses nothing that still matters.
-	SendInitial   bool `protobuf:"varint,2,opt,name=send_initial,json=sendInitial,proto3" json:"send_initial,omitempty"`
+	SendInitial bool `protobuf:"varint,2,opt,name=send_initial,json=sendInitial,proto3" json:"send_initial,omitempty"`
+	// Only jobs of this user; empty means every user's. A user's watch is
+	// always limited to that user's own jobs (the site sets this field).
+	User          string `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1695,6 +1698,13 @@ func (x *WatchJobsRequest) GetSendInitial() bool {
 		return x.SendInitial
 	}
 	return false
+}
+
+func (x *WatchJobsRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
 }
 
 // JobEvent is one change of one job.
@@ -3372,10 +3382,11 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"7\n" +
 	"\x11CancelJobResponse\x12\"\n" +
-	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\"L\n" +
+	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\"`\n" +
 	"\x10WatchJobsRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12!\n" +
-	"\fsend_initial\x18\x02 \x01(\bR\vsendInitial\"\xb8\x01\n" +
+	"\fsend_initial\x18\x02 \x01(\bR\vsendInitial\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\"\xb8\x01\n" +
 	"\bJobEvent\x12\"\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.fedsched.v1.JobR\x03job\x12<\n" +
 	"\x0eprevious_state\x18\x02 \x01(\x0e2\x15.fedsched.v1.JobStateR\rpreviousState\x12.\n" +
