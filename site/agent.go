@@ -427,11 +427,11 @@ func (a *Agent) End(now int64, key JobKey, completed bool) bool {
 	a.site.End(now, jb.pj.ID)
 	ran := now - jb.start
 	if a.adm != nil {
-		// The node's rule: only a job that ended by itself shows its
-		// runtime; a killed job's would be an oracle no live site has.
-		if completed {
-			a.adm.Finished(jb.pj.ID, ran) //nolint:errcheck // a job without a usable estimate is not learnt from
-		}
+		// The node's rule: a job that ended by itself shows its runtime; a
+		// killed one only that it needed more than it ran (censored), never
+		// how much more, which would be an oracle no live site has.
+		o := overbook.Observation{Ran: ran, Censored: !completed && ran < jb.pj.Estimate}
+		a.adm.Record(&jb.pj, o) //nolint:errcheck // a job without a usable estimate is not learnt from
 	}
 	a.forget(jb)
 	if key.Site != a.cfg.Name {

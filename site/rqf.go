@@ -91,7 +91,7 @@ func (a *Agent) handOver(now int64, m Message) {
 		return
 	}
 	if a.adm != nil {
-		a.adm.Finished(jb.pj.ID, 0) //nolint:errcheck // forgets the job; it never ran here, Learn needs a runtime > 0
+		a.adm.Forget(jb.pj.ID) // it never ran here: nothing to learn
 	}
 	delete(a.byID, jb.pj.ID)
 	a.set(jb, stateDelegated)
