@@ -205,6 +205,8 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.federating() {
 		n.bg.Add(1)
 		go func() { defer n.bg.Done(); n.report(ctx) }()
+		n.bg.Add(1)
+		go func() { defer n.bg.Done(); n.rememberMembers(ctx, 2*time.Second) }()
 		for seq := range n.inflight {
 			n.launch = append(n.launch, seq)
 		}

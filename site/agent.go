@@ -180,6 +180,7 @@ type Agent struct {
 	dirty   bool  // an event since the last Tick: a pass is due
 	rqfAt   int64 // last time RQF asked peers
 	pulling int   // RQF queue answers still expected
+	seen    int   // jobs the peers disclosed in the last RQF round
 	ids     []int64
 }
 
@@ -626,10 +627,15 @@ func (a *Agent) NextWake(now int64) int64 {
 	for _, r := range a.reports {
 		t = min(t, max(r.next, now))
 	}
-	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil && a.site.Plan().Free(now) > 0 {
-		// An idle site asks again now and then: nothing else wakes it.
+	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil && a.site.Plan().Free(now) > 0 && a.site.Waiting() == 0 {
+		// An idle site asks again now and then while peers had work to
+		// give (nothing else wakes it); when they had none, its next own
+		// event does, so that a federation with nothing left goes quiet.
 		if a.rqfAt == minTime {
 			return now
+		}
+		if a.seen == 0 {
+			return t
 		}
 		t = min(t, max(a.rqfAt+pullEvery*a.cfg.ReplySeconds, now))
 	}
