@@ -28,10 +28,13 @@ func TestTraceReplay(t *testing.T) {
 		t.Fatalf("%d jobs", len(jobs))
 	}
 	t.Logf("slice: %+v", info)
+	// The replay is short: the overbooking sites may bet after 10 ended
+	// jobs instead of the default 100, so that the test exercises
+	// overbooking rather than the cold-start rule (node tests cover that).
 	c := start(t, Options{TimeScale: 600, Sites: []SiteConfig{
-		{Name: "alpha", Procs: 64, Overbooking: config.Overbooking{Enabled: true, PoFMax: 0.2}},
+		{Name: "alpha", Procs: 64, Overbooking: config.Overbooking{Enabled: true, PoFMax: 0.2, MinSamples: 10}},
 		{Name: "beta", Procs: 32},
-		{Name: "gamma", Procs: 16, Overbooking: config.Overbooking{Enabled: true, Mode: "comprehensive", RiskTest: "risk"}},
+		{Name: "gamma", Procs: 16, Overbooking: config.Overbooking{Enabled: true, Mode: "comprehensive", RiskTest: "risk", MinSamples: 10}},
 	}})
 	ctx := bg(t)
 	res, err := c.Replay(ctx, jobs, ReplayOptions{Interval: 5 * time.Second, SettleTimeout: 10 * time.Second, Progress: func(p ReplayProgress) {

@@ -88,7 +88,8 @@ type procNode struct {
 func startProcNode(t *testing.T, args ...string) *procNode {
 	t.Helper()
 	n := &procNode{t: t, addr: freePort(t), log: filepath.Join(t.TempDir(), "node.log")}
-	n.args = append([]string{"node", "--listen", n.addr}, args...)
+	// Plaintext on loopback, and jobs as root: the test's jobs are root's.
+	n.args = append([]string{"node", "--listen", n.addr, "--insecure", "--allow-root-jobs"}, args...)
 	conn, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

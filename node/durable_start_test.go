@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
@@ -57,5 +60,33 @@ func TestJobStartsOnlyOnceDurable(t *testing.T) {
 	}
 	if len(ex.unknown) > 0 {
 		t.Fatalf("jobs %v were started before the store held them", ex.unknown)
+	}
+}
+
+// TestRetryAfterDeadlinePassedReplays: a retry with the same idempotency
+// key, sent when the request's deadline no longer leaves room for its
+// estimate (a client retrying after a crash), gets the stored job back
+// instead of InvalidArgument.
+func TestRetryAfterDeadlinePassedReplays(t *testing.T) {
+	s := startSite(t, testConfig(t.TempDir()), store.NewMemStore())
+	defer s.stop(t)
+	sp := spec(1, 100)
+	sp.Deadline = timestamppb.New(s.clk.Now().Add(200 * time.Second))
+	req := &fedschedv1.SubmitJobRequest{IdempotencyKey: "late-retry", Spec: sp}
+	first, err := s.client.SubmitJob(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1,000 times faster than real time: 150 ms is 150 s, and the deadline
+	// is then closer than the estimate.
+	for s.clk.Now().Add(100 * time.Second).Before(sp.GetDeadline().AsTime()) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	again, err := s.client.SubmitJob(context.Background(), req)
+	if err != nil {
+		t.Fatalf("retry after the deadline came close: %v", err)
+	}
+	if !again.GetReplayed() || again.GetJob().GetId() != first.GetJob().GetId() {
+		t.Fatalf("retry = %v (replayed %v), want the stored job %s", again.GetJob().GetId(), again.GetReplayed(), first.GetJob().GetId())
 	}
 }

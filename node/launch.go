@@ -204,6 +204,12 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		return err
 	}
 	if cfg.Gossip.Addr != "" {
+		known, err := knownMembers(ctx, st)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		cfg.Gossip.Join = seeds(cfg.Gossip.Join, known)
 		if members, err = startMembership(cfg, sec, n, opt, log); err != nil {
 			closeAll()
 			return err

@@ -151,7 +151,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	if n.fed.Peers != nil && n.fed.Dial == nil {
 		return nil, fmt.Errorf("node: federation needs a dialer: %w", ErrInvalidRequest)
 	}
-	if n.stats, err = overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime}); err != nil {
+	if n.stats, err = overbook.NewStats(statsConfig(cfg.Overbooking)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	sc := plan.Config{Procs: cfg.Procs, Policy: pol, TrackMoves: true,
@@ -160,7 +160,8 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		// running jobs never grow back (waiting ones still do).
 		NoGrowBack: true}
 	if cfg.Overbooking.Enabled {
-		n.adm = &overbook.Admission{Stats: n.stats, Learn: true}
+		ms, _, _ := cfg.Overbooking.Learning()
+		n.adm = &overbook.Admission{Stats: n.stats, MinSamples: ms} // the node learns itself (learn)
 		if cfg.Overbooking.Mode == "comprehensive" {
 			n.adm.Mode = overbook.Comprehensive
 		}
@@ -204,6 +205,8 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.federating() {
 		n.bg.Add(1)
 		go func() { defer n.bg.Done(); n.report(ctx) }()
+		n.bg.Add(1)
+		go func() { defer n.bg.Done(); n.rememberMembers(ctx, 2*time.Second) }()
 		for seq := range n.inflight {
 			n.launch = append(n.launch, seq)
 		}
@@ -652,6 +655,7 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		if !e.Lost {
 			code := int32(e.ExitCode)
 			lj.job.ExitCode = &code
+			n.learn(lj, end-lj.job.GetStartTime().AsTime().Unix(), true)
 		}
 		lj.job.EndTime = toTime(end)
 		n.site.End(now, lj.seq)
@@ -682,6 +686,7 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
 			"the site failed the job: "+e.Detail, fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 	case e.Killed && e.Cause == executor.CauseDeadline:
+		n.learn(lj, ran, true)
 		outcome, msg := fedschedv1.SlaOutcome_SLA_OUTCOME_MET, "killed at the end of its reservation after receiving its full estimate (the estimate was short)"
 		// The kill comes just after the reservation's last second (start):
 		// the job got its slot, not the extra second.
@@ -693,13 +698,11 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		}
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_KILLED, fedschedv1.Reason_REASON_KILLED_END_OF_RESERVATION, msg, outcome, now)
 	case e.Killed:
+		n.learn(lj, ran, true)
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER,
 			"killed on request", fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED, now)
 	default:
-		if n.adm != nil {
-			n.adm.Finished(lj.seq, ran) //nolint:errcheck // a job without a usable estimate is not learnt from
-			n.pending.stats = true
-		}
+		n.learn(lj, ran, false)
 		// A non-zero status is the job's own failure: FAILED, and the SLA
 		// is MET because the site ran it as promised (docs/policies.md).
 		state, msg := fedschedv1.JobState_JOB_STATE_COMPLETED, fmt.Sprintf("exited with status %d after %d s", e.ExitCode, ran)

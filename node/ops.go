@@ -116,6 +116,7 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 	startsNow := n.fed.Transfer == delegation.ACF && n.site.CanStartNow(now, pj)
 	pl := n.site.Submit(now, pj)
 	pl = n.clearOfStanding(now, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
+	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
 	if !pl.OK() && n.federating() && n.mayDelegate(job.GetRoute()) && (pl.Reason == plan.ReasonRejectedNoGap || pl.Reason == plan.ReasonRejectedRisk || pl.Reason == plan.ReasonRejectedTooWide) {
 		// Transfer policy: a job the site cannot take goes to the peers.
 		// The reply waits for the protocol (bounded by the quote timeout).
@@ -196,6 +197,9 @@ func replay(rec store.JobRecord, hash []byte) submitResult {
 func rejectReason(pl plan.Placement, pj plan.Job, site string, now int64) (fedschedv1.Reason, string) {
 	switch pl.Reason {
 	case plan.ReasonRejectedRisk:
+		if pl.TooFewSamples {
+			return fedschedv1.Reason_REASON_REJECTED_RISK, fmt.Sprintf("not overbooked: only %s: the site does not bet on a slot shorter than the estimate before its runtime statistics are large enough, and no slot for the full estimate fits the window", samplesText(pl.Samples))
+		}
 		return fedschedv1.Reason_REASON_REJECTED_RISK, "every gap in the job's window is too risky for the site's acceptance test"
 	case plan.ReasonRejectedTooWide:
 		return fedschedv1.Reason_REASON_REJECTED_TOO_WIDE, fmt.Sprintf("the job needs %d processors; site %s has fewer", pj.Procs, site)

@@ -52,6 +52,14 @@ func (n *Node) recover(ctx context.Context) error {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	// The stored statistics carry the configuration they were saved with;
+	// the site's current one (ageing) applies from now on.
+	if err := n.stats.Reconfigure(statsConfig(n.cfg.Overbooking)); err != nil {
+		return err
+	}
+	if err := n.seedHistory(); err != nil {
+		return err
+	}
 	var live []store.JobRecord
 	token := ""
 	for {

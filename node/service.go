@@ -92,6 +92,9 @@ func (s *service) SubmitJob(ctx context.Context, req *fedschedv1.SubmitJobReques
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
+	if r, ok := s.storedReplay(ctx, req); ok {
+		return r, nil
+	}
 	if err := s.n.validateSubmit(req, s.n.now()); err != nil {
 		return nil, ToStatus(err)
 	}

@@ -24,8 +24,8 @@ func (m Mode) String() string {
 }
 
 // RatioStats is what an Admission needs of its runtime statistics: the
-// distribution of a job's ratio actual/estimated runtime, and the runtime of
-// each job that finished (for statistics that learn online). *Stats, the
+// distribution of a job's ratio actual/estimated runtime, and what each
+// job's end told about its runtime (for statistics that learn online). *Stats, the
 // thesis's per-class histograms, is the default implementation; the
 // simulator also has one built from runtime forecasts (sim.OnlineForecast).
 //
@@ -34,8 +34,18 @@ func (m Mode) String() string {
 // that keep per-job distributions. The returned histogram is read-only.
 type RatioStats interface {
 	Histogram(j JobInfo) *Histogram
-	Observe(j JobInfo, actual int64) error
+	Record(j JobInfo, o Observation) error
 }
+
+// DefaultAdmissionMinSamples is the MinSamples of an Admission. By the rule
+// of three, when none of n samples would have failed in a gap, the 95 %
+// upper confidence bound of the true probability of failure there is still
+// about 3/n, so below 30 samples no history can show a bet safe at the
+// default PoF threshold 0.1. Early samples are also biased short (the first
+// jobs to end are the short ones): on KTH a new site still violated more
+// SLAs than a trained one at 30 and 50 samples, no more at 75, fewer at 100
+// (docs/overbooking.md, scripts/overbook-coldstart.sh).
+const DefaultAdmissionMinSamples = 100
 
 var _ RatioStats = (*Stats)(nil)
 
@@ -58,9 +68,18 @@ const (
 // §5.2.3). Every answer carries its reason: placed in full, overbooked (with
 // its PoF), rejected: no gap, rejected: risk.
 //
-// An Admission keeps per-job state (class keys, end-time distributions), so
-// tell it when jobs finish (Finished). Not safe for concurrent use; the
-// site's goroutine owns it.
+// It overbooks only when the statistics the job's histogram comes from
+// hold at least MinSamples (aged) samples; otherwise it answers
+// rejected: risk with TooFewSamples, so that a site never bets on what it
+// has not measured.
+//
+// An Admission keeps per-job state (class keys, end-time distributions) for
+// the jobs in the plan it is asked about; an entry whose job has left the
+// plan, whatever way (ended, killed, cancelled, rejected, a hold released or
+// expired, a probe), is released at the latest when the entries outnumber
+// twice the plan's reservations (sweep), so its memory follows the plan's.
+// Tell it how jobs ended (Record) to learn online. Not safe for concurrent
+// use; the site's goroutine owns it.
 type Admission struct {
 	// Stats gives the runtime-ratio histogram of a job (of its class, for
 	// *Stats). Nil means empty *Stats: the conservative prior that every
@@ -75,10 +94,14 @@ type Admission struct {
 	Mode Mode
 	// Choice selects among acceptable gaps.
 	Choice GapChoice
-	// Learn makes Finished update Stats with each finished job's actual
-	// runtime (online learning). Off, the statistics stay as trained, as in
-	// the thesis.
+	// Learn makes Record update Stats with what each job's end told
+	// (online learning). Off, the statistics stay as trained, as in the
+	// thesis.
 	Learn bool
+	// MinSamples is the (aged) weight of samples the histogram of a job
+	// must hold before the job may be overbooked. 0 means
+	// DefaultAdmissionMinSamples; it must not be negative.
+	MinSamples float64
 
 	defaultStats *Stats // Stats when nil
 
@@ -109,6 +132,13 @@ func (a *Admission) stats() RatioStats {
 	return a.defaultStats
 }
 
+func (a *Admission) minSamples() float64 {
+	if a.MinSamples == 0 {
+		return DefaultAdmissionMinSamples
+	}
+	return a.MinSamples
+}
+
 func info(j *plan.Job) JobInfo {
 	return JobInfo{ID: j.ID, Procs: j.Procs, Estimate: j.Estimate, User: j.User, App: j.App}
 }
@@ -119,9 +149,7 @@ func (a *Admission) Admit(p *plan.Plan, j *plan.Job, now int64) plan.Placement {
 	if j.Procs > p.Procs() {
 		return plan.Placement{Reason: plan.ReasonRejectedTooWide}
 	}
-	if a.jobs == nil {
-		a.jobs, a.dists = make(map[int64]JobInfo), make(map[int64]EndDist)
-	}
+	a.sweep(p)
 	ji := info(j)
 	from, to := max(now, j.Release), j.Deadline
 	if s, ok := p.EarliestFit(j.Procs, j.Estimate, from, to); ok {
@@ -130,11 +158,16 @@ func (a *Admission) Admit(p *plan.Plan, j *plan.Job, now int64) plan.Placement {
 		a.remember(p, j, ji, pl, from, now)
 		return pl
 	}
-	h := a.stats().Histogram(ji)
 	a.gaps = p.Gaps(a.gaps[:0], j.Procs, from, to)
 	best := plan.Placement{Reason: plan.ReasonRejectedNoGap}
-	if len(a.gaps) > 0 {
-		best.Reason = plan.ReasonRejectedRisk
+	if len(a.gaps) == 0 {
+		return best
+	}
+	h, n := a.histogram(p, ji, now)
+	best = plan.Placement{Reason: plan.ReasonRejectedRisk, Samples: n}
+	if best.Samples < a.minSamples() {
+		best.TooFewSamples = true
+		return best
 	}
 	test := a.test()
 	for _, g := range a.gaps {
@@ -145,7 +178,7 @@ func (a *Admission) Admit(p *plan.Plan, j *plan.Job, now int64) plan.Placement {
 		if best.OK() && pof >= best.PoF {
 			continue
 		}
-		best = plan.Placement{Start: g.Start, End: g.End, PoF: pof, Reason: plan.ReasonOverbooked}
+		best = plan.Placement{Start: g.Start, End: g.End, PoF: pof, Reason: plan.ReasonOverbooked, Samples: best.Samples}
 		if a.Choice == FirstFit {
 			break
 		}
@@ -162,6 +195,7 @@ func (a *Admission) Admit(p *plan.Plan, j *plan.Job, now int64) plan.Placement {
 // processors are free, up to its estimate.
 func (a *Admission) Replan(p *plan.Plan, j *plan.Job, now int64, cur plan.Placement) plan.Placement {
 	from, to := max(now, j.Release), j.Deadline
+	a.sweep(p)
 	ji := info(j)
 	if s, ok := p.EarliestFit(j.Procs, j.Estimate, from, to); ok && (s <= cur.Start || cur.End-cur.Start < j.Estimate) {
 		pl := plan.Placement{Start: s, End: s + j.Estimate, Reason: plan.ReasonPlacedInFull,
@@ -178,22 +212,88 @@ func (a *Admission) Replan(p *plan.Plan, j *plan.Job, now int64, cur plan.Placem
 	if end-s >= j.Estimate {
 		pl.Reason, pl.PoF = plan.ReasonPlacedInFull, 1-a.Failures.Reliability(j.Procs, j.Estimate)
 	} else {
-		pl.PoF = a.pof(p, a.stats().Histogram(ji), j, plan.Gap{Start: s, End: end}, from, now)
+		h, n := a.histogram(p, ji, now)
+		pl.PoF, pl.Samples = a.pof(p, h, j, plan.Gap{Start: s, End: end}, from, now), n
 	}
 	a.remember(p, j, ji, pl, from, now)
 	return pl
 }
 
-// Finished forgets a job that has ended and, with Learn, adds its actual
-// runtime to the statistics.
-func (a *Admission) Finished(id int64, actual int64) error {
-	ji, ok := a.jobs[id]
-	delete(a.jobs, id)
-	delete(a.dists, id)
-	if ok && a.Learn {
-		return a.stats().Observe(ji, actual)
+// Record tells the admission what the end of job j told about its runtime
+// (see Observation); with Learn it goes into the statistics. It also
+// releases j's entry at once (the sweep would later). Call it for every end
+// that carries a runtime: a job that ended by itself, one killed at the end
+// of its reservation (censored if it had less than its estimate), one
+// cancelled while running (censored). Ends that tell nothing (never
+// started, lost) need no call.
+func (a *Admission) Record(j *plan.Job, o Observation) error {
+	a.Forget(j.ID)
+	if a.Learn {
+		return a.stats().Record(info(j), o)
 	}
 	return nil
+}
+
+// Forget releases the entry of job id, if any.
+func (a *Admission) Forget(id int64) {
+	delete(a.jobs, id)
+	delete(a.dists, id)
+}
+
+// Entries is the number of jobs the admission holds state for (class keys
+// and, in comprehensive mode, end-time distributions).
+func (a *Admission) Entries() int { return len(a.jobs) + len(a.dists) }
+
+// sweep releases the entries of jobs no longer in p once they could
+// outnumber its reservations twice over (plus a little, so that small plans
+// do not sweep on every call): each sweep at least halves the entries, so
+// its cost is constant per admission on average.
+func (a *Admission) sweep(p *plan.Plan) {
+	if a.jobs == nil {
+		a.jobs, a.dists = make(map[int64]JobInfo), make(map[int64]EndDist)
+	}
+	if len(a.jobs)+len(a.dists) <= 2*p.Len()+64 {
+		return
+	}
+	for id := range a.jobs {
+		if _, ok := p.Get(id); !ok {
+			delete(a.jobs, id)
+		}
+	}
+	for id := range a.dists {
+		if _, ok := p.Get(id); !ok {
+			delete(a.dists, id)
+		}
+	}
+}
+
+// histogram returns the ratio histogram a job with info ji is judged by at
+// now, and the weight of the ended jobs it was learnt from. The jobs running
+// at now under the same statistics (the same snapshot of Stats: the same
+// class) are added to it as censored samples at the time they have run:
+// they have not ended yet. Without them the statistics of a young site lean
+// short, because the first jobs to end are the short ones.
+func (a *Admission) histogram(p *plan.Plan, ji JobInfo, now int64) (*Histogram, float64) {
+	h := a.stats().Histogram(ji)
+	n := h.N()
+	var running *Histogram
+	for id, ri := range a.jobs {
+		if id == ji.ID {
+			continue
+		}
+		r, ok := p.Get(id)
+		if !ok || r.Fixed || r.Start > now || r.End <= now || a.stats().Histogram(ri) != h {
+			continue
+		}
+		if running == nil {
+			running = h.Clone()
+		}
+		_ = running.AddCensored(now-r.Start, ri.Estimate) // ri was valid when admitted
+	}
+	if running != nil {
+		return running, n
+	}
+	return h, n
 }
 
 // pof computes the probability of failure of j in gap g.

@@ -3,6 +3,8 @@ package overbook
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/fedsched/fedsched/plan"
 )
 
 // benchSetup is a realistic comprehensive admission: a 4 h job with deadline
@@ -103,5 +105,31 @@ func BenchmarkReservationDist(b *testing.B) {
 		if _, err := ReservationDist(s.h, 0, s.x, s.slotEnd, s.st); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAdmitOverbooked is one admission that has to search the gaps,
+// on a site of 1,000 processors with 500 jobs running under the judged
+// job's statistics (each one a censored sample of the judgement).
+func BenchmarkAdmitOverbooked(b *testing.B) {
+	a := &Admission{Stats: uniformStats(b), Test: Threshold{PoFMax: 1}}
+	p := plan.New(1000)
+	for id := int64(1); id <= 500; id++ {
+		j := plan.Job{ID: id, Procs: 1, Estimate: 100, Deadline: plan.Forever}
+		pl := a.Admit(p, &j, 0)
+		if err := p.Reserve(plan.Reservation{ID: id, Procs: 1, Start: pl.Start, End: pl.End, Deadline: plan.Forever}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := p.Reserve(plan.Reservation{ID: 999, Procs: 500, Start: 80, End: 5000, Deadline: plan.Forever}); err != nil {
+		b.Fatal(err)
+	}
+	j := plan.Job{ID: 1000, Procs: 400, Estimate: 100, Release: 50, Deadline: 150}
+	if pl := a.Admit(p, &j, 50); pl.Reason != plan.ReasonOverbooked {
+		b.Fatalf("%+v", pl)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		a.Admit(p, &j, 50)
 	}
 }

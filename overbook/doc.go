@@ -16,8 +16,11 @@
 // runtime in 101 integer-percent bins (floor, ratios >= 100 % in bin 100).
 // Stats keeps one histogram per job class (runtime band, processor band,
 // user, application) plus a general one, learns them from finished jobs
-// (Train, Observe), ages old samples if configured, falls back to the
-// general histogram for thin classes, and serialises to JSON. Admission
+// (Train, Observe, Record), ages old samples if configured, falls back to
+// the general histogram for thin classes, and serialises to JSON. A job
+// stopped before it ended (cut at an overbooked reservation's end) is a
+// right-censored sample (Observation.Censored): the histograms read such
+// samples with the Kaplan-Meier estimator over their bins. Admission
 // takes its histograms through the small interface RatioStats, of which
 // Stats is the default; the simulator plugs in per-job histograms built
 // from runtime forecasts (Histogram.AddRatio).
@@ -53,6 +56,10 @@
 //
 // # Caveats
 //
+//   - An Admission overbooks only when the job's histogram holds
+//     MinSamples (default DefaultAdmissionMinSamples) samples of ended
+//     jobs, and adds the jobs running under the same statistics as
+//     censored samples when it judges a gap.
 //   - The histograms are evaluated at the bin that contains the granted
 //     time, as in the thesis, which overstates P(actual <= got) by up to one
 //     bin (1 % of the estimate). An empty histogram is read as "every job

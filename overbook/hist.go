@@ -50,8 +50,17 @@ func RatioBin(actual, estimate int64) int {
 // being changed or before it has been read once. Clone returns a prepared
 // copy that any number of goroutines may read; Stats.Histogram returns such
 // copies.
+//
+// Right-censored samples (AddCensored: a job stopped after some time before
+// it ended by itself, so it needed more) enter the distribution through the
+// Kaplan-Meier estimator over the bins: a job cut in bin b is taken to need
+// a bin above b; it counts among the jobs still running up to bin b and no
+// further, and the probability it leaves is shared among the bins above b in
+// proportion to the mass there (Efron's redistribution to the right). With
+// no censored samples the estimate is exactly the empirical CDF.
 type Histogram struct {
-	w     [NumBins]float64
+	w     [NumBins]float64 // weights of jobs whose ratio bin is known
+	c     [NumBins]float64 // weights of jobs cut in bin i (their bin is above i)
 	cdf   [NumBins]float64 // normalised cumulative weights, valid iff ready
 	n     float64          // total weight, valid iff ready
 	ready bool
@@ -65,6 +74,25 @@ func (h *Histogram) Add(actual, estimate int64) error {
 		return fmt.Errorf("%w: actual %d, estimate %d", ErrBadSample, actual, estimate)
 	}
 	h.w[RatioBin(actual, estimate)]++
+	h.ready = false
+	return nil
+}
+
+// AddCensored records one job, with weight 1, that ran ran seconds against
+// an estimate of estimate seconds and was stopped before it ended by itself
+// (cut at the end of an overbooked reservation, cancelled while running):
+// it would have needed more than ran. A job cut in bin 99 or later would
+// have needed at least its estimate and is recorded in bin 100, like Add. It
+// returns ErrBadSample (and records nothing) when estimate <= 0 or ran < 0.
+func (h *Histogram) AddCensored(ran, estimate int64) error {
+	if estimate <= 0 || ran < 0 {
+		return fmt.Errorf("%w: censored at %d, estimate %d", ErrBadSample, ran, estimate)
+	}
+	if b := RatioBin(ran, estimate); b < NumBins-2 {
+		h.c[b]++
+	} else {
+		h.w[NumBins-1]++
+	}
 	h.ready = false
 	return nil
 }
@@ -103,6 +131,7 @@ func (h *Histogram) Age(factor float64) error {
 	}
 	for i := range h.w {
 		h.w[i] *= factor
+		h.c[i] *= factor
 	}
 	h.ready = false
 	return nil
@@ -113,25 +142,49 @@ func (h *Histogram) prepare() {
 	if h.ready {
 		return
 	}
-	var s float64
+	var s, cens float64
 	for i, w := range h.w {
 		s += w
 		h.cdf[i] = s
+		cens += h.c[i]
 	}
-	h.n = s
-	if s > 0 {
+	h.n = s + cens
+	switch {
+	case cens > 0:
+		h.kaplanMeier()
+	case s > 0:
 		for i := range h.cdf {
 			h.cdf[i] /= s
 		}
-	} else {
+	default:
 		clear(h.cdf[:])
 	}
 	h.cdf[NumBins-1] = 1 // exact, also for the empty prior
 	h.ready = true
 }
 
-// N is the total (aged) weight of the samples: the number of samples when
-// no ageing has happened. It is 0 for a nil or empty histogram.
+// kaplanMeier fills cdf with 1 − S, S the product-limit survival over the
+// bins: at bin i, of the weight r still at risk (every job whose bin, known
+// or censored, is i or above), the share w[i]/r ends there; jobs cut in bin
+// i leave the risk set after it. Mass left when the bins run out (the
+// longest samples are censored) is bin 100's.
+func (h *Histogram) kaplanMeier() {
+	r, surv := h.n, 1.0
+	for i := 0; i < NumBins-1; i++ {
+		if r > 0 {
+			surv *= max(0, 1-h.w[i]/r)
+		}
+		h.cdf[i] = 1 - surv
+		r -= h.w[i] + h.c[i]
+		if r < 1e-12*h.n {
+			r = 0
+		}
+	}
+}
+
+// N is the total (aged) weight of the samples, censored ones included: the
+// number of samples when no ageing has happened. It is 0 for a nil or empty
+// histogram.
 func (h *Histogram) N() float64 {
 	if h == nil {
 		return 0
@@ -140,7 +193,8 @@ func (h *Histogram) N() float64 {
 	return h.n
 }
 
-// Weight is the raw (aged) weight of bin i; 0 outside 0..100.
+// Weight is the raw (aged) weight of the samples known to be in bin i; 0
+// outside 0..100.
 func (h *Histogram) Weight(i int) float64 {
 	if h == nil || i < 0 || i >= NumBins {
 		return 0
@@ -148,8 +202,18 @@ func (h *Histogram) Weight(i int) float64 {
 	return h.w[i]
 }
 
-// PDF is the probability of bin i: Weight(i)/N. Outside 0..100 it is 0. For
-// an empty histogram it is the prior: 1 for bin 100, else 0.
+// CensoredWeight is the raw (aged) weight of the samples cut in bin i
+// (AddCensored); 0 outside 0..100.
+func (h *Histogram) CensoredWeight(i int) float64 {
+	if h == nil || i < 0 || i >= NumBins {
+		return 0
+	}
+	return h.c[i]
+}
+
+// PDF is the probability of bin i: Weight(i)/N without censored samples,
+// CDF(i) − CDF(i−1) in general. Outside 0..100 it is 0. For an empty
+// histogram it is the prior: 1 for bin 100, else 0.
 func (h *Histogram) PDF(i int) float64 {
 	if i < 0 || i >= NumBins {
 		return 0
@@ -159,6 +223,9 @@ func (h *Histogram) PDF(i int) float64 {
 			return 1
 		}
 		return 0
+	}
+	if h.c != ([NumBins]float64{}) {
+		return h.CDF(i) - h.CDF(i-1)
 	}
 	return h.w[i] / h.n
 }
@@ -204,60 +271,87 @@ func (h *Histogram) CDFAt(got, estimate int64) float64 {
 func (h *Histogram) Clone() *Histogram {
 	c := new(Histogram)
 	if h != nil {
-		c.w = h.w
+		c.w, c.c = h.w, h.c
 	}
 	c.prepare()
 	return c
 }
 
-// Equal reports whether two histograms hold bit-identical weights.
+// Equal reports whether two histograms hold bit-identical weights, known
+// and censored.
 func (h *Histogram) Equal(o *Histogram) bool {
-	var a, b [NumBins]float64
+	var a, b, ac, bc [NumBins]float64
 	if h != nil {
-		a = h.w
+		a, ac = h.w, h.c
 	}
 	if o != nil {
-		b = o.w
+		b, bc = o.w, o.c
 	}
 	for i := range a {
-		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) || math.Float64bits(ac[i]) != math.Float64bits(bc[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-// MarshalJSON encodes the histogram as a JSON array of its NumBins weights.
+// censoredJSON is the encoding of a histogram with censored samples; one
+// without is a plain array of its NumBins weights (the original format, which
+// UnmarshalJSON still reads).
+type censoredJSON struct {
+	Known    []float64 `json:"known"`
+	Censored []float64 `json:"censored"`
+}
+
+// MarshalJSON encodes the histogram as a JSON array of its NumBins weights,
+// or, if it holds censored samples, as {"known": [...], "censored": [...]}.
 // Finite float64 values round-trip exactly through encoding/json.
 func (h *Histogram) MarshalJSON() ([]byte, error) {
-	return json.Marshal(h.w[:])
+	if h.c == ([NumBins]float64{}) {
+		return json.Marshal(h.w[:])
+	}
+	return json.Marshal(censoredJSON{Known: h.w[:], Censored: h.c[:]})
 }
 
 // UnmarshalJSON decodes what MarshalJSON produced. Anything else (a wrong
-// number of bins, a negative or non-finite weight, a total that overflows)
-// returns an error wrapping ErrCorrupt and leaves h unchanged.
+// number of bins, a negative or non-finite weight, a total that overflows,
+// unknown fields) returns an error wrapping ErrCorrupt and leaves h
+// unchanged.
 func (h *Histogram) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
 		return fmt.Errorf("%w: null histogram", ErrCorrupt)
 	}
-	var w []float64
-	if err := json.Unmarshal(b, &w); err != nil {
+	var in censoredJSON
+	if len(b) > 0 && b[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			return fmt.Errorf("%w: histogram: %v", ErrCorrupt, err)
+		}
+	} else if err := json.Unmarshal(b, &in.Known); err != nil {
 		return fmt.Errorf("%w: histogram: %v", ErrCorrupt, err)
 	}
-	if len(w) != NumBins {
-		return fmt.Errorf("%w: histogram has %d bins, want %d", ErrCorrupt, len(w), NumBins)
+	if in.Censored == nil {
+		in.Censored = make([]float64, NumBins)
 	}
 	var s float64
-	for i, x := range w {
-		if !(x >= 0) || math.IsInf(x, 0) {
-			return fmt.Errorf("%w: histogram bin %d weight %v", ErrCorrupt, i, x)
+	for name, w := range map[string][]float64{"known": in.Known, "censored": in.Censored} {
+		if len(w) != NumBins {
+			return fmt.Errorf("%w: histogram %s has %d bins, want %d", ErrCorrupt, name, len(w), NumBins)
 		}
-		s += x
+		for i, x := range w {
+			if !(x >= 0) || math.IsInf(x, 0) {
+				return fmt.Errorf("%w: histogram %s bin %d weight %v", ErrCorrupt, name, i, x)
+			}
+			s += x
+		}
 	}
 	if math.IsInf(s, 0) {
 		return fmt.Errorf("%w: histogram total weight overflows", ErrCorrupt)
 	}
 	*h = Histogram{}
-	copy(h.w[:], w)
+	copy(h.w[:], in.Known)
+	copy(h.c[:], in.Censored)
 	return nil
 }

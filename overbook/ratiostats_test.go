@@ -52,7 +52,7 @@ func (p *perJob) Histogram(j JobInfo) *Histogram {
 	return p.hists[j.ID]
 }
 
-func (p *perJob) Observe(j JobInfo, actual int64) error {
+func (p *perJob) Record(j JobInfo, _ Observation) error {
 	p.observed = append(p.observed, j.ID)
 	return nil
 }
@@ -69,7 +69,7 @@ func TestAdmissionTakesAnyRatioStats(t *testing.T) {
 	}
 	for _, learn := range []bool{false, true} {
 		st := &perJob{hists: map[int64]*Histogram{1: early, 2: full}}
-		a := &Admission{Stats: st, Test: Threshold{PoFMax: 0.1}, Learn: learn}
+		a := &Admission{Stats: st, Test: Threshold{PoFMax: 0.1}, Learn: learn, MinSamples: 10}
 		// A 60 s gap before a wall: a 100 s job fits only overbooked.
 		p := plan.New(1)
 		if err := p.Reserve(plan.Reservation{ID: 9, Procs: 1, Start: 60, End: 1000, Deadline: plan.Forever}); err != nil {
@@ -86,7 +86,7 @@ func TestAdmissionTakesAnyRatioStats(t *testing.T) {
 		if len(st.asked) != 2 || st.asked[0] != 1 || st.asked[1] != 2 {
 			t.Fatalf("asked for %v, want [1 2]", st.asked)
 		}
-		a.Finished(1, 50) //nolint:errcheck // perJob never fails
+		a.Record(&j1, Observation{Ran: 50}) //nolint:errcheck // perJob never fails
 		if want := map[bool]int{false: 0, true: 1}[learn]; len(st.observed) != want {
 			t.Fatalf("learn %v: observed %v", learn, st.observed)
 		}
@@ -105,10 +105,10 @@ func TestAdmissionNilStats(t *testing.T) {
 	if pl := a.Admit(p, &j, 0); pl.Reason != plan.ReasonRejectedRisk {
 		t.Fatalf("%+v, want rejected for risk under the prior", pl)
 	}
-	for id := int64(2); id < 30; id++ {
+	for id := int64(2); id < 2+DefaultAdmissionMinSamples; id++ {
 		jj := plan.Job{ID: id, Procs: 1, Estimate: 100, Deadline: plan.Forever}
 		a.Admit(plan.New(1), &jj, 0)
-		if err := a.Finished(id, 10); err != nil {
+		if err := a.Record(&jj, Observation{Ran: 10}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -251,29 +251,50 @@ func (s *Stats) Config() StatsConfig {
 	return s.cfg
 }
 
-// Updates is the number of observations so far (Observe and Train).
+// Updates is the number of observations so far (Record, Observe and Train).
 func (s *Stats) Updates() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.updates
 }
 
+// Observation is what the end of a job tells about its runtime: it ran Ran
+// seconds and then either ended by itself (it completed, or its command
+// failed, or it was killed after receiving its full estimate: bin 100), or,
+// when Censored, was stopped before it ended (cut at the end of an
+// overbooked reservation, cancelled while running): it needed more than Ran.
+type Observation struct {
+	Ran      int64
+	Censored bool
+}
+
 // Observe records a finished job (the online update): actual is its real
-// runtime in seconds. It updates the general histogram and j's class under
-// every classifier, then ages everything if an ageing period just ended.
-// It returns ErrBadSample for a non-positive estimate or negative actual.
+// runtime in seconds. It is Record with an uncensored observation.
 func (s *Stats) Observe(j JobInfo, actual int64) error {
-	if j.Estimate <= 0 || actual < 0 {
-		return fmt.Errorf("%w: actual %d, estimate %d", ErrBadSample, actual, j.Estimate)
+	return s.Record(j, Observation{Ran: actual})
+}
+
+// Record records what the end of job j tells about its runtime. It updates
+// the general histogram and j's class under every classifier (AddCensored
+// for a censored observation), then ages everything if an ageing period
+// just ended. It returns ErrBadSample for a non-positive estimate or a
+// negative runtime.
+func (s *Stats) Record(j JobInfo, o Observation) error {
+	if j.Estimate <= 0 || o.Ran < 0 {
+		return fmt.Errorf("%w: ran %d, estimate %d", ErrBadSample, o.Ran, j.Estimate)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.observe(j, actual)
+	s.observe(j, o)
 	return nil
 }
 
-func (s *Stats) observe(j JobInfo, actual int64) {
-	_ = s.general.h.Add(actual, j.Estimate) // validated by the caller
+func (s *Stats) observe(j JobInfo, o Observation) {
+	add := (*Histogram).Add
+	if o.Censored {
+		add = (*Histogram).AddCensored
+	}
+	_ = add(&s.general.h, o.Ran, j.Estimate) // validated by the caller
 	s.general.snap = nil
 	for c := ByRuntime; c < numClassifiers; c++ {
 		k, ok := KeyOf(c, j)
@@ -288,7 +309,7 @@ func (s *Stats) observe(j JobInfo, actual int64) {
 			cl = new(class)
 			s.classes[c][k.Key] = cl
 		}
-		_ = cl.h.Add(actual, j.Estimate)
+		_ = add(&cl.h, o.Ran, j.Estimate)
 		cl.snap = nil
 	}
 	s.updates++
@@ -324,7 +345,7 @@ func (s *Stats) Train(jobs []JobInfo, actuals []int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, j := range jobs {
-		s.observe(j, actuals[i])
+		s.observe(j, Observation{Ran: actuals[i]})
 	}
 	return nil
 }
@@ -493,6 +514,27 @@ func validKey(c Classifier, k string) error {
 	i, err := strconv.Atoi(k)
 	if err != nil || i < 0 || i >= n || strconv.Itoa(i) != k {
 		return fmt.Errorf("%w: bad %s band %q", ErrCorrupt, c, k)
+	}
+	return nil
+}
+
+// Reconfigure replaces the configuration (classifier, fallback, ageing)
+// and keeps the samples and the observation count; it returns ErrBadConfig
+// for an invalid configuration. Statistics loaded from JSON carry the
+// configuration they were saved with; a site whose settings changed
+// reapplies its own.
+func (s *Stats) Reconfigure(cfg StatsConfig) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg = cfg
+	s.general.snap = nil
+	for _, m := range s.classes {
+		for _, cl := range m {
+			cl.snap = nil
+		}
 	}
 	return nil
 }

@@ -137,10 +137,17 @@ func (r Reason) Accepted() bool {
 
 // Placement is an admission test's answer: where to reserve a job, or why
 // not. PoF is the probability that the job fails its SLA in that slot.
+//
+// Samples is the (aged) number of runtime samples an overbooking admission
+// test judged a slot shorter than the job's estimate with, and
+// TooFewSamples says it declined to overbook because they were fewer than
+// it needs; both are zero when it judged no such slot.
 type Placement struct {
-	Start, End int64
-	PoF        float64
-	Reason     Reason
+	Start, End    int64
+	PoF           float64
+	Reason        Reason
+	Samples       float64
+	TooFewSamples bool
 }
 
 // OK reports whether the placement is an acceptance.

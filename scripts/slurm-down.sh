@@ -32,10 +32,12 @@ stop() { # pidfile name
   fi
   rm -f "$1"
 }
+# The slurmds stop in parallel (each takes a moment to say goodbye).
 for f in "$dir"/slurmd-*.pid; do
   [ -e "$f" ] || continue
-  n=$(basename "$f" .pid); stop "$f" "${n}"
+  n=$(basename "$f" .pid); stop "$f" "${n}" &
 done
+wait
 stop "$dir/slurmctld.pid" slurmctld
 
 if [ "${1:-}" = --munge ] && [ -f /run/munge/munged.pid ]; then

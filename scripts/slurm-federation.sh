@@ -19,9 +19,11 @@ trap cleanup EXIT
 
 show() { echo "\$ $*"; "$@"; echo; }
 
-fedsched node --site hpc --data "$work/hpc" --listen 127.0.0.1:17071 --executor slurm --procs 8 \
+# --insecure: plaintext on loopback, for a demonstration on one host;
+# --allow-root-jobs: the script runs as root, and so do its jobs.
+fedsched node --site hpc --data "$work/hpc" --listen 127.0.0.1:17071 --insecure --allow-root-jobs --executor slurm --procs 8 \
   --gossip 127.0.0.1:17946 >"$work/hpc.log" 2>&1 & pids+=($!)
-fedsched node --site lab --data "$work/lab" --listen 127.0.0.1:17072 --executor process --procs 2 \
+fedsched node --site lab --data "$work/lab" --listen 127.0.0.1:17072 --insecure --allow-root-jobs --executor process --procs 2 \
   --gossip 127.0.0.1:17947 --join 127.0.0.1:17946 >"$work/lab.log" 2>&1 & pids+=($!)
 for _ in $(seq 100); do
   [ "$(fedsched peers --addr 127.0.0.1:17072 2>/dev/null | grep -c alive)" = 2 ] && break

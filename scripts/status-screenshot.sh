@@ -17,9 +17,9 @@ trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 A=127.0.0.1:$(port); AH=127.0.0.1:$(port); AG=127.0.0.1:$(port)
 B=127.0.0.1:$(port); BG=127.0.0.1:$(port)
-"$f" node --site alpha --data "$tmp/a" --listen "$A" --http "$AH" --gossip "$AG" --executor simulated --procs 32 \
+"$f" node --insecure --site alpha --data "$tmp/a" --listen "$A" --http "$AH" --gossip "$AG" --executor simulated --procs 32 \
   --overbooking-enabled --overbooking-pof-max 0.5 >"$tmp/a.log" 2>&1 & pids+=($!)
-"$f" node --site beta --data "$tmp/b" --listen "$B" --gossip "$BG" --join "$AG" --executor simulated --procs 16 >"$tmp/b.log" 2>&1 & pids+=($!)
+"$f" node --insecure --site beta --data "$tmp/b" --listen "$B" --gossip "$BG" --join "$AG" --executor simulated --procs 16 >"$tmp/b.log" 2>&1 & pids+=($!)
 for _ in $(seq 100); do "$f" peers --addr "$A" 2>/dev/null | grep -q beta && break; sleep 0.2; done
 at() { date -u -d "$1" +%Y-%m-%dT%H:%M:%SZ; }
 sub() { "$f" submit --addr "$A" "$@" -- sleep 1 >/dev/null; }

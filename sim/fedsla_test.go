@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/plan"
@@ -163,5 +164,38 @@ func TestSharedClock(t *testing.T) {
 	a, b := first("shared")
 	if a != 0 || b <= 0 {
 		t.Fatalf("shared: first jobs at %d and %d, want 0 and the 1000th job's trace time", a, b)
+	}
+}
+
+// TestRQFScenario: under RQF (idle sites pull waiting jobs from peers'
+// queues) the three-site replay ends once the work does, every job runs
+// once, and the most loaded site still gains.
+func TestRQFScenario(t *testing.T) {
+	cfg := buildScenario(t, "../scenarios/three-sites.yaml")
+	cfg.Transfer = delegation.RQF
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	fed, err := RunFederation(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Federate = false
+	alone, err := RunFederation(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for _, r := range fed.Records {
+		if !r.Started {
+			t.Fatalf("job %d never ran", r.ID)
+		}
+		if r.Exec != r.Origin {
+			moved++
+		}
+	}
+	a, f := alone.OriginMetrics(2).AWRT, fed.OriginMetrics(2).AWRT
+	t.Logf("RQF: %d jobs pulled; lublin AWRT alone %.0f, federated %.0f", moved, a, f)
+	if moved == 0 || (a-f)/a < 0.10 {
+		t.Fatalf("RQF pulled %d jobs; lublin's AWRT changed by %.1f %%", moved, 100*(a-f)/a)
 	}
 }

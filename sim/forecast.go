@@ -128,10 +128,10 @@ func (o *OnlineForecast) Histogram(j overbook.JobInfo) *overbook.Histogram {
 	return &o.prior
 }
 
-// Observe does nothing: an OnlineForecast learns from the replay's
+// Record does nothing: an OnlineForecast learns from the replay's
 // completion events (Finished), which carry their time, and learns every
 // completion whatever the admission's Learn says.
-func (o *OnlineForecast) Observe(overbook.JobInfo, int64) error { return nil }
+func (o *OnlineForecast) Record(overbook.JobInfo, overbook.Observation) error { return nil }
 
 // RatioHistogram builds the 101-bin histogram of ratio samples
 // (overbook.Histogram.AddRatio: bin floor(100·ratio), every ratio >= 1 in

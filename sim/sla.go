@@ -142,12 +142,20 @@ type SLAConfig struct {
 	// job after the training prefix.
 	Runs, JobsPerRun int
 	// TrainJobs is the number of jobs right before the test part that train
-	// the statistics; 0 means all of them.
+	// the statistics; 0 means all of them, TrainNone (any negative value)
+	// none: the runs start from empty statistics, as a new site does.
 	TrainJobs int
+	// MinSamples is the overbooking strategies' overbook.Admission
+	// MinSamples: the (aged) samples a job's statistics must hold before it
+	// may be overbooked. 0 means overbook.DefaultAdmissionMinSamples.
+	MinSamples float64
 	// Standing are standing reservations laid over every run (anchored at
 	// the run's time 0).
 	Standing []plan.Standing
 }
+
+// TrainNone is the TrainJobs of a run without a training prefix.
+const TrainNone = -1
 
 // DefaultSLAConfig returns the thesis's protocol: 200 % load, deadline =
 // release + 2 x estimate, penalty = fee, 20 runs of 1,000 jobs, PoF < 0.1,
@@ -177,7 +185,8 @@ func Split(jobs []Job, cfg SLAConfig) (train []Job, runs [][]Job, err error) {
 		if cfg.TrainJobs >= n {
 			return nil, nil, fmt.Errorf("%d training jobs leave none of %d to test: %w", cfg.TrainJobs, n, ErrBadConfig)
 		}
-		return jobs[:cfg.TrainJobs], [][]Job{jobs[cfg.TrainJobs:]}, nil
+		k := max(cfg.TrainJobs, 0)
+		return jobs[:k], [][]Job{jobs[k:]}, nil
 	}
 	test := per * k
 	if test > n {
@@ -185,8 +194,11 @@ func Split(jobs []Job, cfg SLAConfig) (train []Job, runs [][]Job, err error) {
 	}
 	first := n - test
 	trainFrom := 0
-	if cfg.TrainJobs > 0 {
+	switch {
+	case cfg.TrainJobs > 0:
 		trainFrom = max(0, first-cfg.TrainJobs)
+	case cfg.TrainJobs < 0:
+		trainFrom = first
 	}
 	train = jobs[trainFrom:first]
 	for i := 0; i < k; i++ {
@@ -229,7 +241,19 @@ func PrepareRun(run []Job, cfg SLAConfig) []Job {
 type finisher struct{ adm *overbook.Admission }
 
 func (f finisher) Finished(_ int64, r *Record) {
-	f.adm.Finished(r.ID, r.Runtime) //nolint:errcheck // a job with a bad estimate is not learnt from; nothing else can fail
+	pj := plan.Job{ID: r.ID, Procs: r.Procs, Estimate: r.Estimate, User: r.User, App: r.App}
+	f.adm.Record(&pj, Observed(r)) //nolint:errcheck // a job with a bad estimate is not learnt from; nothing else can fail
+}
+
+// Observed is what a live site learns from the end of r: the time it ran,
+// censored when it was cut before its estimate (it needed more; the trace's
+// runtime, which says how much more, is not known to a site). A job cut at
+// or after its estimate is in the top bin either way.
+func Observed(r *Record) overbook.Observation {
+	if r.Killed {
+		return overbook.Observation{Ran: r.Ran(), Censored: r.Ran() < r.Estimate}
+	}
+	return overbook.Observation{Ran: r.Runtime}
 }
 
 // siteConfig builds the site and admission for a strategy from trained
@@ -249,7 +273,7 @@ func siteConfig(cfg SLAConfig, trained *overbook.Stats, fc *OnlineForecast) (pla
 			return sc, nil, err
 		}
 	}
-	adm := &overbook.Admission{Stats: st, Failures: cfg.Failures, Test: cfg.Test, Choice: cfg.Choice, Learn: cfg.Learn}
+	adm := &overbook.Admission{Stats: st, Failures: cfg.Failures, Test: cfg.Test, Choice: cfg.Choice, Learn: cfg.Learn, MinSamples: cfg.MinSamples}
 	if fc != nil {
 		adm.Stats = fc
 	}

@@ -180,6 +180,7 @@ type Agent struct {
 	dirty   bool  // an event since the last Tick: a pass is due
 	rqfAt   int64 // last time RQF asked peers
 	pulling int   // RQF queue answers still expected
+	seen    int   // jobs the peers disclosed in the last RQF round
 	ids     []int64
 }
 
@@ -427,11 +428,11 @@ func (a *Agent) End(now int64, key JobKey, completed bool) bool {
 	a.site.End(now, jb.pj.ID)
 	ran := now - jb.start
 	if a.adm != nil {
-		// The node's rule: only a job that ended by itself shows its
-		// runtime; a killed job's would be an oracle no live site has.
-		if completed {
-			a.adm.Finished(jb.pj.ID, ran) //nolint:errcheck // a job without a usable estimate is not learnt from
-		}
+		// The node's rule: a job that ended by itself shows its runtime; a
+		// killed one only that it needed more than it ran (censored), never
+		// how much more, which would be an oracle no live site has.
+		o := overbook.Observation{Ran: ran, Censored: !completed && ran < jb.pj.Estimate}
+		a.adm.Record(&jb.pj, o) //nolint:errcheck // a job without a usable estimate is not learnt from
 	}
 	a.forget(jb)
 	if key.Site != a.cfg.Name {
@@ -626,10 +627,15 @@ func (a *Agent) NextWake(now int64) int64 {
 	for _, r := range a.reports {
 		t = min(t, max(r.next, now))
 	}
-	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil && a.site.Plan().Free(now) > 0 {
-		// An idle site asks again now and then: nothing else wakes it.
+	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil && a.site.Plan().Free(now) > 0 && a.site.Waiting() == 0 {
+		// An idle site asks again now and then while peers had work to
+		// give (nothing else wakes it); when they had none, its next own
+		// event does, so that a federation with nothing left goes quiet.
 		if a.rqfAt == minTime {
 			return now
+		}
+		if a.seen == 0 {
+			return t
 		}
 		t = min(t, max(a.rqfAt+pullEvery*a.cfg.ReplySeconds, now))
 	}

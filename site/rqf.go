@@ -12,15 +12,19 @@ const pullEvery = 10
 // maxDisclosed bounds how many waiting jobs one queue answer lists.
 const maxDisclosed = 64
 
-// pull is RQF's trigger: after a pass that leaves processors idle (the
-// queue's head cannot start, or nothing waits), ask the ranked peers for
-// the jobs waiting in their queues; at most one round at a time.
+// pull is RQF's trigger: after a pass that leaves processors idle with
+// nothing waiting here, ask the ranked peers for the jobs waiting in their
+// queues. (The study's RQF also pulls when its own head is blocked, to
+// backfill; testing every disclosed job against a long local queue made a
+// replay of months too slow, so this RQF pulls only into an empty queue.)
 func (a *Agent) pull(now int64) {
 	free := a.site.Plan().Free(now)
-	if free == 0 || a.rqfAt == now || a.pulling > 0 && now < a.rqfAt+a.cfg.ReplySeconds {
+	// At most one round per reply period: a site with idle processors
+	// ticks at every event, and each round discloses whole queues.
+	if free == 0 || a.site.Waiting() > 0 || a.rqfAt != minTime && now < a.rqfAt+a.cfg.ReplySeconds {
 		return
 	}
-	a.rqfAt = now
+	a.rqfAt, a.seen = now, 0
 	var cands []delegation.Candidate
 	for _, c := range a.cfg.Peers.Candidates(now) {
 		if c.Site != a.cfg.Name {
@@ -60,6 +64,7 @@ func (a *Agent) disclose(now int64, m Message) {
 // start now, holding its slot until the peer hands it over.
 func (a *Agent) pick(now int64, m Message) {
 	a.pulling = max(0, a.pulling-1)
+	a.seen += len(m.Jobs)
 	for _, q := range m.Jobs {
 		if a.jobs[q.Job] != nil || a.site.Plan().Free(now) == 0 {
 			continue
@@ -91,7 +96,7 @@ func (a *Agent) handOver(now int64, m Message) {
 		return
 	}
 	if a.adm != nil {
-		a.adm.Finished(jb.pj.ID, 0) //nolint:errcheck // forgets the job; it never ran here, Learn needs a runtime > 0
+		a.adm.Forget(jb.pj.ID) // it never ran here: nothing to learn
 	}
 	delete(a.byID, jb.pj.ID)
 	a.set(jb, stateDelegated)

@@ -176,3 +176,50 @@ func TestGossipOnEveryInterface(t *testing.T) {
 		t.Errorf("peers: %s", out)
 	}
 }
+
+// TestRestartedSeedRejoins: a seed started without --join, which another
+// site joined, rejoins the federation after a SIGKILL and a restart with
+// the same command line: it remembers its last members.
+func TestRestartedSeedRejoins(t *testing.T) {
+	seedGossip, peerGossip := freeAddr(t), freeAddr(t)
+	seedDir := t.TempDir()
+	seedArgs := []string{"--site", "seed", "--data", seedDir, "--procs", "2", "--executor", "simulated", "--gossip", seedGossip}
+	seed := startLiveNode(t, seedArgs...)
+	peer := startLiveNode(t, "--site", "peer", "--data", t.TempDir(), "--procs", "2", "--executor", "simulated", "--gossip", peerGossip, "--join", seedGossip)
+	// A third site: the others are never alone, so they do not go back to
+	// their seed by themselves.
+	third := startLiveNode(t, "--site", "third", "--data", t.TempDir(), "--procs", "2", "--executor", "simulated", "--gossip", freeAddr(t), "--join", seedGossip)
+	sees := func(n *liveNode, site string) bool {
+		out, err := run(t, "peers", "--addr", n.addr)
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == site && f[1] == "alive" {
+				return true
+			}
+		}
+		return false
+	}
+	waitSees := func(n *liveNode, site string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !sees(n, site); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never sees %s alive", n.addr, site)
+			}
+		}
+	}
+	waitSees(seed, "peer")
+	waitSees(seed, "third")
+	waitSees(peer, "third")
+	time.Sleep(3 * time.Second) // the seed stores its members every 2 s
+	// Stopped (it leaves the federation) and restarted as it was started.
+	if err := seed.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	seed.cmd.Wait() //nolint:errcheck // stopped
+	seed = startLiveNode(t, seedArgs...)
+	waitSees(seed, "peer")
+	waitSees(peer, "seed")
+	waitSees(third, "seed")
+}

@@ -11,7 +11,7 @@ import (
 func TestSimGanttAndStartAccuracy(t *testing.T) {
 	dir := t.TempDir()
 	svg := filepath.Join(dir, "g.svg")
-	out := mustRun(t, "sim", "--trace", "kth", "--gantt", svg, "--from", "864000", "--to", "871200")
+	out := mustRun(t, "sim", "--trace", "kth", "--span", "20d", "--gantt", svg, "--from", "864000", "--to", "871200")
 	if !strings.Contains(out, "start accuracy") || !strings.Contains(out, "conservative") {
 		t.Errorf("sim output lacks the start accuracy:\n%s", out)
 	}
@@ -25,11 +25,11 @@ func TestSimGanttAndStartAccuracy(t *testing.T) {
 	if n := strings.Count(string(b), "data-job="); n < 10 {
 		t.Errorf("--gantt: %d jobs drawn in two hours of KTH", n)
 	}
-	if _, err := run(t, "sim", "--trace", "kth", "--gantt", svg, "--from", "10", "--to", "5"); err == nil || !strings.Contains(errorLine(err), "InvalidArgument") {
+	if _, err := run(t, "sim", "--trace", "kth", "--span", "2d", "--gantt", svg, "--from", "10", "--to", "5"); err == nil || !strings.Contains(errorLine(err), "InvalidArgument") {
 		t.Errorf("--from after --to: %v", err)
 	}
 	plot := filepath.Join(dir, "acc.svg")
-	out = mustRun(t, "sim", "--trace", "kth", "--start-accuracy-plot", plot)
+	out = mustRun(t, "sim", "--trace", "kth", "--span", "20d", "--start-accuracy-plot", plot)
 	if !strings.Contains(out, "easy") || !strings.Contains(out, "late > 1 h") {
 		t.Errorf("--start-accuracy-plot output:\n%s", out)
 	}

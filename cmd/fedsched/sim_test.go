@@ -138,3 +138,29 @@ func TestSimJSONIsByteIdentical(t *testing.T) {
 		t.Errorf("jobs %v dropped %v, want 28467 and 9", site["jobs"], site["dropped"])
 	}
 }
+
+// TestSimTrainJobsNone: --train-jobs none starts every run from empty
+// statistics (0 and all mean every earlier job). Without learning nothing
+// is then ever overbooked; trained on the prefix, jobs are.
+func TestSimTrainJobsNone(t *testing.T) {
+	dir := t.TempDir()
+	overbooked := map[string]float64{}
+	for _, train := range []string{"none", "all"} {
+		path := filepath.Join(dir, train+".json")
+		if _, err := simCLI("--trace", "kth", "--strategy", "heuristic-overbook", "--pof-max", "0.5", "--runs", "2", "--jobs", "200",
+			"--train-jobs", train, "--json", path); err != nil {
+			t.Fatal(err)
+		}
+		sla, _ := readSimJSON(t, path)["sla"].(map[string]any)
+		overbooked[train], _ = sla["overbooked"].(float64)
+	}
+	if overbooked["none"] != 0 || overbooked["all"] == 0 {
+		t.Fatalf("overbooked per run: %v; want none without a history, some with one", overbooked)
+	}
+	for _, args := range [][]string{{"--train-jobs", "-3"}, {"--train-jobs", "some"}, {"--min-samples", "0"}} {
+		_, err := simCLI(append([]string{"--trace", "kth", "--strategy", "heuristic-overbook"}, args...)...)
+		if err == nil || !strings.HasPrefix(err.Error(), "InvalidArgument") {
+			t.Fatalf("%v: %v, want InvalidArgument", args, err)
+		}
+	}
+}

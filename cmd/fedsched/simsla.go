@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -32,7 +33,8 @@ type slaFlags struct {
 	penaltyRatio float64
 	load         float64
 	runs, jobs   int
-	trainJobs    int
+	trainJobs    string
+	minSamples   float64
 	failureRate  float64
 	repairRate   float64
 	seed         uint64
@@ -52,7 +54,8 @@ func (f *slaFlags) register(fl *pflag.FlagSet) {
 	fl.Float64Var(&f.load, "load", 2.0, "offered load at estimates each run's arrivals are compressed to (2.0 = 200 %; 0 keeps the trace's times)")
 	fl.IntVar(&f.runs, "runs", 20, "number of consecutive runs taken from the end of the trace")
 	fl.IntVar(&f.jobs, "jobs", 1000, "jobs per run (0: one run of every job after the training jobs)")
-	fl.IntVar(&f.trainJobs, "train-jobs", 0, "jobs right before the runs that train the runtime statistics (0: all of them)")
+	fl.StringVar(&f.trainJobs, "train-jobs", "all", "jobs right before the runs that train the runtime statistics: a number, all (also 0) or none (start from empty statistics, as a new site)")
+	fl.Float64Var(&f.minSamples, "min-samples", overbook.DefaultAdmissionMinSamples, "samples a job's runtime statistics must hold before it may be overbooked")
 	fl.Float64Var(&f.failureRate, "failure-rate", 0, "node failure rate per node per hour: processors fail during the runs and the PoF counts it (thesis: 1.2904e-4; needs --repair-rate; 0: no failures)")
 	fl.Float64Var(&f.repairRate, "repair-rate", 0, "node repair rate per node per hour (thesis: 0.4333)")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of the deadline draws (--deadline-model) and of node failures; a replay is deterministic for a given seed")
@@ -110,11 +113,32 @@ func (f *slaFlags) config(procs int) (sim.SLAConfig, error) {
 		}
 		cfg.Test = overbook.Threshold{PoFMax: f.pofMax}
 	}
-	if f.penaltyRatio < 0 || f.load < 0 || f.runs < 1 || f.jobs < 0 || f.trainJobs < 0 {
-		return cfg, fmt.Errorf("InvalidArgument: --penalty-ratio, --load, --jobs and --train-jobs must be >= 0 and --runs >= 1")
+	if f.penaltyRatio < 0 || f.load < 0 || f.runs < 1 || f.jobs < 0 {
+		return cfg, fmt.Errorf("InvalidArgument: --penalty-ratio, --load and --jobs must be >= 0 and --runs >= 1")
 	}
-	cfg.PenaltyRatio, cfg.Load, cfg.Runs, cfg.JobsPerRun, cfg.TrainJobs = f.penaltyRatio, f.load, f.runs, f.jobs, f.trainJobs
+	if !(f.minSamples > 0) || math.IsInf(f.minSamples, 0) {
+		return cfg, fmt.Errorf("InvalidArgument: --min-samples %v: want a positive number", f.minSamples)
+	}
+	if cfg.TrainJobs, err = parseTrainJobs(f.trainJobs); err != nil {
+		return cfg, err
+	}
+	cfg.PenaltyRatio, cfg.Load, cfg.Runs, cfg.JobsPerRun, cfg.MinSamples = f.penaltyRatio, f.load, f.runs, f.jobs, f.minSamples
 	return cfg, nil
+}
+
+// parseTrainJobs reads --train-jobs: a count, "all" (or 0) or "none".
+func parseTrainJobs(s string) (int, error) {
+	switch s {
+	case "all":
+		return 0, nil
+	case "none":
+		return sim.TrainNone, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("InvalidArgument: --train-jobs %q: want a number of jobs >= 0, all or none", s)
+	}
+	return n, nil
 }
 
 // slaReport is the "sla" object of a site in --json output. Counts and money

@@ -238,6 +238,59 @@ type Overbooking struct {
 	// means the mode's default: 2 for heuristic, 4 for comprehensive. Must
 	// be >= 0.
 	SecurityFactor float64 `yaml:"security_factor"`
+
+	// MinSamples is the (aged) number of runtime samples the statistics of
+	// a job's class (or the general statistics it falls back to) must hold
+	// before the job may be overbooked. Default: 100 (docs/overbooking.md
+	// says why); 0 means the default. Must be >= 0.
+	MinSamples float64 `yaml:"min_samples"`
+
+	// History is an SWF file of the site's past jobs that seeds the
+	// runtime statistics when the site has learnt nothing yet (its first
+	// start). Default: empty (start from no samples: nothing is overbooked
+	// until min_samples jobs have ended).
+	History string `yaml:"history"`
+
+	// AgeFactor and AgeEvery age the statistics: after every AgeEvery
+	// learnt jobs, every sample's weight is multiplied by AgeFactor, so the
+	// statistics remember about AgeEvery/(1-AgeFactor) jobs. Default: 0.9
+	// and 100 (about the last 1,000 jobs); 0 means the default. AgeFactor 1
+	// never forgets. AgeFactor must be in [0, 1], AgeEvery >= 0, and
+	// together they must keep at least min_samples of weight.
+	AgeFactor float64 `yaml:"age_factor"`
+	AgeEvery  int     `yaml:"age_every"`
+}
+
+// validateLearning checks the settings of the runtime statistics.
+func (o Overbooking) validateLearning(bad func(path, format string, args ...any)) {
+	ms, f, k := o.Learning()
+	switch {
+	case !(ms > 0) || math.IsInf(ms, 0):
+		bad("overbooking.min_samples", "must be a finite number >= 0 (0: %d), got %v", DefaultMinSamples, o.MinSamples)
+	case !(f > 0 && f <= 1):
+		bad("overbooking.age_factor", "must be in [0, 1] (0: %v), got %v", DefaultAgeFactor, o.AgeFactor)
+	case k < 1:
+		bad("overbooking.age_every", "must be >= 0 (0: %d), got %d", DefaultAgeEvery, o.AgeEvery)
+	case f < 1 && float64(k)*f/(1-f) < ms:
+		// Right after an ageing step the statistics weigh k·f/(1−f).
+		bad("overbooking.age_factor", "with age_every %d the statistics keep only %.1f samples of weight, fewer than min_samples %g: nothing would ever be overbooked; raise age_factor or age_every", k, float64(k)*f/(1-f), ms)
+	}
+}
+
+// Learning returns MinSamples, AgeFactor and AgeEvery with the defaults in
+// place of zeros.
+func (o Overbooking) Learning() (minSamples, ageFactor float64, ageEvery int) {
+	minSamples, ageFactor, ageEvery = o.MinSamples, o.AgeFactor, o.AgeEvery
+	if minSamples == 0 {
+		minSamples = DefaultMinSamples
+	}
+	if ageFactor == 0 {
+		ageFactor = DefaultAgeFactor
+	}
+	if ageEvery == 0 {
+		ageEvery = DefaultAgeEvery
+	}
+	return minSamples, ageFactor, ageEvery
 }
 
 // EffectiveSecurityFactor returns SecurityFactor, or the mode's default when
@@ -332,6 +385,9 @@ const (
 	DefaultOverbookMode      = "heuristic"
 	DefaultRiskTest          = "threshold"
 	DefaultPoFMax            = 0.1
+	DefaultMinSamples        = 100
+	DefaultAgeFactor         = 0.9
+	DefaultAgeEvery          = 100
 	DefaultLogFormat         = "text"
 	DefaultLogLevel          = "info"
 )
@@ -372,9 +428,12 @@ func Default() Config {
 		KillGrace: DefaultKillGrace,
 		Slurm:     Slurm{PollInterval: DefaultSlurmPollInterval},
 		Overbooking: Overbooking{
-			Mode:     DefaultOverbookMode,
-			RiskTest: DefaultRiskTest,
-			PoFMax:   DefaultPoFMax,
+			Mode:       DefaultOverbookMode,
+			RiskTest:   DefaultRiskTest,
+			PoFMax:     DefaultPoFMax,
+			MinSamples: DefaultMinSamples,
+			AgeFactor:  DefaultAgeFactor,
+			AgeEvery:   DefaultAgeEvery,
 		},
 		Log: Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
 	}
@@ -500,6 +559,7 @@ func (c Config) Validate() error {
 	if sf := c.Overbooking.SecurityFactor; !(sf >= 0) || math.IsInf(sf, 0) {
 		bad("overbooking.security_factor", "must be a finite number >= 0, got %v", sf)
 	}
+	c.Overbooking.validateLearning(bad)
 	c.refuseIneffective(bad)
 	if c.Gossip.Addr != "" {
 		if err := checkHostPort(c.Gossip.Addr); err != nil {

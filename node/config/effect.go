@@ -21,6 +21,9 @@ func (c Config) refuseIneffective(bad func(path, format string, args ...any)) {
 		if o.SecurityFactor != 0 {
 			bad("overbooking.security_factor", "needs overbooking.enabled (the site does not overbook)")
 		}
+		if o.MinSamples != 0 && o.MinSamples != def.MinSamples {
+			bad("overbooking.min_samples", "needs overbooking.enabled (the site does not overbook; its runtime statistics learn anyway)")
+		}
 	} else if o.SecurityFactor != 0 && o.RiskTest != "risk" {
 		bad("overbooking.security_factor", "is used only by risk_test risk (the %s test ignores it)", o.RiskTest)
 	} else if o.PoFMax != def.PoFMax && o.RiskTest == "risk" {

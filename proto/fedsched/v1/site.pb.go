@@ -868,7 +868,15 @@ type Job struct {
 	Wait *WaitReason `protobuf:"bytes,19,opt,name=wait,proto3" json:"wait,omitempty"`
 	// The answer of every peer asked for a quote when the job was delegated,
 	// oldest first (origin side).
-	QuoteAnswers  []*QuoteAnswer `protobuf:"bytes,20,rep,name=quote_answers,json=quoteAnswers,proto3" json:"quote_answers,omitempty"`
+	QuoteAnswers []*QuoteAnswer `protobuf:"bytes,20,rep,name=quote_answers,json=quoteAnswers,proto3" json:"quote_answers,omitempty"`
+	// The (aged) number of runtime samples the site's statistics held when
+	// its admission test judged a slot shorter than the job's estimate; 0 if
+	// it judged none.
+	OverbookSamples float64 `protobuf:"fixed64,21,opt,name=overbook_samples,json=overbookSamples,proto3" json:"overbook_samples,omitempty"`
+	// True when the site did not overbook the job because overbook_samples
+	// was below its overbooking.min_samples: it does not bet on what it has
+	// not measured.
+	TooFewSamples bool `protobuf:"varint,22,opt,name=too_few_samples,json=tooFewSamples,proto3" json:"too_few_samples,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1041,6 +1049,20 @@ func (x *Job) GetQuoteAnswers() []*QuoteAnswer {
 		return x.QuoteAnswers
 	}
 	return nil
+}
+
+func (x *Job) GetOverbookSamples() float64 {
+	if x != nil {
+		return x.OverbookSamples
+	}
+	return 0
+}
+
+func (x *Job) GetTooFewSamples() bool {
+	if x != nil {
+		return x.TooFewSamples
+	}
+	return false
 }
 
 // WaitReason says concretely what a pending job waits for.
@@ -3315,7 +3337,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x02to\x18\x02 \x01(\x0e2\x15.fedsched.v1.JobStateR\x02to\x12+\n" +
 	"\x06reason\x18\x03 \x01(\x0e2\x13.fedsched.v1.ReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xf8\x06\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xcb\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x04spec\x18\x02 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\x12+\n" +
@@ -3344,7 +3366,9 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\vupdate_time\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12+\n" +
 	"\x04wait\x18\x13 \x01(\v2\x17.fedsched.v1.WaitReasonR\x04wait\x12=\n" +
-	"\rquote_answers\x18\x14 \x03(\v2\x18.fedsched.v1.QuoteAnswerR\fquoteAnswersB\f\n" +
+	"\rquote_answers\x18\x14 \x03(\v2\x18.fedsched.v1.QuoteAnswerR\fquoteAnswers\x12)\n" +
+	"\x10overbook_samples\x18\x15 \x01(\x01R\x0foverbookSamples\x12&\n" +
+	"\x0ftoo_few_samples\x18\x16 \x01(\bR\rtooFewSamplesB\f\n" +
 	"\n" +
 	"_exit_code\"\x88\x01\n" +
 	"\n" +

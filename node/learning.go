@@ -1,0 +1,76 @@
+package node
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/fedsched/fedsched/node/config"
+	"github.com/fedsched/fedsched/overbook"
+	"github.com/fedsched/fedsched/swf"
+)
+
+// statsConfig is the runtime statistics' configuration of a site: classes
+// by runtime band, fallback and ageing from the overbooking settings.
+func statsConfig(o config.Overbooking) overbook.StatsConfig {
+	_, f, k := o.Learning()
+	return overbook.StatsConfig{Classifier: overbook.ByRuntime, AgeFactor: f, AgeEvery: k}
+}
+
+// learn records what the end of lj after ran seconds told about its
+// runtime (docs/overbooking.md, "What a site learns from"): the statistics
+// learn whether or not the site overbooks, so that they are ready when it
+// starts to. cut says the job was stopped before it ended by itself (killed
+// at the end of its reservation, cancelled while running): short of its
+// estimate that is a censored sample, it needed more. The admission's
+// entry of the job is released.
+func (n *Node) learn(lj *liveJob, ran int64, cut bool) {
+	if n.adm != nil {
+		n.adm.Forget(lj.seq)
+	}
+	ji := overbook.JobInfo{ID: lj.seq, Procs: lj.pj.Procs, Estimate: lj.pj.Estimate, User: lj.pj.User, App: lj.pj.App}
+	if err := n.stats.Record(ji, overbook.Observation{Ran: max(ran, 0), Censored: cut && ran < lj.pj.Estimate}); err != nil {
+		return // a job without a usable estimate teaches nothing
+	}
+	n.pending.stats = true
+}
+
+// seedHistory trains empty runtime statistics on the site's past jobs, an
+// SWF file (overbooking.history), in the order they ended. Statistics that
+// have learnt anything (a restart) are kept as they are. A job with an
+// estimate and a runtime is a sample; one the trace marks cancelled (status
+// 5) short of its estimate is censored, as on a live site.
+func (n *Node) seedHistory() error {
+	path := n.cfg.Overbooking.History
+	if path == "" || n.stats.Updates() > 0 {
+		return nil
+	}
+	tr, err := swf.ReadFile(path, swf.Options{})
+	if err != nil {
+		return fmt.Errorf("overbooking.history: %w", err)
+	}
+	jobs := slices.DeleteFunc(slices.Clone(tr.Jobs), func(j swf.Job) bool { return j.ReqTime <= 0 || j.Runtime < 0 })
+	slices.SortStableFunc(jobs, func(a, b swf.Job) int {
+		return cmp.Compare(a.Submit+max(a.Wait, 0)+a.Runtime, b.Submit+max(b.Wait, 0)+b.Runtime)
+	})
+	for _, j := range jobs {
+		o := overbook.Observation{Ran: j.Runtime, Censored: j.Status == 5 && j.Runtime < j.ReqTime}
+		if err := n.stats.Record(overbook.JobInfo{Procs: int(j.Procs()), Estimate: j.ReqTime}, o); err != nil {
+			return fmt.Errorf("overbooking.history %s line %d: %w", path, j.Line, err)
+		}
+	}
+	if len(jobs) == 0 {
+		return fmt.Errorf("overbooking.history %s: no job with an estimate and a runtime", path)
+	}
+	n.pending.stats = true
+	n.log.Info("runtime statistics seeded from history", "file", path, "jobs", len(jobs), "skipped", len(tr.Jobs)-len(jobs))
+	return nil
+}
+
+// samplesText says "1 sample" or "k samples" (aged weights are rounded).
+func samplesText(k float64) string {
+	if s := fmt.Sprintf("%.4g", k); s != "1" {
+		return s + " samples"
+	}
+	return "1 sample"
+}

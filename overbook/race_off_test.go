@@ -1,0 +1,5 @@
+//go:build !race
+
+package overbook
+
+const raceEnabled = false
