@@ -28,8 +28,8 @@ func (s *service) GetJobOutput(req *fedschedv1.GetJobOutputRequest, stream fedsc
 	if err != nil {
 		return err
 	}
-	if req.GetOffset() < 0 {
-		return ToStatus(fmt.Errorf("offset must be >= 0, got %d: %w", req.GetOffset(), ErrInvalidRequest))
+	if req.GetOffsetBytes() < 0 {
+		return ToStatus(fmt.Errorf("offset must be >= 0, got %d: %w", req.GetOffsetBytes(), ErrInvalidRequest))
 	}
 	if site := j.GetSite(); site != "" && site != s.n.cfg.Site {
 		return s.n.relayOutput(ctx, j, req, stream.Send)
@@ -38,7 +38,7 @@ func (s *service) GetJobOutput(req *fedschedv1.GetJobOutputRequest, stream fedsc
 	if err != nil {
 		return err
 	}
-	return s.n.streamOutput(ctx, j, uid, req.GetStderr(), req.GetFollow(), req.GetOffset(), stream.Send)
+	return s.n.streamOutput(ctx, j, uid, req.GetStderr(), req.GetFollow(), req.GetOffsetBytes(), stream.Send)
 }
 
 // PeerJobOutput implements the FederationService call: the output of a job
@@ -48,8 +48,8 @@ func (s *fedService) PeerJobOutput(req *fedschedv1.PeerJobOutputRequest, stream 
 		return err
 	}
 	ctx := stream.Context()
-	if req.GetOffset() < 0 {
-		return ToStatus(fmt.Errorf("offset must be >= 0, got %d: %w", req.GetOffset(), ErrInvalidRequest))
+	if req.GetOffsetBytes() < 0 {
+		return ToStatus(fmt.Errorf("offset must be >= 0, got %d: %w", req.GetOffsetBytes(), ErrInvalidRequest))
 	}
 	o := &getAgreementOp{req: &fedschedv1.GetAgreementRequest{OriginSite: req.GetOriginSite(), OriginJobId: req.GetOriginJobId()}, reply: make(chan agreeResult, 1)}
 	r, err := s.roundTrip(ctx, o, o.reply)
@@ -64,7 +64,7 @@ func (s *fedService) PeerJobOutput(req *fedschedv1.PeerJobOutputRequest, stream 
 	if err != nil {
 		return ToStatus(fmt.Errorf("job %s (for %s of %s): %w: %w", id, req.GetOriginJobId(), req.GetOriginSite(), ErrJobNotFound, err))
 	}
-	return s.n.streamOutput(ctx, rec.Job, req.GetOriginJobId(), req.GetStderr(), req.GetFollow(), req.GetOffset(), stream.Send)
+	return s.n.streamOutput(ctx, rec.Job, req.GetOriginJobId(), req.GetStderr(), req.GetFollow(), req.GetOffsetBytes(), stream.Send)
 }
 
 // relayOutput asks the peer that runs a delegated job for its output.
@@ -81,7 +81,7 @@ func (n *Node) relayOutput(ctx context.Context, j *fedschedv1.Job, req *fedsched
 		return ToStatus(fmt.Errorf("dial %s: %w: %w", j.GetSite(), ErrUnavailable, err))
 	}
 	st, err := cl.PeerJobOutput(ctx, &fedschedv1.PeerJobOutputRequest{OriginSite: n.cfg.Site, OriginJobId: j.GetId(),
-		Follow: req.GetFollow(), Stderr: req.GetStderr(), Offset: req.GetOffset()})
+		Follow: req.GetFollow(), Stderr: req.GetStderr(), OffsetBytes: req.GetOffsetBytes()})
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (n *Node) streamOutput(ctx context.Context, j *fedschedv1.Job, userID strin
 			for {
 				k, rerr := f.ReadAt(buf, offset)
 				if k > 0 {
-					if err := send(&fedschedv1.JobOutputChunk{Data: buf[:k:k], Offset: offset}); err != nil {
+					if err := send(&fedschedv1.JobOutputChunk{Data: buf[:k:k], OffsetBytes: offset}); err != nil {
 						f.Close()
 						return err
 					}

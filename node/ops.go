@@ -66,12 +66,19 @@ func (o *submitOp) run(n *Node, now int64) func(error) {
 	}
 }
 
+// userKey is the stored form of a submission's idempotency key, "" if it
+// has none. Keys are their user's: another user's key never replays (and
+// so never reveals) someone else's job.
+func userKey(req *fedschedv1.SubmitJobRequest) string {
+	if req.GetIdempotencyKey() == "" {
+		return ""
+	}
+	return req.GetSpec().GetUser() + "/" + req.GetIdempotencyKey()
+}
+
 func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, hash []byte, now int64) submitResult {
-	key := req.GetIdempotencyKey()
+	key := userKey(req)
 	if key != "" {
-		// Keys are their user's: another user's key never replays (and so
-		// never reveals) someone else's job.
-		key = req.GetSpec().GetUser() + "/" + key
 		if rec, ok := n.pending.keyed(key); ok {
 			return replay(rec, hash)
 		}

@@ -16,7 +16,7 @@ import (
 // its job, not that the request is invalid. Anything else (no key, a new
 // key, another body) goes the usual way.
 func (s *service) storedReplay(ctx context.Context, req *fedschedv1.SubmitJobRequest) (*fedschedv1.SubmitJobResponse, bool) {
-	key := req.GetIdempotencyKey()
+	key := userKey(req)
 	if key == "" {
 		return nil, false
 	}

@@ -69,7 +69,7 @@ func runLogs(ctx context.Context, c *siteClient, req *fedschedv1.GetJobOutputReq
 			return c.wrap(ctx, err, false)
 		}
 		if asJSON {
-			err = emitJSONLine(w, logChunkJSON{Offset: chunk.GetOffset(), Data: string(chunk.GetData())})
+			err = emitJSONLine(w, logChunkJSON{Offset: chunk.GetOffsetBytes(), Data: string(chunk.GetData())})
 		} else {
 			_, err = w.Write(chunk.GetData())
 		}

@@ -1214,7 +1214,7 @@ type PeerJobOutputRequest struct {
 	// Standard error instead of standard output.
 	Stderr bool `protobuf:"varint,4,opt,name=stderr,proto3" json:"stderr,omitempty"`
 	// First byte wanted.
-	Offset        int64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	OffsetBytes   int64 `protobuf:"varint,5,opt,name=offset_bytes,json=offsetBytes,proto3" json:"offset_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1277,9 +1277,9 @@ func (x *PeerJobOutputRequest) GetStderr() bool {
 	return false
 }
 
-func (x *PeerJobOutputRequest) GetOffset() int64 {
+func (x *PeerJobOutputRequest) GetOffsetBytes() int64 {
 	if x != nil {
-		return x.Offset
+		return x.OffsetBytes
 	}
 	return 0
 }
@@ -1368,14 +1368,14 @@ const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"\voverbooking\x18\v \x01(\bR\voverbooking\x12\x14\n" +
 	"\x05local\x18\f \x01(\bR\x05local\"D\n" +
 	"\x13ListMembersResponse\x12-\n" +
-	"\amembers\x18\x01 \x03(\v2\x13.fedsched.v1.MemberR\amembers\"\xa3\x01\n" +
+	"\amembers\x18\x01 \x03(\v2\x13.fedsched.v1.MemberR\amembers\"\xae\x01\n" +
 	"\x14PeerJobOutputRequest\x12\x1f\n" +
 	"\vorigin_site\x18\x01 \x01(\tR\n" +
 	"originSite\x12\"\n" +
 	"\rorigin_job_id\x18\x02 \x01(\tR\voriginJobId\x12\x16\n" +
 	"\x06follow\x18\x03 \x01(\bR\x06follow\x12\x16\n" +
-	"\x06stderr\x18\x04 \x01(\bR\x06stderr\x12\x16\n" +
-	"\x06offset\x18\x05 \x01(\x03R\x06offset*\xa3\x02\n" +
+	"\x06stderr\x18\x04 \x01(\bR\x06stderr\x12!\n" +
+	"\foffset_bytes\x18\x05 \x01(\x03R\voffsetBytes*\xa3\x02\n" +
 	"\x0eAgreementState\x12\x1f\n" +
 	"\x1bAGREEMENT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17AGREEMENT_STATE_PENDING\x10\x01\x12\x1c\n" +

@@ -3045,9 +3045,10 @@ type PlanEntry struct {
 	User string `protobuf:"bytes,4,opt,name=user,proto3" json:"user,omitempty"`
 	// Processors held.
 	Procs int32 `protobuf:"varint,5,opt,name=procs,proto3" json:"procs,omitempty"`
-	// The slot [start, end); unset for a queued job.
+	// The slot's start; unset for a queued job.
 	Start *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=start,proto3" json:"start,omitempty"`
-	End   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=end,proto3" json:"end,omitempty"`
+	// The slot's end (exclusive): the slot is [start, end).
+	End *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=end,proto3" json:"end,omitempty"`
 	// The job's runtime estimate, in seconds.
 	EstimateSeconds int64 `protobuf:"varint,8,opt,name=estimate_seconds,json=estimateSeconds,proto3" json:"estimate_seconds,omitempty"`
 	// True if the slot is shorter than the estimate.
@@ -3177,7 +3178,7 @@ type GetJobOutputRequest struct {
 	// Standard error instead of standard output.
 	Stderr bool `protobuf:"varint,3,opt,name=stderr,proto3" json:"stderr,omitempty"`
 	// First byte wanted; 0 from the start.
-	Offset        int64 `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	OffsetBytes   int64 `protobuf:"varint,4,opt,name=offset_bytes,json=offsetBytes,proto3" json:"offset_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3233,9 +3234,9 @@ func (x *GetJobOutputRequest) GetStderr() bool {
 	return false
 }
 
-func (x *GetJobOutputRequest) GetOffset() int64 {
+func (x *GetJobOutputRequest) GetOffsetBytes() int64 {
 	if x != nil {
-		return x.Offset
+		return x.OffsetBytes
 	}
 	return 0
 }
@@ -3246,7 +3247,7 @@ type JobOutputChunk struct {
 	// The bytes, at most 64 KiB.
 	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
 	// Where data starts in the output.
-	Offset        int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	OffsetBytes   int64 `protobuf:"varint,2,opt,name=offset_bytes,json=offsetBytes,proto3" json:"offset_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3288,9 +3289,9 @@ func (x *JobOutputChunk) GetData() []byte {
 	return nil
 }
 
-func (x *JobOutputChunk) GetOffset() int64 {
+func (x *JobOutputChunk) GetOffsetBytes() int64 {
 	if x != nil {
-		return x.Offset
+		return x.OffsetBytes
 	}
 	return 0
 }
@@ -3517,15 +3518,15 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"overbooked\x12\x10\n" +
 	"\x03pof\x18\n" +
 	" \x01(\x01R\x03pof\x12+\n" +
-	"\x04wait\x18\v \x01(\v2\x17.fedsched.v1.WaitReasonR\x04wait\"t\n" +
+	"\x04wait\x18\v \x01(\v2\x17.fedsched.v1.WaitReasonR\x04wait\"\x7f\n" +
 	"\x13GetJobOutputRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
 	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x16\n" +
-	"\x06stderr\x18\x03 \x01(\bR\x06stderr\x12\x16\n" +
-	"\x06offset\x18\x04 \x01(\x03R\x06offset\"<\n" +
+	"\x06stderr\x18\x03 \x01(\bR\x06stderr\x12!\n" +
+	"\foffset_bytes\x18\x04 \x01(\x03R\voffsetBytes\"G\n" +
 	"\x0eJobOutputChunk\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\x12\x16\n" +
-	"\x06offset\x18\x02 \x01(\x03R\x06offset*\xe2\x01\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12!\n" +
+	"\foffset_bytes\x18\x02 \x01(\x03R\voffsetBytes*\xe2\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x15\n" +

@@ -74,14 +74,17 @@ func TestEverythingIsDocumented(t *testing.T) {
 	}
 }
 
+// TestDurationsAreNamedInSeconds: every int64 in the API says its unit, so
+// that no caller guesses between seconds, milliseconds and bytes.
 func TestDurationsAreNamedInSeconds(t *testing.T) {
 	msgs := File_fedsched_v1_site_proto.Messages()
 	for i := range msgs.Len() {
 		fields := msgs.Get(i).Fields()
 		for j := range fields.Len() {
 			fd := fields.Get(j)
-			if fd.Kind() == protoreflect.Int64Kind && !strings.HasSuffix(string(fd.Name()), "_seconds") {
-				t.Errorf("%s.%s: an integer duration must be named *_seconds", msgs.Get(i).Name(), fd.Name())
+			name := string(fd.Name())
+			if fd.Kind() == protoreflect.Int64Kind && !strings.HasSuffix(name, "_seconds") && !strings.HasSuffix(name, "_bytes") {
+				t.Errorf("%s.%s: an int64 must name its unit: *_seconds for a duration, *_bytes for a size or offset", msgs.Get(i).Name(), fd.Name())
 			}
 		}
 	}
