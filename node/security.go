@@ -159,7 +159,7 @@ func listenSocket(path string, explicit bool, log *slog.Logger) (net.Listener, e
 // warnJobAccounts says at start whose account jobs will run under, when
 // that is the node's own.
 func warnJobAccounts(cfg config.Config, log *slog.Logger) {
-	if cfg.Executor != config.ExecutorProcess {
+	if cfg.Executor == config.ExecutorSimulated {
 		return
 	}
 	uid := os.Getuid()

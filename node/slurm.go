@@ -14,7 +14,8 @@ import (
 // and that the partition exists. It returns the site's processors: cfg.Procs
 // if set, otherwise all CPUs of the partition.
 func newSlurmExecutor(ctx context.Context, cfg config.Config, epoch string, log *slog.Logger) (executor.Executor, int, error) {
-	s, err := executor.NewSlurm(executor.SlurmConfig{DataDir: cfg.DataDir, Epoch: epoch, Partition: cfg.Slurm.Partition, PollInterval: cfg.Slurm.PollInterval, Logger: log})
+	s, err := executor.NewSlurm(executor.SlurmConfig{DataDir: cfg.DataDir, Epoch: epoch, Partition: cfg.Slurm.Partition, PollInterval: cfg.Slurm.PollInterval, Logger: log,
+		Accounts: executor.Accounts{AllowRoot: cfg.Jobs.AllowRoot, ServiceAccount: cfg.Jobs.ServiceAccount}})
 	if err != nil {
 		return nil, 0, err
 	}

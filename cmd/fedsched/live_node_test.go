@@ -47,7 +47,10 @@ func startLiveNode(t *testing.T, args ...string) *liveNode {
 	if !slices.Contains(args, "--tls-cert") {
 		// Plaintext on loopback, the client claiming the OS user, who may
 		// be root: the test's consent (docs/security.md).
-		args = append(args, "--insecure", "--allow-root-jobs")
+		args = append(args, "--insecure")
+		if i := slices.Index(args, "--executor"); i < 0 || i+1 >= len(args) || args[i+1] != "simulated" {
+			args = append(args, "--allow-root-jobs") // the simulated executor refuses it: it runs nothing
+		}
 	}
 	cmd := exec.Command(os.Args[0], append([]string{"node", "--listen", addr}, args...)...)
 	cmd.Env = append(os.Environ(), "FEDSCHED_TEST_RUN_MAIN=1", "GORACE=atexit_sleep_ms=0")

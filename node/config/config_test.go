@@ -466,6 +466,8 @@ func TestIneffectiveSettingsRefused(t *testing.T) {
 		"security factor on threshold": {func(c *Config) { c.Overbooking.Enabled, c.Overbooking.SecurityFactor = true, 3 }, "overbooking.security_factor"},
 		"max_hops alone":               {func(c *Config) { c.Delegation.MaxHops = 2 }, "delegation.max_hops"},
 		"advertise alone":              {func(c *Config) { c.Gossip.Advertise = "h:1" }, "gossip.advertise"},
+		"allow_root, simulated":        {func(c *Config) { c.Executor, c.Jobs.AllowRoot = ExecutorSimulated, true }, "executor.allow_root"},
+		"service account, simulated":   {func(c *Config) { c.Executor, c.Jobs.ServiceAccount = ExecutorSimulated, "batch" }, "executor.service_account"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := Default()

@@ -29,6 +29,14 @@ func (c Config) refuseIneffective(bad func(path, format string, args ...any)) {
 	} else if o.PoFMax != def.PoFMax && o.RiskTest == "risk" {
 		bad("overbooking.pof_max", "is used only by risk_test threshold (the risk test weighs fee and penalty instead)")
 	}
+	if c.Executor == ExecutorSimulated {
+		if c.Jobs.AllowRoot {
+			bad("executor.allow_root", "has no effect with the simulated executor: it runs no process, under any account")
+		}
+		if c.Jobs.ServiceAccount != "" {
+			bad("executor.service_account", "has no effect with the simulated executor: it runs no process, under any account")
+		}
+	}
 	if c.Gossip.Addr == "" {
 		d := c.Delegation
 		for _, s := range []struct {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -42,6 +41,9 @@ type SlurmConfig struct {
 	Env []string
 	// Logger receives the executor's messages. nil discards them.
 	Logger *slog.Logger
+	// Accounts says whose account sbatch submits each job for when the
+	// node runs as root, by the process executor's rules.
+	Accounts Accounts
 }
 
 // DefaultSlurmPollInterval is SlurmConfig.PollInterval's default.
@@ -123,7 +125,14 @@ func NewSlurm(cfg SlurmConfig) (*Slurm, error) {
 		capacity: make(chan int, 1), lastCap: -1}, nil
 }
 
+// CheckAccount implements AccountChecker.
+func (s *Slurm) CheckAccount(name string) error {
+	_, err := s.cfg.Accounts.resolve(name, os.Geteuid())
+	return err
+}
+
 // JobDir returns the directory of a job: <data dir>/jobs/<epoch>/<id>.
+
 func (s *Slurm) JobDir(jobID string) string {
 	return filepath.Join(s.cfg.DataDir, "jobs", s.cfg.Epoch, jobID)
 }
@@ -351,12 +360,15 @@ func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, en
 		left := max(time.Until(spec.Deadline), time.Second)
 		args = append(args, "--time="+strconv.Itoa(int((left+time.Minute-1)/time.Minute)))
 	}
-	if spec.User != "" && os.Geteuid() == 0 {
-		u, err := user.Lookup(spec.User)
-		if err != nil {
-			return nil, nil, fmt.Errorf("the job's user %q has no account on this host: %v", spec.User, err)
-		}
-		args = append(args, "--uid="+u.Uid, "--gid="+u.Gid)
+	// As root, sbatch submits for whichever account it is told: the same
+	// rules as the process executor decide which (never root without the
+	// operator's consent, remote users through the service account).
+	acc, err := s.cfg.Accounts.resolve(spec.User, os.Geteuid())
+	if err != nil {
+		return nil, nil, err
+	}
+	if acc.Switch {
+		args = append(args, "--uid="+strconv.FormatUint(uint64(acc.UID), 10), "--gid="+strconv.FormatUint(uint64(acc.GID), 10))
 	}
 	env = []string{}
 	for k, v := range spec.Env {
