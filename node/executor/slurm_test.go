@@ -31,6 +31,10 @@ func requireSlurm(t *testing.T) {
 	}
 }
 
+// testAccounts is the tests' consent to run their jobs, which name no
+// user, as root when the tests run as root (CI does).
+var testAccounts = Accounts{AllowRoot: true}
+
 var slurmTestSeq atomic.Int64
 
 // testJobID is unique across test runs sharing one Slurm.
@@ -40,7 +44,7 @@ func testJobID(t *testing.T) string {
 
 func newTestSlurm(t *testing.T, dir string) (*Slurm, func()) {
 	t.Helper()
-	s, err := NewSlurm(SlurmConfig{DataDir: dir, Partition: "fedsched", PollInterval: 200 * time.Millisecond})
+	s, err := NewSlurm(SlurmConfig{DataDir: dir, Partition: "fedsched", PollInterval: 200 * time.Millisecond, Accounts: testAccounts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +233,7 @@ func TestSlurmKillDeadlineTimeoutAndExternalCancel(t *testing.T) {
 func TestSlurmReattach(t *testing.T) {
 	requireSlurm(t)
 	dir := t.TempDir()
-	first, err := NewSlurm(SlurmConfig{DataDir: dir, Partition: "fedsched"})
+	first, err := NewSlurm(SlurmConfig{DataDir: dir, Partition: "fedsched", Accounts: testAccounts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +294,7 @@ func TestSlurmReattach(t *testing.T) {
 
 func TestSlurmCapacityFollowsDrain(t *testing.T) {
 	requireSlurm(t)
-	s, err := NewSlurm(SlurmConfig{DataDir: t.TempDir()})
+	s, err := NewSlurm(SlurmConfig{DataDir: t.TempDir(), Accounts: testAccounts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +375,7 @@ func TestSlurmRunsAsTheJobsUser(t *testing.T) {
 // with Slurm's message (rather than a job pending for ever).
 func TestSlurmRefusesImpossibleRequests(t *testing.T) {
 	requireSlurm(t)
-	s, err := NewSlurm(SlurmConfig{DataDir: t.TempDir(), Partition: "fedsched"})
+	s, err := NewSlurm(SlurmConfig{DataDir: t.TempDir(), Partition: "fedsched", Accounts: testAccounts})
 	if err != nil {
 		t.Fatal(err)
 	}
