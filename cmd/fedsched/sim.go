@@ -42,7 +42,7 @@ type simFlags struct {
 	// utilPlot and queuePlot draw a replay's utilisation and queue length
 	// over time, in bins of plotBin.
 	utilPlot, queuePlot, plotBin string
-	from, to int64
+	from, to                     int64
 }
 
 func newSimCmd() *cobra.Command {

@@ -82,19 +82,27 @@ func runStartAccuracy(cmd *cobra.Command, f simFlags, in []sim.Job, cfg sim.Conf
 // start errors, in hours, over -24 h to +24 h.
 func plotStartAccuracy(path, title string, series []accuracySeries) error {
 	p := newPlot(title, "actual start - planned start (hours; negative: earlier than promised)", "share of started jobs (cumulative)")
-	// Top left stays empty: few jobs start many hours early.
+	// Top left stays empty: a curve is high only after most jobs started.
 	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), -vg.Points(6)
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), -vg.Points(6)
 	dashes := [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
 	for i, s := range series {
 		if len(s.errs) == 0 {
 			continue
 		}
+		// One step per minute of error (a pixel is four), errors beyond
+		// the axis at its ends: the file stays small for any trace.
 		n := float64(len(s.errs))
-		pts := make(plotter.XYs, 0, 2*len(s.errs))
-		for k, e := range s.errs {
-			x := float64(e) / 3600
-			pts = append(pts, plotter.XY{X: x, Y: float64(k) / n}, plotter.XY{X: x, Y: float64(k+1) / n})
+		var pts plotter.XYs
+		for k := 0; k < len(s.errs); {
+			m := min(max(s.errs[k]/60, -25*60), 25*60)
+			j := k
+			for j < len(s.errs) && min(max(s.errs[j]/60, -25*60), 25*60) == m {
+				j++
+			}
+			x := float64(m) / 60
+			pts = append(pts, plotter.XY{X: x, Y: float64(k) / n}, plotter.XY{X: x, Y: float64(j) / n})
+			k = j
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
@@ -103,7 +111,7 @@ func plotStartAccuracy(path, title string, series []accuracySeries) error {
 		l.Color, l.Width, l.Dashes = plotColors[i%len(plotColors)], vg.Points(1.6), dashes[i%len(dashes)]
 		p.Add(l)
 		a := sim.StartAccuracyOf(s.errs)
-		p.Legend.Add(fmt.Sprintf("%s: %.0f %% within 1 min, %.0f %% > 1 h late", s.name, 100*a.Within1m, 100*a.Late1h), l)
+		p.Legend.Add(fmt.Sprintf("%s: %.0f %% within 1 min, %.0f %% >1 h late", s.name, 100*a.Within1m, 100*a.Late1h), l)
 	}
 	p.Legend.ThumbnailWidth = vg.Points(24)
 	p.Legend.Padding = vg.Points(2)

@@ -226,7 +226,7 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 		return fmt.Errorf("InvalidArgument: %w", err)
 	}
 	rep := summarise(cfg.Strategy, cfg.StatsSource, runs)
-	series := []accuracySeries{{name: overbookingName(cfg.Strategy), errs: mergedStartErrors(runs)}}
+	series := []accuracySeries{{name: shortOverbookingName(cfg.Strategy), errs: mergedStartErrors(runs)}}
 	if base := cfg.Strategy.Baseline(); base != cfg.Strategy {
 		bcfg := cfg
 		bcfg.Strategy = base
@@ -235,7 +235,7 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 			return err
 		}
 		rep.Baseline = summarise(base, cfg.StatsSource, bruns)
-		series = append(series, accuracySeries{name: overbookingName(base), errs: mergedStartErrors(bruns)})
+		series = append(series, accuracySeries{name: shortOverbookingName(base), errs: mergedStartErrors(bruns)})
 		diffs := make([]float64, len(runs))
 		for i := range runs {
 			diffs[i] = runs[i].Gain - bruns[i].Gain
@@ -263,7 +263,7 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 	}
 	printStartAccuracy(tableOut(cmd, f.jsonOut), acc)
 	if f.accPlot != "" {
-		title := fmt.Sprintf("%s, %.0f %% load: promised start, with and without overbooking", site.Name, 100*cfg.Load)
+		title := fmt.Sprintf("%s, conservative, %.0f %% load: promised start with and without overbooking", site.Name, 100*cfg.Load)
 		if err := plotStartAccuracy(f.accPlot, title, series); err != nil {
 			return err
 		}
@@ -282,6 +282,15 @@ func overbookingName(st sim.Strategy) string {
 		return "conservative + overbooking (" + st.String() + ")"
 	}
 	return "conservative, no overbooking (" + st.String() + ")"
+}
+
+// shortOverbookingName is overbookingName without the policy, for the
+// plot's legend (its title names the policy).
+func shortOverbookingName(st sim.Strategy) string {
+	if st.Overbooks() {
+		return "overbooking (" + st.String() + ")"
+	}
+	return "no overbooking (" + st.String() + ")"
 }
 
 // mergedStartErrors are the start errors of every run, sorted.
