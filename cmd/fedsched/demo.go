@@ -210,7 +210,7 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 	if err != nil {
 		return fmt.Errorf("Internal: simulating the demo's jobs: %w", err)
 	}
-	printDemoComparison(out, sums, cf)
+	printDemoComparison(out, f.timeScale, sums, cf)
 	fmt.Fprintf(out, "\nWall time %.1f s (replay %.1f s); virtual time %s.\n", time.Since(began).Seconds(), res.Wall.Seconds(), fmtVirtual(res.Virtual))
 	if !f.keep {
 		return nil

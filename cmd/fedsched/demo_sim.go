@@ -136,7 +136,7 @@ func simulateDemo(ctx context.Context, f demoFlags) ([]demoCounterfactual, error
 
 // printDemoComparison prints the live totals beside the simulator's
 // replays of the same jobs, and what federation and overbooking bought.
-func printDemoComparison(w io.Writer, live []e2e.SiteSummary, rows []demoCounterfactual) {
+func printDemoComparison(w io.Writer, timeScale float64, live []e2e.SiteSummary, rows []demoCounterfactual) {
 	fmt.Fprintln(w, "\nThe same jobs in the simulator (same sites, SLAs and history; one run each):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	width := len("simulated, no overbooking")
@@ -161,6 +161,11 @@ func printDemoComparison(w io.Writer, live []e2e.SiteSummary, rows []demoCounter
 		fmt.Fprintf(w, "In the simulator, federation bought %+.1f coins (%+.0f %%) and overbooking %+.1f (%+.0f %%) on these jobs.\n",
 			all-noFed, change(all, noFed), all-noOB, change(all, noOB))
 	}
+	// The simulator's network is instant; live, every millisecond a quote
+	// takes is timeScale milliseconds of the jobs' deadlines.
+	fmt.Fprintf(w, "Live, every millisecond the sites spend on the network and on quotes is %.2g virtual seconds at %gx: some jobs\n"+
+		"near their deadline lose it and are rejected, where the simulator's network is instant. With --time-scale 100\n"+
+		"the live figures come close to the simulated ones (docs/demo.md).\n", timeScale/1000, timeScale)
 }
 
 // change is (a - b) / b in per cent, 0 when b is 0.
