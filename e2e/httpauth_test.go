@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fedsched/fedsched/node/auth"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
@@ -42,7 +43,7 @@ func TestHTTPFollowsTheAPIRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: auth.ClientConfig(m.Pool, []tls.Certificate{m.Cert}, "a")}}
+		hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: auth.ClientConfig(m.Pool, []tls.Certificate{m.Cert}, "a")}}
 		defer hc.CloseIdleConnections()
 		resp, err := hc.Get("https://" + a.HTTPAddr() + path)
 		if err != nil {
