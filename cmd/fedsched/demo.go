@@ -135,7 +135,8 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 	ctx := cmd.Context()
 	fmt.Fprintf(out, "fedsched demo: 3 sites on loopback, replaying %d jobs of the %s trace (its jobs %d to %d, %.1f days) at %gx real time\n",
 		len(jobs), strings.ToUpper(demoTrace), info.From, info.To, float64(info.TraceSpan)/86400, f.timeScale)
-	fmt.Fprintf(out, "  every job has an SLA: deadline = submission + 2 x estimate; fee = penalty = processors x estimated hours, in coins\n")
+	fmt.Fprintf(out, "  every job has an SLA: deadline = submission + 2 x estimate; fee = penalty = processors x estimated hours, in coins;\n"+
+		"  gain = fees of the SLAs met - penalties of the SLAs violated, in coins (every gain below)\n")
 	for _, s := range demoSites {
 		fmt.Fprintf(out, "  %-6s %3d processors, conservative backfilling, %s; %2.0f %% of the jobs (offered load %.2f)\n",
 			s.Name, s.Procs, s.what, 100*s.share, info.PerSite[s.Name])
@@ -190,7 +191,6 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		return fmt.Errorf("Unavailable: summary: %w", err)
 	}
 	printDemoSummary(out, sums)
-	fmt.Fprintln(out, "gain, in coins = fees of the SLAs met - penalties of the SLAs violated (one coin per processor-hour of estimate).")
 	var submitted, rejected, open int
 	for _, s := range sums {
 		submitted += s.Submitted
@@ -226,6 +226,7 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		// may do everything.
 		fmt.Fprintf(out, "As the demo's operator (mutual TLS):\n  export FEDSCHED_TLS_CA=%s FEDSCHED_TLS_CERT=%s FEDSCHED_TLS_KEY=%s\n"+
 			"  curl --cacert %s --cert %s --key %s https://%s/metrics\n", op.CA, op.Cert, op.Key, op.CA, op.Cert, op.Key, s[0].HTTPAddr())
+		fmt.Fprintf(out, "  fedsched plan --addr %s --svg plan.svg   (the status page's Gantt chart; a browser needs the certificate as PKCS#12: docs/metrics.md)\n", a)
 		fmt.Fprintf(out, "Try:\n  fedsched jobs --all --limit 20 --addr %s\n  fedsched plan --addr %s\n  fedsched peers --addr %s\n"+
 			"  fedsched submit --addr %s --procs 8 --estimate 20m --deadline +1h --fee 3 --penalty 3 -- sleep 600\n", a, a, a, a)
 	}

@@ -158,7 +158,7 @@ func printDemoComparison(w io.Writer, timeScale float64, live []e2e.SiteSummary,
 	tw.Flush()
 	if len(rows) == 4 {
 		all, noFed, noOB := rows[0].sla.Gain, rows[1].sla.Gain, rows[2].sla.Gain
-		fmt.Fprintf(w, "In the simulator, federation bought %+.1f coins (%+.0f %%) and overbooking %+.1f (%+.0f %%) on these jobs.\n",
+		fmt.Fprintf(w, "In the simulator, federation bought %+.1f of gain (%+.0f %%) and overbooking %+.1f (%+.0f %%) on these jobs.\n",
 			all-noFed, change(all, noFed), all-noOB, change(all, noOB))
 	}
 	// The simulator's network is instant; live, every millisecond a quote
