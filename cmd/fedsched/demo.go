@@ -191,14 +191,10 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		return fmt.Errorf("Unavailable: summary: %w", err)
 	}
 	printDemoSummary(out, sums)
-	var submitted, rejected, open int
-	for _, s := range sums {
-		submitted += s.Submitted
-		rejected += s.Rejected
-		open += s.Open
-	}
+	t := demoTotal(sums)
+	submitted, rejected, open := t.Submitted, t.Rejected, t.Open
 	fmt.Fprintf(out, "\n%d jobs submitted, %d accepted (%d of them by a peer), %d rejected by the whole federation", submitted, submitted-rejected,
-		delegatedOut(sums), rejected)
+		t.DelegatedOut, rejected)
 	if res.Errors > 0 {
 		fmt.Fprintf(out, ", %d submissions failed (first: %v)", res.Errors, res.FirstErr)
 	}
@@ -235,14 +231,6 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 	return nil
 }
 
-func delegatedOut(sums []e2e.SiteSummary) int {
-	n := 0
-	for _, s := range sums {
-		n += s.DelegatedOut
-	}
-	return n
-}
-
 // printDemoSummary prints one row per site and a total row.
 func printDemoSummary(w io.Writer, sums []e2e.SiteSummary) {
 	sort.SliceStable(sums, func(i, j int) bool { return sums[i].Site < sums[j].Site })
@@ -255,21 +243,31 @@ func printDemoSummary(w io.Writer, sums []e2e.SiteSummary) {
 		width = max(width, len(s.Site))
 	}
 	fmt.Fprintf(tw, "%-*s\taccepted\toverbooked\tdelegated in\tdelegated out\tmet\tviolated\tgain\t\n", width, "site")
-	var t e2e.SiteSummary
 	row := func(name string, s e2e.SiteSummary) {
 		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t\n", width, name, s.Accepted, s.Overbooked, s.DelegatedIn, s.DelegatedOut, s.Met, s.Violated, s.Gain)
 	}
 	for _, s := range sums {
 		row(s.Site, s)
+	}
+	row("total", demoTotal(sums))
+}
+
+// demoTotal adds up the sites' counts and gains.
+func demoTotal(sums []e2e.SiteSummary) e2e.SiteSummary {
+	var t e2e.SiteSummary
+	for _, s := range sums {
+		t.Submitted += s.Submitted
+		t.Rejected += s.Rejected
 		t.Accepted += s.Accepted
 		t.Overbooked += s.Overbooked
 		t.DelegatedIn += s.DelegatedIn
 		t.DelegatedOut += s.DelegatedOut
 		t.Met += s.Met
 		t.Violated += s.Violated
+		t.Open += s.Open
 		t.Gain += s.Gain
 	}
-	row("total", t)
+	return t
 }
 
 // fmtVirtual renders a virtual duration to the second.

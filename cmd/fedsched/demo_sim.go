@@ -141,15 +141,7 @@ func printDemoComparison(w io.Writer, timeScale float64, live []e2e.SiteSummary,
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	width := len("simulated, no overbooking")
 	fmt.Fprintf(tw, "%-*s\taccepted\trejected\toverbooked\tmet\tviolated\tgain\t\n", width, "")
-	var l e2e.SiteSummary
-	for _, s := range live {
-		l.Accepted += s.Accepted
-		l.Rejected += s.Rejected
-		l.Overbooked += s.Overbooked
-		l.Met += s.Met
-		l.Violated += s.Violated
-		l.Gain += s.Gain
-	}
+	l := demoTotal(live)
 	fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%.1f\t\n", width, "live (above)", l.Accepted, l.Rejected, l.Overbooked, l.Met, l.Violated, l.Gain)
 	for _, r := range rows {
 		s := r.sla
