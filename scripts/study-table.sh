@@ -20,6 +20,7 @@ fi
 # setup, then the study's AWRT improvement and U change for KTH96, CTC96,
 # SDSC00 (Table 7.2, Table 7.3).
 study="f3-p-easy 24.39 1.33 37.74 -7.72 -4.53 -8.11
+f9-shaking-g 29.26 19.74 33.30 -13.70 2.74 -17.73
 f11-rqf 25.36 4.69 38.69 -9.51 6.13 -11.25
 f11-acf 19.84 2.08 35.26 -10.51 5.51 -8.95"
 
