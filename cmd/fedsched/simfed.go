@@ -91,7 +91,8 @@ type fedReport struct {
 
 // scenarioFlags are the flags that mean something with --scenario; every
 // other flag is refused rather than silently ignored.
-var scenarioFlags = map[string]bool{"scenario": true, "json": true, "jobs-csv": true, "runs": true, "cpuprofile": true}
+var scenarioFlags = map[string]bool{"scenario": true, "json": true, "jobs-csv": true, "runs": true, "cpuprofile": true,
+	"utilisation-plot": true, "queue-plot": true, "plot-bin": true, "from": true, "to": true}
 
 // meanCI returns the mean of xs and, with more than one value, a pointer
 // to the half-width of its 95 % interval.
@@ -140,7 +141,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		}
 	})
 	if len(bad) > 0 {
-		return fmt.Errorf("InvalidArgument: %s: no effect with --scenario (a scenario sets its sites, policies, SLAs and seed in its file; see docs/simulation.md); only --json, --jobs-csv, --runs and --cpuprofile go with it", strings.Join(bad, ", "))
+		return fmt.Errorf("InvalidArgument: %s: no effect with --scenario (a scenario sets its sites, policies, SLAs and seed in its file; see docs/simulation.md); only --json, --jobs-csv, --runs, --cpuprofile and the plots (--utilisation-plot, --queue-plot, --plot-bin, --from, --to) go with it", strings.Join(bad, ", "))
 	}
 	runs := 1
 	if cmd.Flags().Changed("runs") {
@@ -248,6 +249,11 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		rep.Totals.SLA = fedSLAOf(totals)
 	}
 	printFedTable(tableOut(cmd, f.jsonOut), rep)
+	if f.utilPlot != "" || f.queuePlot != "" {
+		if err := writeFedTimelinePlots(f, sc.Name, alone, fed); err != nil {
+			return err
+		}
+	}
 	if f.jobsCSV != "" {
 		if err := writeFedJobsCSV(f.jobsCSV, fed); err != nil {
 			return err
