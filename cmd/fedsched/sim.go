@@ -1,13 +1,11 @@
 package main
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/schollz/progressbar/v3"
@@ -104,7 +102,9 @@ type siteReport struct {
 	Procs   int    `json:"procs"`
 	Policy  string `json:"policy"`
 	Dropped int    `json:"dropped"`
-	sim.Metrics
+	// Metrics are absent where the mode computes none for the site as a
+	// whole (an SLA experiment reports each run's under sla.run_metrics).
+	*sim.Metrics
 	// DeadlineModel, Forecast and the deadline metrics appear with
 	// deadlines (--deadline-model, --policy edf|lttr).
 	// Span is --span: the replay kept only the jobs submitted within it.
@@ -131,7 +131,28 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		if f.span != "" {
 			return fmt.Errorf("InvalidArgument: --span is for trace replays; a scenario aligns its sites with its own span: field")
 		}
+		if err := refuseUnusedFlags(cmd, "a scenario replay (--scenario; a scenario sets its sites, policies, SLAs and seed in its file)", scenarioSimFlags); err != nil {
+			return err
+		}
 		return runScenario(cmd, f)
+	}
+	if f.sla.strategy != "" {
+		if f.offered != 0 || f.deadline != "" || f.span != "" {
+			return fmt.Errorf("InvalidArgument: --offered-load, --deadline-model and --span are for plain replays; SLA experiments (--strategy) set load (--load) and deadlines themselves")
+		}
+		if err := refuseUnusedFlags(cmd, "an SLA experiment (--strategy)", strategySimFlags); err != nil {
+			return err
+		}
+		if f.jobsCSV != "" && f.sla.sweep != "" {
+			return fmt.Errorf("InvalidArgument: --jobs-csv does not go with --sweep (a sweep runs one experiment per cell); run one cell with --pof-max and --penalty-ratio")
+		}
+	} else {
+		if err := refuseUnusedFlags(cmd, "a plain replay (--trace without --strategy)", plainSimFlags); err != nil {
+			return err
+		}
+		if f.jobsCSV != "" && f.accPlot != "" {
+			return fmt.Errorf("InvalidArgument: --jobs-csv does not go with --start-accuracy-plot (which replays twice, under conservative and EASY); replay once with --policy")
+		}
 	}
 	pol, err := plan.ParsePolicy(f.policy)
 	if err != nil {
@@ -157,9 +178,6 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		return err
 	}
 	if f.sla.strategy != "" {
-		if f.offered != 0 || f.deadline != "" || f.span != "" {
-			return fmt.Errorf("InvalidArgument: --offered-load, --deadline-model and --span are for plain replays; SLA experiments (--strategy) set load (--load) and deadlines themselves")
-		}
 		return runSLA(cmd, f, tr, procs, standing)
 	}
 	jobs := tr.Jobs
@@ -215,7 +233,8 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	if fc != nil && fc.Err() != nil {
 		return fmt.Errorf("forecast: %w", fc.Err())
 	}
-	rep.Metrics = sim.ComputeMetrics(res.Records, procs)
+	m := sim.ComputeMetrics(res.Records, procs)
+	rep.Metrics = &m
 	rep.DeadlineMetrics = sim.ComputeDeadlineMetrics(res.Records)
 	rep.Fixed = res.Fixed
 	rep.StartAccuracy = sim.ComputeStartAccuracy(res.Records)
@@ -238,7 +257,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		}
 	}
 	if f.jobsCSV != "" {
-		if err := writeJobsCSV(f.jobsCSV, res.Records); err != nil {
+		if err := writeJobRows(f.jobsCSV, siteRows(0, rep.Name, res.Records)); err != nil {
 			return err
 		}
 	}
@@ -386,37 +405,4 @@ func writeJSON(stdout io.Writer, path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
-}
-
-func writeJobsCSV(path string, recs []sim.Record) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("jobs csv: %w", err)
-	}
-	w := csv.NewWriter(fh)
-	w.Write([]string{"id", "submit", "procs", "estimate", "runtime", "decision", "start", "end", "reserved", "killed", "deadline", "forecast"}) //nolint:errcheck // checked by Flush
-	for _, r := range recs {
-		start, end := "", ""
-		if r.Started {
-			start, end = strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10)
-		}
-		deadline, fc := "", ""
-		if r.Deadline < plan.Forever {
-			deadline = strconv.FormatInt(r.Deadline, 10)
-		}
-		if r.Forecast > 0 {
-			fc = strconv.FormatInt(r.Forecast, 10)
-		}
-		w.Write([]string{ //nolint:errcheck // checked by Flush
-			strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.Submit, 10), strconv.Itoa(r.Procs),
-			strconv.FormatInt(r.Estimate, 10), strconv.FormatInt(r.Runtime, 10), r.Decision.Reason.String(),
-			start, end, strconv.FormatInt(r.Reserved, 10), strconv.FormatBool(r.Killed), deadline, fc,
-		})
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		fh.Close()
-		return fmt.Errorf("jobs csv: %w", err)
-	}
-	return fh.Close()
 }
