@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -185,23 +186,36 @@ func TestWatchAndMessageLimits(t *testing.T) {
 	st := store.NewMemStore()
 	s := startSite(t, cfg, st)
 	defer s.stop(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	as := func(user string) context.Context {
 		return metadata.AppendToOutgoingContext(ctx, auth.ClaimedUserKey, user)
 	}
 	// Each stream is open (its handler running) once it has delivered an
-	// event: the job submitted after it opens.
+	// event. The handler may start after a job's event went out, so jobs
+	// are submitted until the stream delivers one (or is refused).
 	watch := func() error {
 		w, err := s.client.WatchJobs(as("alice"), &fedschedv1.WatchJobsRequest{})
 		if err != nil {
 			return err
 		}
-		if _, err := s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: longSpec("alice")}); err != nil {
-			t.Fatal(err)
+		got := make(chan error, 1)
+		go func() {
+			_, err := w.Recv()
+			got <- err
+		}()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case err := <-got:
+				return err
+			case <-tick.C:
+				if _, err := s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: longSpec("alice")}); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
-		_, err = w.Recv()
-		return err
 	}
 	for range 2 {
 		if err := watch(); err != nil {
