@@ -230,6 +230,11 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		rep.Totals.SLA = fedSLAOf(totals)
 	}
 	printFedTable(tableOut(cmd, f.jsonOut), rep)
+	if f.utilPlot != "" || f.queuePlot != "" {
+		if err := writeFedTimelinePlots(f, sc.Name, alone, fed); err != nil {
+			return err
+		}
+	}
 	if f.jobsCSV != "" {
 		if err := writeJobRows(f.jobsCSV, fedRows(feds)); err != nil {
 			return err
