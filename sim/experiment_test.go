@@ -112,3 +112,36 @@ func TestExperimentRefuses(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStudyStrategies replays the study's three sites (KTH96, CTC96,
+// SDSC00₁₁: 135,508 jobs) under each of its simulator-only strategies and
+// reports the cost per job, the figure of the study's Table 7.1 (tGSF's
+// decision time per job). Run with -benchtime=1x:
+//
+//	go test ./sim -run '^$' -bench StudyStrategies -benchtime=1x
+func BenchmarkStudyStrategies(b *testing.B) {
+	for _, tr := range []string{"p-easy", "central-full", "serf", "shaking-g"} {
+		b.Run(tr, func(b *testing.B) {
+			sc, err := LoadScenario("../scenarios/study/f9-shaking-g.yaml")
+			if err != nil {
+				b.Fatal(err)
+			}
+			sc.Transfer = tr
+			cfg, err := sc.Build()
+			if err != nil {
+				b.Fatal(err)
+			}
+			jobs := 0
+			for _, s := range cfg.Sites {
+				jobs += len(s.Jobs)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := RunFederation(context.Background(), cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N*jobs), "ms/job")
+		})
+	}
+}

@@ -12,7 +12,7 @@ import (
 
 // experimentSimFlags are the flags an experiment file uses: the file says
 // everything else.
-var experimentSimFlags = []string{"experiment", "csv"}
+var experimentSimFlags = []string{"experiment", "csv", "plot"}
 
 // runExperiment runs an experiment file's grid on all cores and writes its
 // tidy CSV (--csv), its rows as JSON (--json) and, for the rows with a
@@ -54,10 +54,18 @@ func runExperiment(cmd *cobra.Command, f simFlags) error {
 			return fmt.Errorf("experiment csv: %w", err)
 		}
 	}
+	if f.expPlot != "" {
+		if err := plotExperiment(f.expPlot, e.Name, rows); err != nil {
+			return err
+		}
+	}
 	out := tableOut(cmd, f.jsonOut)
 	fmt.Fprintf(out, "experiment %s: %d rows", e.Name, len(rows))
 	if f.expCSV != "" {
 		fmt.Fprintf(out, " written to %s", f.expCSV)
+	}
+	if f.expPlot != "" {
+		fmt.Fprintf(out, ", plotted to %s", f.expPlot)
 	}
 	fmt.Fprintln(out)
 	if t := sim.ReproductionTable(rows); len(t) > 0 && hasReference(rows) {

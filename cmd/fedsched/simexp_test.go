@@ -30,9 +30,12 @@ func TestSimExperiment(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exp, out := filepath.Join(dir, "exp.yaml"), filepath.Join(dir, "out.csv")
-	if _, err := simCLI("--experiment", exp, "--csv", out); err != nil {
+	exp, out, svg := filepath.Join(dir, "exp.yaml"), filepath.Join(dir, "out.csv"), filepath.Join(dir, "out.svg")
+	if _, err := simCLI("--experiment", exp, "--csv", out, "--plot", svg); err != nil {
 		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "reference") {
+		t.Errorf("plot: %v, %d bytes", err, len(b))
 	}
 	fh, err := os.Open(out)
 	if err != nil {
