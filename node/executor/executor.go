@@ -190,10 +190,24 @@ func checkJobID(id string) error {
 }
 
 // StartRecorder is implemented by executors whose jobs outlive the node
-// (Process): Started reports whether a job was handed over and taken, even
-// by an earlier node on the same data. A node that died right after
-// starting a job, before storing that, finds it with Started at restart.
-// Executors whose jobs die with the node (Simulated) need not implement it.
+// (Process, Slurm): Started reports whether a job was handed over and
+// taken, even by an earlier node on the same data, and when it began and
+// will be killed. A node that died right after starting a job, before
+// storing that, finds it with Started at restart and records the job as it
+// really runs. Executors whose jobs die with the node (Simulated) need not
+// implement it.
 type StartRecorder interface {
-	Started(jobID string) (bool, error)
+	Started(jobID string) (StartRecord, error)
+}
+
+// StartRecord is what an executor knows of a job it was handed.
+type StartRecord struct {
+	// Started is true once the executor took the job.
+	Started bool
+	// At is when the job began to run (Slurm: when it was submitted);
+	// zero if not recorded yet.
+	At time.Time
+	// Deadline is the Spec.Deadline the job was started with: when it is
+	// killed if it still runs. Zero means never (or not known).
+	Deadline time.Time
 }

@@ -341,11 +341,24 @@ func (p *Process) Kill(jobID string) error {
 
 // Started implements StartRecorder: a supervisor claimed the job's
 // directory.
-func (p *Process) Started(jobID string) (bool, error) {
+func (p *Process) Started(jobID string) (StartRecord, error) {
 	if err := checkJobID(jobID); err != nil {
-		return false, err
+		return StartRecord{}, err
 	}
-	return claimed(p.JobDir(jobID)), nil
+	dir := p.JobDir(jobID)
+	if !claimed(dir) {
+		return StartRecord{}, nil
+	}
+	r := StartRecord{Started: true}
+	var sup supervisorState
+	if readJSON(filepath.Join(dir, supervisorFile), &sup) == nil {
+		r.At = sup.StartedAt
+	}
+	var spec jobSpecFile
+	if readJSON(filepath.Join(dir, specFile), &spec) == nil {
+		r.Deadline = spec.Deadline
+	}
+	return r, nil
 }
 
 var _ StartRecorder = (*Process)(nil)
