@@ -414,6 +414,9 @@ type changes struct {
 	stand  map[string]*store.StandingRecord // nil value: delete
 	stats  bool
 	events []*fedschedv1.JobEvent
+	// newKeys counts the idempotency keys of this turn's new jobs, by
+	// user (limits.max_idempotency_keys): the store has not got them yet.
+	newKeys map[string]int
 }
 
 func (c *changes) putJob(rec store.JobRecord) {
@@ -494,6 +497,7 @@ func (n *Node) commit(ctx context.Context) error {
 	defer since(n.metrics.commit, time.Now())
 	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
 	c.jobs, c.res, c.sla, c.agree, c.stand, c.stats = nil, nil, nil, nil, nil, false
+	c.newKeys = nil
 	return err
 }
 

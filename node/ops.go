@@ -101,6 +101,11 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		return submitResult{err: fmt.Errorf("user %s has %d pending jobs at site %s, the most it allows (limits.max_pending_jobs); cancel some or wait for them to start: %w",
 			spec.GetUser(), have, n.cfg.Site, ErrLimitReached)}
 	}
+	if key != "" {
+		if res, refused := n.checkKeyLimit(ctx, spec.GetUser()); refused {
+			return res
+		}
+	}
 	n.nextSeq++
 	seq := n.nextSeq
 	id := jobID(n.cfg.Site, seq)

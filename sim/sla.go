@@ -174,6 +174,9 @@ type SLARun struct {
 	Met, Violated                  int
 	Fees, Penalties, Gain          float64
 	Metrics                        Metrics
+	// StartErrors are actual - planned start of the run's jobs that
+	// started with a promise, sorted (StartErrors).
+	StartErrors []int64
 }
 
 // Split returns the training jobs and the runs of jobs (with their original
@@ -352,7 +355,9 @@ func runSLA(ctx context.Context, jobs []Job, cfg SLAConfig, trained *overbook.St
 	if fc != nil && fc.Err() != nil {
 		return SLARun{}, nil, fmt.Errorf("sim: forecast: %w", fc.Err())
 	}
-	return Settle(res.Records, cfg.Procs), res.Records, nil
+	run := Settle(res.Records, cfg.Procs)
+	run.StartErrors = StartErrors(res.Records)
+	return run, res.Records, nil
 }
 
 // Settle counts the SLA outcomes of a replay: the fee of every met SLA, the

@@ -39,7 +39,10 @@ type simFlags struct {
 	cpuprof  string
 	accPlot  string
 	gantt    string
-	from, to int64
+	// utilPlot and queuePlot draw a replay's utilisation and queue length
+	// over time, in bins of plotBin.
+	utilPlot, queuePlot, plotBin string
+	from, to                     int64
 }
 
 func newSimCmd() *cobra.Command {
@@ -85,8 +88,11 @@ predicts each job at its submission from the jobs completed before it
 	fl.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the replay to this file (read it with go tool pprof)")
 	fl.StringArrayVar(&f.fixed, "fixed-reservations", nil, "standing reservations EVERY,LENGTH[,SHARE] (e.g. 6h,1h or 24h,4h,0.5 for half the machine), anchored at the trace's time 0; repeatable")
 	fl.StringVar(&f.gantt, "gantt", "", "draw the jobs that ran between --from and --to as an SVG Gantt chart (processors over time) to this file")
-	fl.Int64Var(&f.from, "from", 0, "with --gantt: start of the window, in seconds of trace time (after --offered-load scaling)")
-	fl.Int64Var(&f.to, "to", 0, "with --gantt: end of the window, in seconds of trace time (0: --from plus one day)")
+	fl.StringVar(&f.utilPlot, "utilisation-plot", "", "draw the site's utilisation (busy processors) over time between --from and --to as an SVG plot to this file")
+	fl.StringVar(&f.queuePlot, "queue-plot", "", "draw the queue length (jobs accepted and waiting to start) over time between --from and --to as an SVG plot to this file")
+	fl.StringVar(&f.plotBin, "plot-bin", "", "with --utilisation-plot/--queue-plot: the width of the bins the plots average over, e.g. 1h or 1d (default: the smallest of 1m, 5m, 10m, 30m, 1h, 3h, 6h, 12h, 1d, 7d, 28d giving at most 400 bins)")
+	fl.Int64Var(&f.from, "from", 0, "with --gantt or the plots: start of the window, in seconds of trace time (after --offered-load scaling)")
+	fl.Int64Var(&f.to, "to", 0, "with --gantt or the plots: end of the window, in seconds of trace time (0: --from plus one day for --gantt, the end of the replay for the plots)")
 	fl.StringVar(&f.accPlot, "start-accuracy-plot", "", "replay under both conservative and EASY backfilling and draw the distribution of actual minus planned start of each (SVG) to this file")
 	f.sla.register(fl)
 	return cmd
@@ -215,6 +221,11 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	rep.StartAccuracy = sim.ComputeStartAccuracy(res.Records)
 	if f.gantt != "" {
 		if err := writeReplayGantt(f, rep.Name, procs, res.Records); err != nil {
+			return err
+		}
+	}
+	if f.utilPlot != "" || f.queuePlot != "" {
+		if err := writeTimelinePlots(f, rep, res.Records); err != nil {
 			return err
 		}
 	}

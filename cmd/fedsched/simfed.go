@@ -198,7 +198,11 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	}
 	alone := alones[0]
 	fed := feds[0]
-	rep := fedReport{Scenario: sc.Name, Transfer: cfg.Transfer.String(), Runs: runs}
+	transfer := sc.Transfer
+	if transfer == "" {
+		transfer = cfg.Transfer.String()
+	}
+	rep := fedReport{Scenario: sc.Name, Transfer: transfer, Runs: runs}
 	rep.MigrationsN, rep.MigrationsSA = fed.Migrations()
 	slas := sc.HasSLAs()
 	totals := make([]sim.FedSLA, runs)

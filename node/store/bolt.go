@@ -777,6 +777,26 @@ func (s *BoltStore) PruneIdempotencyKeys(ctx context.Context, before time.Time) 
 	return n, err
 }
 
+// CountIdempotencyKeys implements IdempotencyStore: a cursor walk over the
+// prefix's keys, which bbolt keeps sorted.
+func (s *BoltStore) CountIdempotencyKeys(ctx context.Context, prefix string, limit int) (int, error) {
+	var n int
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		n = 0
+		b, err := bucket(tx, bucketIdempotency)
+		if err != nil {
+			return err
+		}
+		p := []byte(prefix)
+		c := b.Cursor()
+		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p) && (limit <= 0 || n < limit); k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
 // SchemaVersion implements MetaStore.
 func (s *BoltStore) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
