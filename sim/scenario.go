@@ -101,6 +101,11 @@ type ScenarioWorkload struct {
 	MaxEstimate int64   `yaml:"max_estimate"`
 	Load        float64 `yaml:"load"`
 	Seed        uint64  `yaml:"seed"`
+	// History, if set, is how many trace jobs right before the slice
+	// (at most skip) seed the runtime statistics of every overbooking
+	// site, scaled as the slice (TraceSlice.History): the live demo
+	// writes them as its sites' overbooking.history.
+	History int `yaml:"history"`
 }
 
 // ScenarioOverbooking mirrors the node's overbooking block.
@@ -132,9 +137,10 @@ type ScenarioFixed struct {
 }
 
 type loaded struct {
-	jobs  []Job
-	procs int
-	epoch int64
+	jobs    []Job
+	procs   int
+	epoch   int64
+	history []site.PastJob // seeds the statistics of an overbooking site
 }
 
 // slice builds the workload's jobs, site by site.
@@ -150,13 +156,19 @@ func (s *Scenario) slice(seed uint64) ([]loaded, error) {
 		ts.Sites = append(ts.Sites, SliceSite{Name: site.Name, Procs: site.Procs, Share: site.Share})
 		idx[site.Name] = i
 	}
-	jobs, _, err := ts.Build()
+	jobs, info, err := ts.Build()
 	if err != nil {
 		return nil, fmt.Errorf("scenario: line %d: workload: %w: %w", s.line("workload"), ErrBadConfig, err)
 	}
+	past, err := ts.History(w.History, info)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: line %d: workload: %w: %w", s.line("workload", "history"), ErrBadConfig, err)
+	}
+	history := PastJobs(past)
 	all := make([]loaded, len(s.Sites))
 	for i, site := range s.Sites {
 		all[i].procs = site.Procs
+		all[i].history = history
 	}
 	for _, j := range jobs {
 		k := idx[j.Site]
@@ -451,6 +463,8 @@ func (s *Scenario) checkWorkload() error {
 		return at("required", "trace")
 	case w.Skip < 0:
 		return at(fmt.Sprintf("must be >= 0, got %d", w.Skip), "skip")
+	case w.History < 0 || w.History > w.Skip:
+		return at(fmt.Sprintf("must be from 0 to skip (%d): the jobs before the slice, got %d", w.Skip, w.History), "history")
 	case w.Jobs <= 0:
 		return at(fmt.Sprintf("must be > 0, got %d", w.Jobs), "jobs")
 	case w.Span <= 0:
@@ -687,6 +701,9 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 		}
 		fs := FedSite{Name: site.Name, Procs: l.procs, Policy: pol, Jobs: kept, Overbooking: site.Overbooking.admission(),
 			Prefer: site.Prefer, CommunityShare: site.CommunityShare}
+		if fs.Overbooking != nil {
+			fs.Overbooking.History = l.history
+		}
 		for f, fx := range site.Fixed {
 			fs.Fixed = append(fs.Fixed, plan.FixedSpec{ID: -int64(f + 1), Name: fx.Name, Procs: fx.Procs, Start: fx.Start, End: fx.End})
 		}
