@@ -197,6 +197,10 @@ func TestWatchAndMessageLimits(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		// The headers come once the watch is registered: a job submitted
+		// before could be missed, and Recv would wait for ever. (A refused
+		// stream has none; its Recv returns the refusal.)
+		w.Header() //nolint:errcheck // a refusal shows in Recv
 		if _, err := s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: longSpec("alice")}); err != nil {
 			t.Fatal(err)
 		}
