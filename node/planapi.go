@@ -67,6 +67,9 @@ func PlanChart(p *fedschedv1.GetPlanResponse) gantt.Chart {
 		case EntryFixed, EntryStanding:
 			b.Label = e.GetName()
 		}
+		if e.GetId() == "" {
+			b.Label = "another user" // SiteSnapshot.seenBy
+		}
 		if end <= now {
 			// A running job late to end: show it at now.
 			b.End = now + 1

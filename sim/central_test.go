@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
+	"sort"
 	"testing"
+
+	"github.com/fedsched/fedsched/plan"
 )
 
 type wantRun struct {
@@ -250,6 +254,269 @@ func refECT(now int64, s poolSite, recs []FedRecord, queue []int32) []int64 {
 				break
 			}
 		}
+	}
+	return out
+}
+
+// TestRunCentralMatchesReference replays random federations through
+// RunCentral and through refCentral, a plain transcription of §5.2 as
+// RunCentral documents it that recomputes every site's state from the
+// records at every step, and checks every job's start and site.
+func TestRunCentralMatchesReference(t *testing.T) {
+	for seed := range uint64(150) {
+		sites := randomFederation(seed)
+		for _, mode := range []CentralMode{CentralFull, CentralSERF} {
+			res, err := RunCentral(context.Background(), sites, CentralConfig{Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := refCentral(sites, mode)
+			for i, f := range res.Records {
+				if !f.Started || f.Start != ref[i].start || f.Exec != ref[i].exec {
+					t.Fatalf("seed %d %v: job %d started %v at %d on %d; reference: %d on %d", seed, mode, f.ID, f.Started, f.Start, f.Exec, ref[i].start, ref[i].exec)
+				}
+			}
+		}
+	}
+}
+
+func refCentral(sites []FedSite, mode CentralMode) []refStart {
+	type job struct {
+		Job
+		origin     int
+		started    bool
+		start, end int64
+		exec       int
+		placed     bool // by the coordinator
+	}
+	var jobs []*job
+	for k, s := range sites {
+		for _, j := range s.Jobs {
+			jobs = append(jobs, &job{Job: j, origin: k, exec: -1})
+		}
+	}
+	queues := make([][]*job, len(sites))
+	var buffer []*job
+	times := map[int64]bool{}
+	for _, j := range jobs {
+		times[j.Submit] = true
+	}
+	runningAt := func(k int, t int64) []*job {
+		var out []*job
+		for _, j := range jobs {
+			if j.started && j.exec == k && (j.end > t || j.end == t && j.start == t) {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	ended := map[*job]bool{}
+	free := func(k int, t int64) int {
+		f := sites[k].Procs
+		for _, j := range runningAt(k, t) {
+			if !ended[j] {
+				f -= j.Procs
+			}
+		}
+		return f
+	}
+	live := func(k int, t int64) []*job {
+		var out []*job
+		for _, j := range runningAt(k, t) {
+			if !ended[j] {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	start := func(j *job, k int, t int64) {
+		j.started, j.start, j.exec = true, t, k
+		j.end = t + min(j.Runtime, j.Estimate)
+		if j.end > t { // a zero runtime ends in the same step (again, below)
+			times[j.end] = true
+		}
+	}
+	// shadow: the earliest time enough processors are free for m, going
+	// by estimates, and the processors spare then.
+	shadow := func(k int, t int64, m int) (int64, int) {
+		run := live(k, t)
+		sort.SliceStable(run, func(a, b int) bool { return run[a].start+run[a].Estimate < run[b].start+run[b].Estimate })
+		f := free(k, t)
+		var at int64 = -1
+		for _, r := range run {
+			if f += r.Procs; f >= m {
+				at = r.start + r.Estimate
+				break
+			}
+		}
+		f = free(k, t)
+		for _, r := range run {
+			if r.start+r.Estimate <= at {
+				f += r.Procs
+			}
+		}
+		return at, f - m
+	}
+	canStart := func(k int, t int64, j *job) bool {
+		f := free(k, t)
+		if j.Procs > f {
+			return false
+		}
+		if len(queues[k]) == 0 {
+			return true
+		}
+		h := queues[k][0]
+		if h.Procs <= f {
+			return j.Procs <= f-h.Procs
+		}
+		at, extra := shadow(k, t, h.Procs)
+		return t+j.Estimate <= at || j.Procs <= extra
+	}
+	easy := func(k int, t int64) {
+		q := queues[k]
+		var left []*job
+		for len(q) > 0 && q[0].Procs <= free(k, t) {
+			start(q[0], k, t)
+			q = q[1:]
+		}
+		if len(q) > 0 {
+			at, extra := shadow(k, t, q[0].Procs)
+			left = append(left, q[0])
+			for _, b := range q[1:] {
+				short := t+b.Estimate <= at
+				if b.Procs <= free(k, t) && (short || b.Procs <= extra) {
+					start(b, k, t)
+					if !short {
+						extra -= b.Procs
+					}
+					continue
+				}
+				left = append(left, b)
+			}
+		}
+		queues[k] = left
+	}
+	originFirst := func(k int) []int {
+		out := []int{k}
+		for l := range sites {
+			if l != k {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	for {
+		t := plan.Forever
+		for at := range times {
+			t = min(t, at)
+		}
+		if t == plan.Forever {
+			break
+		}
+		delete(times, t)
+		first := true
+		for {
+			for _, j := range jobs {
+				if j.started && j.end <= t {
+					ended[j] = true
+				}
+			}
+			for k := range sites {
+				easy(k, t)
+			}
+			for k := range sites {
+				for _, j := range jobs {
+					if !first || j.origin != k || j.Submit != t {
+						continue
+					}
+					if mode == CentralSERF {
+						if canStart(k, t, j) {
+							start(j, k, t)
+						} else {
+							buffer = append(buffer, j)
+						}
+						continue
+					}
+					best, idle := -1, 0
+					for _, l := range originFirst(k) {
+						if sites[l].Procs >= j.Procs && canStart(l, t, j) && (best < 0 || free(l, t)-j.Procs < idle) {
+							best, idle = l, free(l, t)-j.Procs
+						}
+					}
+					if best >= 0 {
+						start(j, best, t)
+						continue
+					}
+					var bestECT int64
+					for _, l := range originFirst(k) {
+						if sites[l].Procs < j.Procs {
+							continue
+						}
+						s := poolSite{procs: sites[l].Procs, free: free(l, t)}
+						var recs []FedRecord
+						var q []int32
+						for _, r := range live(l, t) {
+							s.running = append(s.running, running{estEnd: r.start + r.Estimate, procs: r.Procs})
+						}
+						for _, x := range append(slices.Clone(queues[l]), j) {
+							recs = append(recs, FedRecord{Record: Record{Job: x.Job}})
+							q = append(q, int32(len(recs)-1))
+						}
+						ects := refECT(t, s, recs, q)
+						if e := ects[len(ects)-1]; best < 0 || e < bestECT {
+							best, bestECT = l, e
+						}
+					}
+					queues[best] = append(queues[best], j)
+				}
+			}
+			first = false
+			var kept []*job
+			for _, j := range buffer {
+				order := originFirst(j.origin)
+				awwt := func(l int) float64 {
+					var w, a float64
+					for _, x := range jobs {
+						if x.placed && ended[x] && x.origin == j.origin && x.exec == l {
+							sa := float64(x.Procs) * float64(x.end-x.start)
+							w += sa * float64(x.start-x.Submit)
+							a += sa
+						}
+					}
+					if a == 0 {
+						return 0
+					}
+					return w / a
+				}
+				sort.SliceStable(order, func(a, b int) bool { return awwt(order[a]) < awwt(order[b]) })
+				done := false
+				for _, l := range order {
+					if sites[l].Procs >= j.Procs && canStart(l, t, j) {
+						j.placed = true
+						start(j, l, t)
+						done = true
+						break
+					}
+				}
+				if !done {
+					kept = append(kept, j)
+				}
+			}
+			buffer = kept
+			again := false
+			for _, j := range jobs {
+				if j.started && j.end == t && !ended[j] {
+					again = true
+				}
+			}
+			if !again {
+				break
+			}
+		}
+	}
+	out := make([]refStart, len(jobs))
+	for i, j := range jobs {
+		out[i] = refStart{j.start, j.exec}
 	}
 	return out
 }

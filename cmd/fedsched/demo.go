@@ -135,7 +135,8 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 	ctx := cmd.Context()
 	fmt.Fprintf(out, "fedsched demo: 3 sites on loopback, replaying %d jobs of the %s trace (its jobs %d to %d, %.1f days) at %gx real time\n",
 		len(jobs), strings.ToUpper(demoTrace), info.From, info.To, float64(info.TraceSpan)/86400, f.timeScale)
-	fmt.Fprintf(out, "  every job has an SLA: deadline = submission + 2 x estimate; fee = penalty = processors x estimated hours, in coins\n")
+	fmt.Fprintf(out, "  every job has an SLA: deadline = submission + 2 x estimate; fee = penalty = processors x estimated hours, in coins;\n"+
+		"  gain = fees of the SLAs met - penalties of the SLAs violated, in coins (every gain below)\n")
 	for _, s := range demoSites {
 		fmt.Fprintf(out, "  %-6s %3d processors, conservative backfilling, %s; %2.0f %% of the jobs (offered load %.2f)\n",
 			s.Name, s.Procs, s.what, 100*s.share, info.PerSite[s.Name])
@@ -190,15 +191,10 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		return fmt.Errorf("Unavailable: summary: %w", err)
 	}
 	printDemoSummary(out, sums)
-	fmt.Fprintln(out, "gain, in coins = fees of the SLAs met - penalties of the SLAs violated (one coin per processor-hour of estimate).")
-	var submitted, rejected, open int
-	for _, s := range sums {
-		submitted += s.Submitted
-		rejected += s.Rejected
-		open += s.Open
-	}
+	t := demoTotal(sums)
+	submitted, rejected, open := t.Submitted, t.Rejected, t.Open
 	fmt.Fprintf(out, "\n%d jobs submitted, %d accepted (%d of them by a peer), %d rejected by the whole federation", submitted, submitted-rejected,
-		delegatedOut(sums), rejected)
+		t.DelegatedOut, rejected)
 	if res.Errors > 0 {
 		fmt.Fprintf(out, ", %d submissions failed (first: %v)", res.Errors, res.FirstErr)
 	}
@@ -226,20 +222,13 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		// may do everything.
 		fmt.Fprintf(out, "As the demo's operator (mutual TLS):\n  export FEDSCHED_TLS_CA=%s FEDSCHED_TLS_CERT=%s FEDSCHED_TLS_KEY=%s\n"+
 			"  curl --cacert %s --cert %s --key %s https://%s/metrics\n", op.CA, op.Cert, op.Key, op.CA, op.Cert, op.Key, s[0].HTTPAddr())
+		fmt.Fprintf(out, "  fedsched plan --addr %s --svg plan.svg   (the status page's Gantt chart; a browser needs the certificate as PKCS#12: docs/metrics.md)\n", a)
 		fmt.Fprintf(out, "Try:\n  fedsched jobs --all --limit 20 --addr %s\n  fedsched plan --addr %s\n  fedsched peers --addr %s\n"+
 			"  fedsched submit --addr %s --procs 8 --estimate 20m --deadline +1h --fee 3 --penalty 3 -- sleep 600\n", a, a, a, a)
 	}
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping the sites")
 	return nil
-}
-
-func delegatedOut(sums []e2e.SiteSummary) int {
-	n := 0
-	for _, s := range sums {
-		n += s.DelegatedOut
-	}
-	return n
 }
 
 // printDemoSummary prints one row per site and a total row.
@@ -254,21 +243,31 @@ func printDemoSummary(w io.Writer, sums []e2e.SiteSummary) {
 		width = max(width, len(s.Site))
 	}
 	fmt.Fprintf(tw, "%-*s\taccepted\toverbooked\tdelegated in\tdelegated out\tmet\tviolated\tgain\t\n", width, "site")
-	var t e2e.SiteSummary
 	row := func(name string, s e2e.SiteSummary) {
 		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t\n", width, name, s.Accepted, s.Overbooked, s.DelegatedIn, s.DelegatedOut, s.Met, s.Violated, s.Gain)
 	}
 	for _, s := range sums {
 		row(s.Site, s)
+	}
+	row("total", demoTotal(sums))
+}
+
+// demoTotal adds up the sites' counts and gains.
+func demoTotal(sums []e2e.SiteSummary) e2e.SiteSummary {
+	var t e2e.SiteSummary
+	for _, s := range sums {
+		t.Submitted += s.Submitted
+		t.Rejected += s.Rejected
 		t.Accepted += s.Accepted
 		t.Overbooked += s.Overbooked
 		t.DelegatedIn += s.DelegatedIn
 		t.DelegatedOut += s.DelegatedOut
 		t.Met += s.Met
 		t.Violated += s.Violated
+		t.Open += s.Open
 		t.Gain += s.Gain
 	}
-	row("total", t)
+	return t
 }
 
 // fmtVirtual renders a virtual duration to the second.

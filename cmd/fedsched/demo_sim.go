@@ -141,15 +141,7 @@ func printDemoComparison(w io.Writer, timeScale float64, live []e2e.SiteSummary,
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	width := len("simulated, no overbooking")
 	fmt.Fprintf(tw, "%-*s\taccepted\trejected\toverbooked\tmet\tviolated\tgain\t\n", width, "")
-	var l e2e.SiteSummary
-	for _, s := range live {
-		l.Accepted += s.Accepted
-		l.Rejected += s.Rejected
-		l.Overbooked += s.Overbooked
-		l.Met += s.Met
-		l.Violated += s.Violated
-		l.Gain += s.Gain
-	}
+	l := demoTotal(live)
 	fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%.1f\t\n", width, "live (above)", l.Accepted, l.Rejected, l.Overbooked, l.Met, l.Violated, l.Gain)
 	for _, r := range rows {
 		s := r.sla
@@ -158,7 +150,7 @@ func printDemoComparison(w io.Writer, timeScale float64, live []e2e.SiteSummary,
 	tw.Flush()
 	if len(rows) == 4 {
 		all, noFed, noOB := rows[0].sla.Gain, rows[1].sla.Gain, rows[2].sla.Gain
-		fmt.Fprintf(w, "In the simulator, federation bought %+.1f coins (%+.0f %%) and overbooking %+.1f (%+.0f %%) on these jobs.\n",
+		fmt.Fprintf(w, "In the simulator, federation bought %+.1f of gain (%+.0f %%) and overbooking %+.1f (%+.0f %%) on these jobs.\n",
 			all-noFed, change(all, noFed), all-noOB, change(all, noOB))
 	}
 	// The simulator's network is instant; live, every millisecond a quote

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fedsched/fedsched/sim"
+	"github.com/fedsched/fedsched/swf"
 )
 
 // TestDemo runs `fedsched demo` in-process with a small replay and checks
@@ -159,5 +162,56 @@ func TestDemoOverbooksWithHistory(t *testing.T) {
 	}
 	if cold >= live.Overbooked {
 		t.Errorf("overbooked %d without the history, %d with it", cold, live.Overbooked)
+	}
+}
+
+// TestDemoHistoryFileMatchesSimulator: the overbooking.history file the
+// demo gives its nodes holds the samples its simulator seeds the same sites
+// with, in the order the node learns them (by end: submit + wait +
+// runtime, node.seedHistory).
+func TestDemoHistoryFileMatchesSimulator(t *testing.T) {
+	f := demoFlags{jobs: 600, timeScale: 500, seed: 1}
+	ts := demoSlice(f)
+	_, info, err := ts.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "history.swf")
+	n, err := writeDemoHistory(ts, info, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := swf.ReadFile(path, swf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != demoHistoryJobs || len(tr.Jobs) != n {
+		t.Fatalf("wrote %d jobs, read %d, want %d", n, len(tr.Jobs), demoHistoryJobs)
+	}
+	jobs := slices.Clone(tr.Jobs)
+	slices.SortStableFunc(jobs, func(a, b swf.Job) int {
+		return cmp.Compare(a.Submit+max(a.Wait, 0)+a.Runtime, b.Submit+max(b.Wait, 0)+b.Runtime)
+	})
+	sc, err := demoScenario(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := sc.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range cfg.Sites {
+		if s.Overbooking == nil {
+			continue
+		}
+		h := s.Overbooking.History
+		if len(h) != len(jobs) {
+			t.Fatalf("%s: simulator seeds %d samples, the file has %d", s.Name, len(h), len(jobs))
+		}
+		for i, j := range jobs {
+			if j.ReqTime != h[i].Job.Estimate || j.Runtime != h[i].Ran || j.Procs() != int64(h[i].Job.Procs) || j.Status == 5 {
+				t.Fatalf("%s sample %d: file estimate %d ran %d procs %d status %d, simulator %+v", s.Name, i, j.ReqTime, j.Runtime, j.Procs(), j.Status, h[i])
+			}
+		}
 	}
 }

@@ -62,6 +62,27 @@ func savePlotSVG(p *plot.Plot, legend *plot.Legend, w, h vg.Length, path string)
 	} else {
 		p.Draw(dc)
 	}
+	return writePlotSVG(c, path)
+}
+
+// savePanelsSVG draws plots one above the other, their axes aligned, in
+// one SVG file w wide and h high.
+func savePanelsSVG(ps []*plot.Plot, w, h vg.Length, path string) error {
+	c := vgsvg.New(w, h)
+	rows := make([][]*plot.Plot, len(ps))
+	for i, p := range ps {
+		rows[i] = []*plot.Plot{p}
+	}
+	t := draw.Tiles{Rows: len(ps), Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadX: vg.Points(6), PadY: vg.Points(12)}
+	cs := plot.Align(rows, t, draw.New(c))
+	for i, p := range ps {
+		p.Draw(cs[i][0])
+	}
+	return writePlotSVG(c, path)
+}
+
+// writePlotSVG writes a drawn canvas to path, its text in svgFontFamily.
+func writePlotSVG(c *vgsvg.Canvas, path string) error {
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)

@@ -57,7 +57,8 @@ func runStartAccuracy(cmd *cobra.Command, f simFlags, in []sim.Job, cfg sim.Conf
 		}
 		r := rep
 		r.Policy = pol.String()
-		r.Metrics = sim.ComputeMetrics(res.Records, cfg.Site.Procs)
+		m := sim.ComputeMetrics(res.Records, cfg.Site.Procs)
+		r.Metrics = &m
 		r.StartAccuracy = sim.ComputeStartAccuracy(res.Records)
 		sites = append(sites, r)
 		series = append(series, accuracySeries{name: pol.String(), errs: sim.StartErrors(res.Records)})

@@ -137,3 +137,22 @@ func TestSweepPlot(t *testing.T) {
 		}
 	}
 }
+
+// TestScenarioPlots: a scenario's plots have a panel per site, alone and
+// federated; flags that mean nothing with --scenario are still refused.
+func TestScenarioPlots(t *testing.T) {
+	dir := t.TempDir()
+	u, q := filepath.Join(dir, "u.svg"), filepath.Join(dir, "q.svg")
+	mustRun(t, "sim", "--scenario", "../../scenarios/demo.yaml", "--utilisation-plot", u, "--queue-plot", q, "--plot-bin", "5m")
+	for _, path := range []string{u, q} {
+		svg := readSVG(t, path)
+		for _, want := range []string{"alpha (64 processors)", "beta (32 processors)", "gamma (16 processors)", "alone (dashed) and federated (filled)", "5-minute bins"} {
+			if !strings.Contains(svg, want) {
+				t.Errorf("%s lacks %q", filepath.Base(path), want)
+			}
+		}
+	}
+	if _, err := run(t, "sim", "--scenario", "../../scenarios/demo.yaml", "--gantt", u); err == nil || !strings.Contains(errorLine(err), "--gantt") {
+		t.Errorf("--gantt with --scenario: %v", err)
+	}
+}

@@ -173,6 +173,9 @@ type slaReport struct {
 	// StartAccuracy compares each started job's start with the one planned
 	// at its submission, over all runs.
 	StartAccuracy *sim.StartAccuracy `json:"start_accuracy,omitempty"`
+	// RunMetrics are each run's replay metrics (AWRT, utilisation, ...),
+	// in run order.
+	RunMetrics []sim.Metrics `json:"run_metrics"`
 }
 
 func summarise(st sim.Strategy, stats sim.StatsSource, runs []sim.SLARun) *slaReport {
@@ -188,6 +191,7 @@ func summarise(st sim.Strategy, stats sim.StatsSource, runs []sim.SLARun) *slaRe
 		r.Fees += x.Fees / n
 		r.Penalties += x.Penalties / n
 		r.GainRuns = append(r.GainRuns, x.Gain)
+		r.RunMetrics = append(r.RunMetrics, x.Metrics)
 	}
 	r.Gain, r.GainCI95 = sim.MeanCI95(r.GainRuns)
 	r.StartAccuracy = sim.StartAccuracyOf(mergedStartErrors(runs))
@@ -221,6 +225,7 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 		}
 		return runSweep(cmd, f.sla.sweep, in, cfg)
 	}
+	cfg.KeepRecords = f.jobsCSV != ""
 	runs, err := sim.Experiment(cmd.Context(), in, cfg)
 	if err != nil {
 		return fmt.Errorf("InvalidArgument: %w", err)
@@ -230,6 +235,7 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 	if base := cfg.Strategy.Baseline(); base != cfg.Strategy {
 		bcfg := cfg
 		bcfg.Strategy = base
+		bcfg.KeepRecords = false
 		bruns, err := sim.Experiment(cmd.Context(), in, bcfg)
 		if err != nil {
 			return err
@@ -247,12 +253,24 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 			rep.AdditionalGain = &add
 		}
 	}
-	var agg sim.Metrics
-	for _, r := range runs {
-		agg.Jobs += r.Metrics.Jobs
-	}
+	// The runs are separate replays: no metric of the site as a whole is
+	// computed, so none is reported; each run's are in sla.run_metrics.
 	site := siteReport{Name: siteName(tr.Name), Procs: procs, Policy: "conservative", Dropped: sr.Dropped(), Sanitize: &sr, SLA: rep}
-	site.Metrics = agg
+	if f.jobsCSV != "" {
+		name := site.Name
+		err := writeJobRows(f.jobsCSV, func(yield func(jobRow) bool) {
+			for i, r := range runs {
+				for row := range siteRows(i, name, r.Records) {
+					if !yield(row) {
+						return
+					}
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
 	printSLATable(tableOut(cmd, f.jsonOut), tr.Name, cfg, rep)
 	var acc []siteReport
 	for _, x := range []*slaReport{rep, rep.Baseline} {
