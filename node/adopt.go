@@ -14,9 +14,9 @@ import (
 // runs.
 //
 // The record and the plan follow what the executor recorded, not the
-// restart: the job started when its process did, and its processors are
-// held until the executor kills it (Spec.Deadline, one second after its
-// slot's last second; see start). A job whose kill came while the node was
+// restart: the job started when the node handed it over, and its
+// processors are held until the executor kills it (Spec.Deadline, one
+// second after its slot's last second; see start). A job whose kill came while the node was
 // down thus ends with the slot it really had, and one still running holds
 // its processors exactly as long as its supervisor lets it run.
 func (n *Node) adoptStarted(rec store.JobRecord, pl plan.Placement, estimate, now int64) (store.JobRecord, plan.Placement) {
@@ -33,8 +33,18 @@ func (n *Node) adoptStarted(rec store.JobRecord, pl plan.Placement, estimate, no
 		n.log.Warn("re-attach of a job started before the restart failed", "job", j.GetId(), "err", err)
 		return rec, pl
 	}
+	// The node's start gives the executor kill = start + slot + 1 (see
+	// start), the slot being the job's reservation, or its estimate when
+	// it waited in a queue: the start it recorded follows from the kill.
+	// (The process's own start is later by the executor's latency.)
+	slot := estimate
+	if j.GetReservation() != nil {
+		slot = pl.End - pl.Start
+	}
 	start := now
 	switch {
+	case !ran.Deadline.IsZero():
+		start = min(now, ran.Deadline.Unix()-1-slot)
 	case !ran.At.IsZero():
 		start = min(now, ran.At.Unix())
 	case j.GetReservation() != nil:

@@ -23,7 +23,8 @@ import (
 // them on the node's data directory, as the node would have. One job's kill
 // time passes while the node is down (its supervisor kills it); the other
 // still runs at the restart. The restarted node adopts both as they really
-// ran: each started when its process did, the first ended when its
+// ran: each started when the node handed it over (its kill time less its
+// slot), the first ended when its
 // supervisor killed it having had its whole estimate (SLA met, not
 // "overbooked"), the second holds its processors until its supervisor's
 // kill, not for a fresh estimate from the restart.

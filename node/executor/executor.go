@@ -82,6 +82,13 @@ type Spec struct {
 	// reservation. Zero means never. Process: a wall-clock time; Simulated:
 	// a time of the executor's clock.
 	Deadline time.Time
+	// Limit, when not zero, is how long the job may run measured from when
+	// its process started: the kill comes at Deadline or at that start
+	// plus Limit, whichever is later, so that the executor's own start-up
+	// (a busy host forking a supervisor) does not eat into the job's slot.
+	// Process honours it; Simulated starts jobs at once and Slurm counts
+	// from the submission, so both use Deadline alone.
+	Limit time.Duration
 	// Estimate is the user's runtime estimate. Simulated uses it when
 	// Runtime is zero.
 	Estimate time.Duration

@@ -168,7 +168,7 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 		argv = scriptArgv(dir, spec.Script, spec.Argv)
 	}
 	sf := jobSpecFile{JobID: spec.JobID, Argv: argv, Env: spec.Env, Workdir: spec.Workdir,
-		Deadline: spec.Deadline, KillGrace: p.cfg.KillGrace, Stdout: spec.Stdout, Stderr: spec.Stderr}
+		Deadline: spec.Deadline, Limit: spec.Limit, KillGrace: p.cfg.KillGrace, Stdout: spec.Stdout, Stderr: spec.Stderr}
 	if acc.Switch {
 		sf.RunAs = &runAs{User: acc.Name, UID: acc.UID, GID: acc.GID, Groups: acc.Groups}
 		if sf.Workdir == "" {

@@ -133,6 +133,22 @@ func TestProcessKilledAtDeadline(t *testing.T) {
 	}
 }
 
+// TestProcessLimitCountsFromTheStart: a job whose Deadline passes while
+// its supervisor is still starting it (a busy host) still runs for Limit
+// from its own start: here its deadline is past before it runs, and it
+// ends by itself.
+func TestProcessLimitCountsFromTheStart(t *testing.T) {
+	p := newProcess(t, t.TempDir(), 5*time.Second)
+	run(t, p)
+	err := p.Start(context.Background(), Spec{JobID: "late", Argv: []string{"sleep", "1"}, Deadline: time.Now().Add(-time.Second), Limit: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := waitExit(t, p); x.Killed || x.ExitCode != 0 {
+		t.Fatalf("exit = %+v, want the job's own end: its limit of 30 s counts from its start", x)
+	}
+}
+
 func TestProcessIgnoringTermGetsKill(t *testing.T) {
 	p := newProcess(t, t.TempDir(), 300*time.Millisecond)
 	run(t, p)
