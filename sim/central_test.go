@@ -154,7 +154,9 @@ func TestStudyStrategiesInvariants(t *testing.T) {
 		"serf": func(s []FedSite) (*FedResult, error) {
 			return RunCentral(context.Background(), s, CentralConfig{Mode: CentralSERF})
 		},
-		"shaking-g": func(s []FedSite) (*FedResult, error) { return RunShaking(context.Background(), s, ShakingConfig{Depth: 2}) },
+		"shaking-g": func(s []FedSite) (*FedResult, error) {
+			return RunShaking(context.Background(), s, ShakingConfig{Depth: 2})
+		},
 	}
 	for name, run := range runs {
 		for seed := range uint64(80) {
