@@ -208,6 +208,11 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		return fmt.Errorf("Internal: simulating the demo's jobs: %w", err)
 	}
 	printDemoComparison(out, f.timeScale, sums, cf)
+	lerrs, err := liveStartErrors(sctx, c, res.Promised)
+	if err != nil {
+		return fmt.Errorf("Unavailable: listing the jobs: %w", err)
+	}
+	printDemoStartAccuracy(out, lerrs, f.timeScale)
 	fmt.Fprintf(out, "\nWall time %.1f s (replay %.1f s); virtual time %s.\n", time.Since(began).Seconds(), res.Wall.Seconds(), fmtVirtual(res.Virtual))
 	if !f.keep {
 		return nil
