@@ -223,7 +223,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		log.Warn("INSECURE: plaintext gRPC and unencrypted gossip; every caller is trusted as it claims and may act as operator (development only)",
 			"listen", cfg.Listen, "gossip", cfg.Gossip.Addr)
 	}
-	warnJobAccounts(cfg, log)
+	warnJobAccounts(cfg, log, os.Getuid())
 	listen := ""
 	if lis != nil {
 		listen = lis.Addr().String()

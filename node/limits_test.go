@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fedsched/fedsched/node/auth"
+	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/store"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -53,6 +54,18 @@ func sameStored(a, b storedState) bool {
 	return true
 }
 
+// startLimited starts a test site with its limits set by set; it stops
+// at the end of the test.
+func startLimited(t *testing.T, set func(*config.Limits)) (*testSite, store.Store) {
+	t.Helper()
+	cfg := testConfig(t.TempDir())
+	set(&cfg.Limits)
+	st := store.NewMemStore()
+	s := startSite(t, cfg, st)
+	t.Cleanup(func() { s.stop(t) })
+	return s, st
+}
+
 // longSpec is a job of user that holds the whole site for a long time, so
 // that the jobs after it stay PENDING (and the store stays still).
 func longSpec(user string) *fedschedv1.JobSpec {
@@ -65,11 +78,7 @@ func longSpec(user string) *fedschedv1.JobSpec {
 // key still replays, a submission without a key and another user's
 // submissions still pass.
 func TestIdempotencyKeyLimit(t *testing.T) {
-	cfg := testConfig(t.TempDir())
-	cfg.Limits.MaxIdempotencyKeys = 3
-	st := store.NewMemStore()
-	s := startSite(t, cfg, st)
-	defer s.stop(t)
+	s, st := startLimited(t, func(l *config.Limits) { l.MaxIdempotencyKeys = 3 })
 	ctx := context.Background()
 	submit := func(key, user string) (*fedschedv1.SubmitJobResponse, error) {
 		return s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{IdempotencyKey: key, Spec: longSpec(user)})
@@ -107,11 +116,7 @@ func TestIdempotencyKeyLimit(t *testing.T) {
 // each other's keys before any is stored, so a burst never passes the
 // limit.
 func TestIdempotencyKeyLimitConcurrent(t *testing.T) {
-	cfg := testConfig(t.TempDir())
-	cfg.Limits.MaxIdempotencyKeys = 5
-	st := store.NewMemStore()
-	s := startSite(t, cfg, st)
-	defer s.stop(t)
+	s, st := startLimited(t, func(l *config.Limits) { l.MaxIdempotencyKeys = 5 })
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -148,11 +153,7 @@ func TestIdempotencyKeyLimitConcurrent(t *testing.T) {
 // ResourceExhausted and a message naming it, and the refusal stores
 // nothing.
 func TestPendingJobLimit(t *testing.T) {
-	cfg := testConfig(t.TempDir())
-	cfg.Limits.MaxPendingJobs = 2
-	st := store.NewMemStore()
-	s := startSite(t, cfg, st)
-	defer s.stop(t)
+	s, st := startLimited(t, func(l *config.Limits) { l.MaxPendingJobs = 2 })
 	ctx := context.Background()
 	submit := func(user string) error {
 		_, err := s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: longSpec(user)})
@@ -180,12 +181,7 @@ func TestPendingJobLimit(t *testing.T) {
 // one identity, and limits.max_message_bytes the size of a request; both
 // are ResourceExhausted naming the limit.
 func TestWatchAndMessageLimits(t *testing.T) {
-	cfg := testConfig(t.TempDir())
-	cfg.Limits.MaxWatches = 2
-	cfg.Limits.MaxMessageBytes = 64 << 10
-	st := store.NewMemStore()
-	s := startSite(t, cfg, st)
-	defer s.stop(t)
+	s, st := startLimited(t, func(l *config.Limits) { l.MaxWatches, l.MaxMessageBytes = 2, 64<<10 })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	as := func(user string) context.Context {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,5 +69,29 @@ func TestStartRefusesInsecureSetups(t *testing.T) {
 				t.Fatalf("got %v; want a refusal saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestStartSaysWhoseAccountJobsRunAs: a node that runs processes says at
+// start whose account its jobs run as, with a warning when it is the
+// node's own (it is not root); the simulated executor runs nothing and
+// says nothing.
+func TestStartSaysWhoseAccountJobsRunAs(t *testing.T) {
+	for _, tc := range []struct {
+		executor string
+		uid      int
+		want     string // "" for nothing said
+	}{
+		{config.ExecutorProcess, 0, `level=INFO msg="jobs run as their users' accounts`},
+		{config.ExecutorProcess, 65534, `level=WARN msg="jobs run as the node's own user`},
+		{config.ExecutorSimulated, 65534, ""},
+	} {
+		var b strings.Builder
+		cfg := config.Default()
+		cfg.Executor = tc.executor
+		warnJobAccounts(cfg, slog.New(slog.NewTextHandler(&b, nil)), tc.uid)
+		if got := b.String(); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s executor, node uid %d: %q; want %q", tc.executor, tc.uid, got, tc.want)
+		}
 	}
 }

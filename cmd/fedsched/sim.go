@@ -29,14 +29,17 @@ type simFlags struct {
 	jobsCSV  string
 	sla      slaFlags
 	scenario string
-	fixed    []string
-	deadline string
-	forecast string
-	offered  float64
-	span     string
-	cpuprof  string
-	accPlot  string
-	gantt    string
+	// experiment is an experiment file (a grid of scenarios), expCSV its
+	// tidy CSV.
+	experiment, expCSV, expPlot string
+	fixed                       []string
+	deadline                    string
+	forecast                    string
+	offered                     float64
+	span                        string
+	cpuprof                     string
+	accPlot                     string
+	gantt                       string
 	// utilPlot and queuePlot draw a replay's utilisation and queue length
 	// over time, in bins of plotBin.
 	utilPlot, queuePlot, plotBin string
@@ -83,6 +86,9 @@ predicts each job at its submission from the jobs completed before it
 	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to this file ('-' for stdout)")
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per job to this file")
 	fl.StringVar(&f.scenario, "scenario", "", "replay a federation scenario (YAML; see docs/simulation.md) with and without delegation")
+	fl.StringVar(&f.experiment, "experiment", "", "run an experiment file (YAML; see docs/simulation.md): a grid of scenarios x transfers x parameters x seeds on all cores")
+	fl.StringVar(&f.expCSV, "csv", "", "with --experiment: write the tidy table (one row per cell and site) to this file")
+	fl.StringVar(&f.expPlot, "plot", "", "with --experiment: draw each site's AWRT and utilisation change, beside the references, as an SVG plot to this file")
 	fl.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the replay to this file (read it with go tool pprof)")
 	fl.StringArrayVar(&f.fixed, "fixed-reservations", nil, "standing reservations EVERY,LENGTH[,SHARE] (e.g. 6h,1h or 24h,4h,0.5 for half the machine), anchored at the trace's time 0; repeatable")
 	fl.StringVar(&f.gantt, "gantt", "", "draw the jobs that ran between --from and --to as an SVG Gantt chart (processors over time) to this file")
@@ -127,6 +133,12 @@ type simReport struct {
 }
 
 func runSim(cmd *cobra.Command, f simFlags) error {
+	if f.experiment != "" {
+		if f.scenario != "" {
+			return fmt.Errorf("InvalidArgument: --experiment and --scenario: give one (an experiment names its scenarios)")
+		}
+		return runExperiment(cmd, f)
+	}
 	if f.scenario != "" {
 		if f.span != "" {
 			return fmt.Errorf("InvalidArgument: --span is for trace replays; a scenario aligns its sites with its own span: field")
