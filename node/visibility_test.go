@@ -22,7 +22,7 @@ func TestSeenBy(t *testing.T) {
 			{Kind: EntryDown, ID: "down", Procs: 1, Start: 0, End: 100},
 		},
 		Queued: []PlanEntry{{Kind: EntryPending, ID: "a.4", User: "bob", Procs: 1}, {Kind: EntryPending, ID: "a.5", User: "alice", Procs: 1}},
-		Jobs: []JobView{{ID: "a.1", User: "alice"}, {ID: "a.2", User: "bob"}, {ID: "a.3", User: "bob"}, {ID: "a.5", User: "alice"}, {ID: "a.6", User: "alice", State: "DELEGATED"}},
+		Jobs:   []JobView{{ID: "a.1", User: "alice"}, {ID: "a.2", User: "bob"}, {ID: "a.3", User: "bob"}, {ID: "a.5", User: "alice"}, {ID: "a.6", User: "alice", State: "DELEGATED"}},
 		Agreements: []AgreementView{
 			{ID: "g.1", Role: roleOrigin, JobID: "a.6", Other: "b"},
 			{ID: "g.2", Role: roleOrigin, JobID: "a.7", Other: "b"},
