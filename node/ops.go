@@ -323,12 +323,4 @@ func (n *Node) pofMax() float64 {
 }
 
 // pendingOf counts the PENDING jobs of a user (limits.max_pending_jobs).
-func (n *Node) pendingOf(user string) int {
-	k := 0
-	for _, lj := range n.live {
-		if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && lj.job.GetSpec().GetUser() == user {
-			k++
-		}
-	}
-	return k
-}
+func (n *Node) pendingOf(user string) int { return n.pendingBy[user] }

@@ -27,6 +27,10 @@ type ExperimentFile struct {
 	Reference []ExperimentReference `yaml:"reference"`
 	// Parallel bounds the cells replayed at once (default: every core).
 	Parallel int `yaml:"parallel"`
+	// Runs replicates every cell this many times (default 1), replication
+	// i with the seed ReplicationSeed(seed, i), as --scenario --runs does;
+	// Summary then gives each figure's mean and 95 % interval.
+	Runs int `yaml:"runs"`
 
 	dir string // the file's directory: scenario paths are relative to it
 }
@@ -62,6 +66,8 @@ type ExperimentRow struct {
 	Scenario   string `json:"scenario"`
 	Transfer   string `json:"transfer"`
 	Seed       uint64 `json:"seed"`
+	// Run is the replication (from 0); Seed is then its derived seed.
+	Run int `json:"run"`
 	// MaxCandidates and Latency are the delegation protocol's; absent
 	// with a transfer that has none (the study's central strategies).
 	MaxCandidates *int    `json:"max_candidates,omitempty"`
@@ -80,6 +86,8 @@ type ExperimentRow struct {
 	// LocalShare is the share of the site's jobs that ran there (M_n's
 	// diagonal).
 	LocalShare float64 `json:"local_share"`
+	group      int     // the grid cell (before replication) the row belongs to
+
 	// StudyAWRTChange and StudyUtilizationChange are the reference's
 	// figures as fractions; absent without one.
 	StudyAWRTChange        *float64 `json:"study_awrt_change,omitempty"`
@@ -104,6 +112,9 @@ func LoadExperiment(path string) (*ExperimentFile, error) {
 	if len(e.Grid.Scenarios) == 0 {
 		return nil, bad("grid.scenarios: name at least one scenario file")
 	}
+	if e.Runs < 0 || e.Runs > 1000 {
+		return nil, bad(fmt.Sprintf("runs: want 1 to 1000 replications (0: 1), got %d", e.Runs))
+	}
 	if e.Parallel < 0 {
 		return nil, bad(fmt.Sprintf("parallel: must be >= 0 (0: every core), got %d", e.Parallel))
 	}
@@ -116,9 +127,11 @@ func LoadExperiment(path string) (*ExperimentFile, error) {
 }
 
 type expCell struct {
-	sc   *Scenario
-	file string
-	seed uint64
+	sc    *Scenario
+	file  string
+	seed  uint64
+	run   int
+	group int // the grid cell before replication
 }
 
 // cells are the grid's product, scenario-major, each scenario with its
@@ -159,7 +172,12 @@ func (e *ExperimentFile) cells() ([]expCell, error) {
 						if seed == 0 {
 							seed = 1
 						}
-						out = append(out, expCell{sc: sc, file: file, seed: seed})
+						group := len(out) / max(e.Runs, 1)
+						for run := range max(e.Runs, 1) {
+							c := *sc
+							c.Seed = ReplicationSeed(seed, run)
+							out = append(out, expCell{sc: &c, file: file, seed: c.Seed, run: run, group: group})
+						}
 					}
 				}
 			}
@@ -224,7 +242,7 @@ func (e *ExperimentFile) runCell(ctx context.Context, c expCell) ([]ExperimentRo
 	mn, _ := fed.Migrations()
 	var out []ExperimentRow
 	for k, s := range cfg.Sites {
-		r := ExperimentRow{Experiment: e.Name, Scenario: c.sc.Name, Transfer: transfer, Seed: c.seed, Site: s.Name, Procs: s.Procs,
+		r := ExperimentRow{Experiment: e.Name, Scenario: c.sc.Name, Transfer: transfer, Seed: c.seed, Run: c.run, group: c.group, Site: s.Name, Procs: s.Procs,
 			Jobs: len(s.Jobs), LocalShare: mn[k][k]}
 		if !c.sc.studyStrategy() {
 			mc, lat := cfg.Location.EffectiveMaxCandidates(), cfg.Latency
@@ -251,7 +269,7 @@ func (e *ExperimentFile) runCell(ctx context.Context, c expCell) ([]ExperimentRo
 
 // ExperimentCSVHeader is the header of the experiment's tidy CSV; Record
 // gives a row's cells in its order (empty for an absent reference).
-var ExperimentCSVHeader = []string{"experiment", "scenario", "transfer", "seed", "max_candidates", "latency_s", "site", "procs", "jobs",
+var ExperimentCSVHeader = []string{"experiment", "scenario", "transfer", "seed", "run", "max_candidates", "latency_s", "site", "procs", "jobs",
 	"awrt_alone_s", "awrt_federated_s", "awrt_change", "utilization_alone", "utilization_federated", "utilization_change", "local_share",
 	"study_awrt_change", "study_utilization_change"}
 
@@ -268,7 +286,7 @@ func (r ExperimentRow) Record() []string {
 	if r.MaxCandidates != nil {
 		mc, lat = fmt.Sprint(*r.MaxCandidates), fmt.Sprint(*r.Latency)
 	}
-	return []string{r.Experiment, r.Scenario, r.Transfer, fmt.Sprint(r.Seed), mc, lat, r.Site,
+	return []string{r.Experiment, r.Scenario, r.Transfer, fmt.Sprint(r.Seed), fmt.Sprint(r.Run), mc, lat, r.Site,
 		fmt.Sprint(r.Procs), fmt.Sprint(r.Jobs), f(r.AWRTAlone), f(r.AWRTFederated), f(r.AWRTChange), f(r.UtilAlone), f(r.UtilFederated),
 		f(r.UtilizationChange), f(r.LocalShare), opt(r.StudyAWRTChange), opt(r.StudyUtilizationChange)}
 }
@@ -287,6 +305,37 @@ func ReproductionTable(rows []ExperimentRow) string {
 		sa, su := 100**r.StudyAWRTChange, 100**r.StudyUtilizationChange
 		oa, ou := 100*r.AWRTChange, 100*r.UtilizationChange
 		fmt.Fprintf(&b, "| %s | %s | %+.2f | %+.2f | %+.2f | %+.2f | %+.2f | %+.2f |\n", r.Scenario, r.Site, sa, oa, oa-sa, su, ou, ou-su)
+	}
+	return b.String()
+}
+
+// Summary renders, for an experiment with replications, each figure's
+// mean over the replications of a cell with the half-width of its 95 %
+// interval (Student's t), as a markdown table: one line per cell and site.
+func Summary(rows []ExperimentRow) string {
+	type key struct {
+		group int
+		site  string
+	}
+	var order []key
+	first := map[key]ExperimentRow{}
+	awrt, util := map[key][]float64{}, map[key][]float64{}
+	for _, r := range rows {
+		k := key{r.group, r.Site}
+		if _, ok := first[k]; !ok {
+			order = append(order, k)
+			first[k] = r
+		}
+		awrt[k] = append(awrt[k], 100*r.AWRTChange)
+		util[k] = append(util[k], 100*r.UtilizationChange)
+	}
+	var b strings.Builder
+	b.WriteString("| setup | transfer | site | runs | AWRT improvement (%) | ± 95 % | utilisation change (%) | ± 95 % |\n|---|---|---|---|---|---|---|---|\n")
+	for _, k := range order {
+		r := first[k]
+		ma, ha := MeanCI95(awrt[k])
+		mu, hu := MeanCI95(util[k])
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %+.2f | %.2f | %+.2f | %.2f |\n", r.Scenario, r.Transfer, r.Site, len(awrt[k]), ma, ha, mu, hu)
 	}
 	return b.String()
 }
