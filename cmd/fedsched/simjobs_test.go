@@ -128,3 +128,42 @@ func TestSimRefusesFlagsOfOtherModes(t *testing.T) {
 		}
 	}
 }
+
+// TestSimJSONKeysSnakeCase: every key of --json is snake_case, in every
+// mode.
+func TestSimJSONKeysSnakeCase(t *testing.T) {
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				for _, r := range k {
+					if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+						t.Errorf("key %s.%s is not snake_case", path, k)
+						break
+					}
+				}
+				walk(e, path+"."+k)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e, path+"[]")
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"--trace", "kth", "--span", "3d", "--sanitize", "--policy", "edf", "--fixed-reservations", "24h,1h"},
+		{"--trace", "kth", "--strategy", "heuristic-overbook", "--jobs", "40", "--runs", "2", "--train-jobs", "100"},
+		{"--scenario", "../../scenarios/demo.yaml"},
+	} {
+		out, err := simCLI(append(args, "--json", "-")...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		walk(v, "")
+	}
+}
