@@ -73,8 +73,9 @@ estimated hours: one coin per processor-hour; gain = fees of the SLAs met
 minus penalties of those violated). Then the same jobs replayed in the
 simulator, in-process: as the live sites ran them, without federation,
 without overbooking and with neither, so that you see what the federation
-and overbooking bought (scenarios/demo.yaml is that scenario). See
-docs/demo.md. With the defaults it takes about half a minute.
+and overbooking bought (scenarios/demo.yaml is that scenario with the
+default flags). See docs/demo.md. With the defaults it takes about half a
+minute.
 
 With --keep the sites stay up after the replay, with their gRPC APIs and
 their status pages (metrics and the plan's Gantt chart) on loopback, until
@@ -207,6 +208,11 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		return fmt.Errorf("Internal: simulating the demo's jobs: %w", err)
 	}
 	printDemoComparison(out, f.timeScale, sums, cf)
+	lerrs, err := liveStartErrors(sctx, c, res.Promised)
+	if err != nil {
+		return fmt.Errorf("Unavailable: listing the jobs: %w", err)
+	}
+	printDemoStartAccuracy(out, lerrs, f.timeScale)
 	fmt.Fprintf(out, "\nWall time %.1f s (replay %.1f s); virtual time %s.\n", time.Since(began).Seconds(), res.Wall.Seconds(), fmtVirtual(res.Virtual))
 	if !f.keep {
 		return nil
