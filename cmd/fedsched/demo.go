@@ -142,7 +142,14 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		fmt.Fprintf(out, "  %-6s %3d processors, conservative backfilling, %s; %2.0f %% of the jobs (offered load %.2f)\n",
 			s.Name, s.Procs, s.what, 100*s.share, info.PerSite[s.Name])
 	}
-	fmt.Fprintf(out, "  alpha and gamma learnt their jobs' runtimes from the %d %s jobs before these (overbooking.history %s)\n", seen, strings.ToUpper(demoTrace), filepath.Base(history))
+	var learners []string
+	for _, s := range demoSites {
+		if s.Overbooking.Enabled {
+			learners = append(learners, s.Name)
+		}
+	}
+	fmt.Fprintf(out, "  %s learnt their jobs' runtimes from the %d %s jobs before these (overbooking.history %s)\n",
+		strings.Join(learners, " and "), seen, strings.ToUpper(demoTrace), filepath.Base(history))
 	fmt.Fprintf(out, "  data in %s (removed at exit)\n", dir)
 	fmt.Fprintf(out, "  secure as in production: a throwaway CA, mutual TLS between sites and clients, encrypted gossip (docs/security.md)\n\n")
 
