@@ -314,9 +314,12 @@ func (p *Process) waitChild(pid int) {
 func (p *Process) Kill(jobID string) error {
 	p.mu.Lock()
 	j, ok := p.jobs[jobID]
-	var sup supervisorState
+	var (
+		sup supervisorState
+		dir string
+	)
 	if ok {
-		sup = j.sup
+		sup, dir = j.sup, j.dir
 	}
 	p.mu.Unlock()
 	if !ok {
@@ -329,6 +332,11 @@ func (p *Process) Kill(jobID string) error {
 		} else {
 			return fmt.Errorf("kill job %s: signal supervisor %d: %w", jobID, sup.PID, err)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, exitFile)); err == nil {
+		// The job ended and its supervisor recorded it (Run reports it):
+		// its process group is gone, and its number may be another's now.
+		return nil
 	}
 	if sup.PGID > 0 {
 		if err := syscall.Kill(-sup.PGID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
