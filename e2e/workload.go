@@ -93,6 +93,10 @@ type ReplayResult struct {
 	SubmitWall time.Duration
 	// TimedOut: SettleTimeout passed with jobs still live.
 	TimedOut bool
+	// Promised maps the id of every job its site accepted at submission
+	// (PENDING in the answer) to the start of the reservation the answer
+	// gave it: the start promised at submission.
+	Promised map[string]time.Time
 }
 
 // Replay submits jobs at their times on the shared clock, each to its
@@ -121,6 +125,7 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 	var submitted, answered, errs, delegated, rejected atomic.Int64
 	var errMu sync.Mutex
 	var firstErr error
+	promised := map[string]time.Time{} // under errMu
 	wall0, virt0 := time.Now(), c.clk.Now()
 	fm := overbook.FeeModel{PenaltyRatio: 1}
 	run := fmt.Sprintf("replay-%d", wall0.UnixNano())
@@ -193,7 +198,9 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 				req := &fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("%s-%d", run, i), Spec: spec()}
 				var r *fedschedv1.SubmitJobResponse
 				var err error
-				for try := 0; try < 5; try++ {
+				// Refusals of a deadline that came too close do not count
+				// against the tries: each retry is a fresh submission.
+				for try, late := 0, 0; try < 5 && late < 100; try++ {
 					sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 					r, err = sites[j.Site].Client.SubmitJob(sctx, req)
 					cancel()
@@ -204,6 +211,8 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 						// site refused it and stored nothing; submit it
 						// as of now.
 						req.Spec = spec()
+						try--
+						late++
 						continue
 					}
 					if code != codes.Unavailable && code != codes.ResourceExhausted {
@@ -217,6 +226,12 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 				}
 				answered.Add(1)
 				switch r.GetJob().GetState() {
+				case fedschedv1.JobState_JOB_STATE_PENDING:
+					if rs := r.GetJob().GetReservation(); rs.GetStart() != nil {
+						errMu.Lock()
+						promised[r.GetJob().GetId()] = rs.GetStart().AsTime()
+						errMu.Unlock()
+					}
 				case fedschedv1.JobState_JOB_STATE_DELEGATED:
 					delegated.Add(1)
 				case fedschedv1.JobState_JOB_STATE_REJECTED:
@@ -276,6 +291,8 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 		}
 		if dispatched && (err == nil && n == 0 || res.TimedOut) {
 			res.ReplayProgress, res.FirstErr = p, firstErr
+			// Every submission has returned (dispatch waited for them).
+			res.Promised = promised
 			return res, nil
 		}
 	}

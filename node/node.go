@@ -99,6 +99,8 @@ type Node struct {
 	// by the loop.
 	resv reservations
 
+	// keys counts users' idempotency keys (idemlimit.go).
+	keys keyCounter
 	// authz authorizes every call (authz.go).
 	authOnce sync.Once
 	authz    *auth.Interceptor
@@ -310,6 +312,7 @@ func (n *Node) pruneKeys(ctx context.Context) {
 		if k, err := n.deps.Store.PruneIdempotencyKeys(ctx, n.deps.Clock.Now().Add(-keyRetention)); err != nil && ctx.Err() == nil {
 			n.log.Warn("pruning idempotency keys failed", "err", err)
 		} else if k > 0 {
+			n.keys.gen.Add(1)
 			n.log.Debug("pruned idempotency keys", "keys", k)
 		}
 		select {
@@ -420,9 +423,6 @@ type changes struct {
 	stand  map[string]*store.StandingRecord // nil value: delete
 	stats  bool
 	events []*fedschedv1.JobEvent
-	// newKeys counts the idempotency keys of this turn's new jobs, by
-	// user (limits.max_idempotency_keys): the store has not got them yet.
-	newKeys map[string]int
 }
 
 func (c *changes) putJob(rec store.JobRecord) {
@@ -503,7 +503,6 @@ func (n *Node) commit(ctx context.Context) error {
 	defer since(n.metrics.commit, time.Now())
 	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
 	c.jobs, c.res, c.sla, c.agree, c.stand, c.stats = nil, nil, nil, nil, nil, false
-	c.newKeys = nil
 	return err
 }
 
@@ -582,7 +581,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	spec := lj.job.GetSpec()
 	// The core's time is whole seconds and the loop may be late: the job
 	// gets the whole length of its slot, measured from its actual start
-	// (it may overlap the next reservation on its processors by that
+	// (by the executor too: Spec.Limit; it may overlap the next reservation on its processors by that
 	// lateness, rather than lose part of what its SLA promised).
 	//
 	// The kill comes only after the kill's whole second: at equal times a
@@ -591,7 +590,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	at := n.deps.Clock.Now().Unix() // after this turn's commit (see pass)
 	kill := at + d.End - min(d.Start, now)
 	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
-		Deadline: time.Unix(kill+1, 0), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
+		Deadline: time.Unix(kill+1, 0), Limit: time.Duration(kill+1-at) * time.Second, Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
 	n.batchSpec(&es, lj)
 	err := n.deps.Executor.Start(ctx, es)

@@ -27,6 +27,10 @@ type ExperimentFile struct {
 	Reference []ExperimentReference `yaml:"reference"`
 	// Parallel bounds the cells replayed at once (default: every core).
 	Parallel int `yaml:"parallel"`
+	// Runs replicates every cell this many times (default 1), replication
+	// i with the seed ReplicationSeed(seed, i), as --scenario --runs does;
+	// Summary then gives each figure's mean and 95 % interval.
+	Runs int `yaml:"runs"`
 
 	dir string // the file's directory: scenario paths are relative to it
 }
@@ -45,15 +49,18 @@ type ExperimentGrid struct {
 	// protocol).
 	MaxCandidates []int   `yaml:"max_candidates"`
 	Latencies     []int64 `yaml:"latencies"`
+	// ShakingDepths override Shaking-G's search depth (shaking-g only).
+	ShakingDepths []int `yaml:"shaking_depths"`
 }
 
-// ExperimentReference is one published figure pair for a scenario's site,
-// in per cent as the study prints them.
+// ExperimentReference is a scenario's site's published figures, in per
+// cent as the study prints them; either may be missing (the study's text
+// gives some figures alone).
 type ExperimentReference struct {
-	Scenario          string  `yaml:"scenario"`
-	Site              string  `yaml:"site"`
-	AWRTChange        float64 `yaml:"awrt_change"`
-	UtilizationChange float64 `yaml:"utilization_change"`
+	Scenario          string   `yaml:"scenario"`
+	Site              string   `yaml:"site"`
+	AWRTChange        *float64 `yaml:"awrt_change"`
+	UtilizationChange *float64 `yaml:"utilization_change"`
 }
 
 // ExperimentRow is one site of one cell: the tidy table's row.
@@ -62,10 +69,14 @@ type ExperimentRow struct {
 	Scenario   string `json:"scenario"`
 	Transfer   string `json:"transfer"`
 	Seed       uint64 `json:"seed"`
+	// Run is the replication (from 0); Seed is then its derived seed.
+	Run int `json:"run"`
 	// MaxCandidates and Latency are the delegation protocol's; absent
 	// with a transfer that has none (the study's central strategies).
-	MaxCandidates *int    `json:"max_candidates,omitempty"`
-	Latency       *int64  `json:"latency_s,omitempty"`
+	MaxCandidates *int   `json:"max_candidates,omitempty"`
+	Latency       *int64 `json:"latency_s,omitempty"`
+	// ShakingDepth is Shaking-G's search depth; absent for the others.
+	ShakingDepth  *int    `json:"shaking_depth,omitempty"`
 	Site          string  `json:"site"`
 	Procs         int     `json:"procs"`
 	Jobs          int     `json:"jobs"`
@@ -80,6 +91,8 @@ type ExperimentRow struct {
 	// LocalShare is the share of the site's jobs that ran there (M_n's
 	// diagonal).
 	LocalShare float64 `json:"local_share"`
+	group      int     // the grid cell (before replication) the row belongs to
+
 	// StudyAWRTChange and StudyUtilizationChange are the reference's
 	// figures as fractions; absent without one.
 	StudyAWRTChange        *float64 `json:"study_awrt_change,omitempty"`
@@ -104,6 +117,9 @@ func LoadExperiment(path string) (*ExperimentFile, error) {
 	if len(e.Grid.Scenarios) == 0 {
 		return nil, bad("grid.scenarios: name at least one scenario file")
 	}
+	if e.Runs < 0 || e.Runs > 1000 {
+		return nil, bad(fmt.Sprintf("runs: want 1 to 1000 replications (0: 1), got %d", e.Runs))
+	}
 	if e.Parallel < 0 {
 		return nil, bad(fmt.Sprintf("parallel: must be >= 0 (0: every core), got %d", e.Parallel))
 	}
@@ -116,52 +132,64 @@ func LoadExperiment(path string) (*ExperimentFile, error) {
 }
 
 type expCell struct {
-	sc   *Scenario
-	file string
-	seed uint64
+	sc    *Scenario
+	file  string
+	seed  uint64
+	run   int
+	group int // the grid cell before replication
 }
 
 // cells are the grid's product, scenario-major, each scenario with its
 // overrides applied and checked.
 func (e *ExperimentFile) cells() ([]expCell, error) {
-	orKeep := func(n int) int { return max(n, 1) }
 	g := e.Grid
+	// The axes after the scenario, each with how to put its i-th value in
+	// (an empty axis has one value: the scenario's own).
+	axes := []struct {
+		n   int
+		set func(sc *Scenario, i int)
+	}{
+		{len(g.Transfers), func(sc *Scenario, i int) { sc.Transfer = g.Transfers[i] }},
+		{len(g.Seeds), func(sc *Scenario, i int) { sc.Seed = g.Seeds[i] }},
+		{len(g.MaxCandidates), func(sc *Scenario, i int) { sc.MaxCandidates = g.MaxCandidates[i] }},
+		{len(g.Latencies), func(sc *Scenario, i int) { sc.Latency = g.Latencies[i] }},
+		{len(g.ShakingDepths), func(sc *Scenario, i int) { sc.ShakingDepth = &g.ShakingDepths[i] }},
+	}
+	cellsPer := 1
+	for _, ax := range axes {
+		cellsPer *= max(ax.n, 1)
+	}
 	var out []expCell
 	for _, file := range g.Scenarios {
 		path := file
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(e.dir, path)
 		}
-		for ti := range orKeep(len(g.Transfers)) {
-			for si := range orKeep(len(g.Seeds)) {
-				for mi := range orKeep(len(g.MaxCandidates)) {
-					for li := range orKeep(len(g.Latencies)) {
-						sc, err := LoadScenario(path)
-						if err != nil {
-							return nil, err
-						}
-						if len(g.Transfers) > 0 {
-							sc.Transfer = g.Transfers[ti]
-						}
-						if len(g.Seeds) > 0 {
-							sc.Seed = g.Seeds[si]
-						}
-						if len(g.MaxCandidates) > 0 {
-							sc.MaxCandidates = g.MaxCandidates[mi]
-						}
-						if len(g.Latencies) > 0 {
-							sc.Latency = g.Latencies[li]
-						}
-						if err := sc.check(); err != nil {
-							return nil, fmt.Errorf("%s with the grid's values: %w", file, err)
-						}
-						seed := sc.Seed
-						if seed == 0 {
-							seed = 1
-						}
-						out = append(out, expCell{sc: sc, file: file, seed: seed})
-					}
+		for c := range cellsPer {
+			sc, err := LoadScenario(path)
+			if err != nil {
+				return nil, err
+			}
+			// Decode c into one index per axis, the last axis fastest.
+			rest := c
+			for a := len(axes) - 1; a >= 0; a-- {
+				if n := axes[a].n; n > 0 {
+					axes[a].set(sc, rest%n)
+					rest /= n
 				}
+			}
+			if err := sc.check(); err != nil {
+				return nil, fmt.Errorf("%s with the grid's values: %w", file, err)
+			}
+			seed := sc.Seed
+			if seed == 0 {
+				seed = 1
+			}
+			group := len(out) / max(e.Runs, 1)
+			for run := range max(e.Runs, 1) {
+				c := *sc
+				c.Seed = ReplicationSeed(seed, run)
+				out = append(out, expCell{sc: &c, file: file, seed: c.Seed, run: run, group: group})
 			}
 		}
 	}
@@ -224,11 +252,15 @@ func (e *ExperimentFile) runCell(ctx context.Context, c expCell) ([]ExperimentRo
 	mn, _ := fed.Migrations()
 	var out []ExperimentRow
 	for k, s := range cfg.Sites {
-		r := ExperimentRow{Experiment: e.Name, Scenario: c.sc.Name, Transfer: transfer, Seed: c.seed, Site: s.Name, Procs: s.Procs,
+		r := ExperimentRow{Experiment: e.Name, Scenario: c.sc.Name, Transfer: transfer, Seed: c.seed, Run: c.run, group: c.group, Site: s.Name, Procs: s.Procs,
 			Jobs: len(s.Jobs), LocalShare: mn[k][k]}
 		if !c.sc.studyStrategy() {
 			mc, lat := cfg.Location.EffectiveMaxCandidates(), cfg.Latency
 			r.MaxCandidates, r.Latency = &mc, &lat
+		}
+		if cfg.Shaking != nil {
+			d := cfg.Shaking.Depth
+			r.ShakingDepth = &d
 		}
 		r.AWRTAlone, r.AWRTFederated = alone.OriginMetrics(k).AWRT, fed.OriginMetrics(k).AWRT
 		if r.AWRTAlone > 0 {
@@ -240,8 +272,14 @@ func (e *ExperimentFile) runCell(ctx context.Context, c expCell) ([]ExperimentRo
 		}
 		for _, ref := range e.Reference {
 			if ref.Scenario == c.sc.Name && ref.Site == s.Name {
-				a, u := ref.AWRTChange/100, ref.UtilizationChange/100
-				r.StudyAWRTChange, r.StudyUtilizationChange = &a, &u
+				if ref.AWRTChange != nil {
+					a := *ref.AWRTChange / 100
+					r.StudyAWRTChange = &a
+				}
+				if ref.UtilizationChange != nil {
+					u := *ref.UtilizationChange / 100
+					r.StudyUtilizationChange = &u
+				}
 			}
 		}
 		out = append(out, r)
@@ -251,7 +289,7 @@ func (e *ExperimentFile) runCell(ctx context.Context, c expCell) ([]ExperimentRo
 
 // ExperimentCSVHeader is the header of the experiment's tidy CSV; Record
 // gives a row's cells in its order (empty for an absent reference).
-var ExperimentCSVHeader = []string{"experiment", "scenario", "transfer", "seed", "max_candidates", "latency_s", "site", "procs", "jobs",
+var ExperimentCSVHeader = []string{"experiment", "scenario", "transfer", "seed", "run", "max_candidates", "latency_s", "shaking_depth", "site", "procs", "jobs",
 	"awrt_alone_s", "awrt_federated_s", "awrt_change", "utilization_alone", "utilization_federated", "utilization_change", "local_share",
 	"study_awrt_change", "study_utilization_change"}
 
@@ -264,13 +302,22 @@ func (r ExperimentRow) Record() []string {
 		}
 		return f(*x)
 	}
-	mc, lat := "", ""
-	if r.MaxCandidates != nil {
-		mc, lat = fmt.Sprint(*r.MaxCandidates), fmt.Sprint(*r.Latency)
-	}
-	return []string{r.Experiment, r.Scenario, r.Transfer, fmt.Sprint(r.Seed), mc, lat, r.Site,
+	return []string{r.Experiment, r.Scenario, r.Transfer, fmt.Sprint(r.Seed), fmt.Sprint(r.Run), r.params()[0], r.params()[1], r.params()[2], r.Site,
 		fmt.Sprint(r.Procs), fmt.Sprint(r.Jobs), f(r.AWRTAlone), f(r.AWRTFederated), f(r.AWRTChange), f(r.UtilAlone), f(r.UtilFederated),
 		f(r.UtilizationChange), f(r.LocalShare), opt(r.StudyAWRTChange), opt(r.StudyUtilizationChange)}
+}
+
+// params are the row's max_candidates, latency_s and shaking_depth cells
+// (empty where the transfer has none).
+func (r ExperimentRow) params() [3]string {
+	var p [3]string
+	if r.MaxCandidates != nil {
+		p[0], p[1] = fmt.Sprint(*r.MaxCandidates), fmt.Sprint(*r.Latency)
+	}
+	if r.ShakingDepth != nil {
+		p[2] = fmt.Sprint(*r.ShakingDepth)
+	}
+	return p
 }
 
 // ReproductionTable renders the rows that have a reference as the
@@ -280,13 +327,64 @@ func ReproductionTable(rows []ExperimentRow) string {
 	var b strings.Builder
 	b.WriteString("| setup | site | AWRT improvement: study | ours | difference (pp) | utilisation change: study | ours | difference (pp) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	// pair is the study's figure, ours and the difference, in per cent;
+	// the study's and the difference empty without a reference.
+	pair := func(study *float64, ours float64) string {
+		if study == nil {
+			return fmt.Sprintf(" | %+.2f | ", 100*ours)
+		}
+		return fmt.Sprintf("%+.2f | %+.2f | %+.2f", 100**study, 100*ours, 100*(ours-*study))
+	}
 	for _, r := range rows {
-		if r.StudyAWRTChange == nil {
+		if r.StudyAWRTChange == nil && r.StudyUtilizationChange == nil {
 			continue
 		}
-		sa, su := 100**r.StudyAWRTChange, 100**r.StudyUtilizationChange
-		oa, ou := 100*r.AWRTChange, 100*r.UtilizationChange
-		fmt.Fprintf(&b, "| %s | %s | %+.2f | %+.2f | %+.2f | %+.2f | %+.2f | %+.2f |\n", r.Scenario, r.Site, sa, oa, oa-sa, su, ou, ou-su)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Scenario, r.Site, pair(r.StudyAWRTChange, r.AWRTChange), pair(r.StudyUtilizationChange, r.UtilizationChange))
+	}
+	return b.String()
+}
+
+// Summary renders each figure's mean over the replications of a cell with
+// the half-width of its 95 % interval (Student's t; empty for a single
+// run), as a markdown table: one line per cell and site, with the cell's
+// protocol or Shaking-G parameters.
+func Summary(rows []ExperimentRow) string {
+	type key struct {
+		group int
+		site  string
+	}
+	var order []key
+	first := map[key]ExperimentRow{}
+	awrt, util := map[key][]float64{}, map[key][]float64{}
+	for _, r := range rows {
+		k := key{r.group, r.Site}
+		if _, ok := first[k]; !ok {
+			order = append(order, k)
+			first[k] = r
+		}
+		awrt[k] = append(awrt[k], 100*r.AWRTChange)
+		util[k] = append(util[k], 100*r.UtilizationChange)
+	}
+	var b strings.Builder
+	b.WriteString("| setup | transfer | parameters | site | runs | AWRT improvement (%) | ± 95 % | utilisation change (%) | ± 95 % |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, k := range order {
+		r := first[k]
+		ma, ha := MeanCI95(awrt[k])
+		mu, hu := MeanCI95(util[k])
+		ci := func(h float64) string {
+			if len(awrt[k]) < 2 {
+				return ""
+			}
+			return fmt.Sprintf("%.2f", h)
+		}
+		var ps []string
+		for i, v := range r.params() {
+			if v != "" {
+				ps = append(ps, []string{"max_candidates", "latency_s", "shaking_depth"}[i]+"="+v)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %+.2f | %s | %+.2f | %s |\n", r.Scenario, r.Transfer, strings.Join(ps, " "), r.Site,
+			len(awrt[k]), ma, ci(ha), mu, ci(hu))
 	}
 	return b.String()
 }

@@ -98,6 +98,36 @@ func TestExperimentGrid(t *testing.T) {
 	}
 }
 
+// TestExperimentRuns: runs replicates every cell with ReplicationSeed's
+// seeds, and Summary gives one line per cell and site over them.
+func TestExperimentRuns(t *testing.T) {
+	e, err := LoadExperiment(writeExperiment(t, "  transfers: [acf, p-easy]\n", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Runs = 3
+	rows, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2*3*2 {
+		t.Fatalf("%d rows, want 12", len(rows))
+	}
+	for i, r := range rows {
+		if run := i / 2 % 3; r.Run != run || r.Seed != ReplicationSeed(1, run) {
+			t.Errorf("row %d: run %d seed %d, want run %d seed %d", i, r.Run, r.Seed, run, ReplicationSeed(1, run))
+		}
+	}
+	sum := Summary(rows)
+	if n := strings.Count(sum, "\n"); n != 2+4 || !strings.Contains(sum, "| two | p-easy |  | b | 3 |") {
+		t.Errorf("summary:\n%s", sum)
+	}
+	// p-easy has no randomness: its interval is 0.
+	if !strings.Contains(sum, "| two | p-easy |  | a | 3 | ") || !strings.Contains(strings.SplitN(sum, "| two | p-easy |  | a | 3 | ", 2)[1], "| 0.00 |") {
+		t.Errorf("summary:\n%s", sum)
+	}
+}
+
 // TestExperimentRefuses: a grid value the scenario would refuse is refused
 // before anything runs, naming the field.
 func TestExperimentRefuses(t *testing.T) {
@@ -105,6 +135,7 @@ func TestExperimentRefuses(t *testing.T) {
 		{"  transfers: [bogus]\n", "transfer"},
 		{"  transfers: [shaking-g]\n  max_candidates: [2]\n", "max_candidates"},
 		{"  seeds: [1]\n  colour: [red]\n", "colour"},
+		{"  transfers: [acf]\n  shaking_depths: [1]\n", "shaking_depth"},
 	} {
 		_, err := LoadExperiment(writeExperiment(t, tc.grid, 0))
 		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.want) {

@@ -12,7 +12,7 @@ import (
 
 // experimentSimFlags are the flags an experiment file uses: the file says
 // everything else.
-var experimentSimFlags = []string{"experiment", "csv", "plot"}
+var experimentSimFlags = []string{"experiment", "csv", "plot", "runs"}
 
 // runExperiment runs an experiment file's grid on all cores and writes its
 // tidy CSV (--csv), its rows as JSON (--json) and, for the rows with a
@@ -30,6 +30,12 @@ func runExperiment(cmd *cobra.Command, f simFlags) error {
 	e, err := sim.LoadExperiment(f.experiment)
 	if err != nil {
 		return fmt.Errorf("InvalidArgument: %w", err)
+	}
+	if cmd.Flags().Changed("runs") {
+		if f.sla.runs < 1 || f.sla.runs > 1000 {
+			return fmt.Errorf("InvalidArgument: --runs %d: want 1 to 1000 replications", f.sla.runs)
+		}
+		e.Runs = f.sla.runs
 	}
 	rows, err := e.Run(cmd.Context())
 	if err != nil {
@@ -68,8 +74,10 @@ func runExperiment(cmd *cobra.Command, f simFlags) error {
 		fmt.Fprintf(out, ", plotted to %s", f.expPlot)
 	}
 	fmt.Fprintln(out)
-	if t := sim.ReproductionTable(rows); len(t) > 0 && hasReference(rows) {
-		fmt.Fprint(out, "\n"+t)
+	if e.Runs <= 1 && hasReference(rows) {
+		fmt.Fprint(out, "\n"+sim.ReproductionTable(rows))
+	} else {
+		fmt.Fprint(out, "\n"+sim.Summary(rows))
 	}
 	if f.jsonOut != "" {
 		return writeJSON(cmd.OutOrStdout(), f.jsonOut, rows)
@@ -79,7 +87,7 @@ func runExperiment(cmd *cobra.Command, f simFlags) error {
 
 func hasReference(rows []sim.ExperimentRow) bool {
 	for _, r := range rows {
-		if r.StudyAWRTChange != nil {
+		if r.StudyAWRTChange != nil || r.StudyUtilizationChange != nil {
 			return true
 		}
 	}

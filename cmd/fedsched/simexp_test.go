@@ -46,7 +46,8 @@ func TestSimExperiment(t *testing.T) {
 	if err != nil || len(rows) != 1+4 || !slices.Equal(rows[0], sim.ExperimentCSVHeader) {
 		t.Fatalf("rows %v, err %v", rows, err)
 	}
-	if rows[1][2] != "p-easy" || rows[1][4] != "" || rows[3][2] != "acf" || rows[3][4] != "3" {
+	tr, mc := slices.Index(rows[0], "transfer"), slices.Index(rows[0], "max_candidates")
+	if rows[1][tr] != "p-easy" || rows[1][mc] != "" || rows[3][tr] != "acf" || rows[3][mc] != "3" {
 		t.Errorf("transfer and max_candidates cells: %v / %v", rows[1], rows[3])
 	}
 	js, err := simCLI("--experiment", exp, "--json", "-")
@@ -59,7 +60,8 @@ func TestSimExperiment(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--experiment", exp, "--csv", out, "--policy", "easy"},
-		{"--experiment", exp, "--csv", out, "--runs", "3"},
+		{"--experiment", exp, "--csv", out, "--seed", "3"},
+		{"--experiment", exp, "--csv", out, "--runs", "0"},
 		{"--experiment", exp},
 	} {
 		if _, err := simCLI(args...); err == nil || !strings.Contains(err.Error(), "InvalidArgument") {

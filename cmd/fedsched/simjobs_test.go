@@ -121,10 +121,55 @@ func TestSimRefusesFlagsOfOtherModes(t *testing.T) {
 		{[]string{"--trace", "kth", "--strategy", "backfill", "--sweep", "p", "--jobs-csv", "x.csv"}, "--jobs-csv"},
 		{[]string{"--scenario", "../../scenarios/study/f9-shaking-g.yaml", "--sanitize"}, "--sanitize"},
 		{[]string{"--trace", "kth", "--start-accuracy-plot", "a.svg", "--jobs-csv", "x.csv"}, "--jobs-csv"},
+		{[]string{"--trace", "kth", "--policy", "easy", "--forecast", "oracle"}, "--forecast"},
+		{[]string{"--trace", "kth", "--rule4", "drop"}, "--rule4"},
+		{[]string{"--trace", "kth", "--seed", "3"}, "--seed"},
+		{[]string{"--trace", "kth", "--plot-bin", "1h"}, "--plot-bin"},
+		{[]string{"--trace", "kth", "--from", "10"}, "--from"},
+		{[]string{"--scenario", "../../scenarios/demo.yaml", "--to", "100"}, "--to"},
 	} {
 		_, err := simCLI(tc.args...)
 		if err == nil || !strings.Contains(err.Error(), "InvalidArgument") || !strings.Contains(err.Error(), tc.flag) {
 			t.Errorf("%v: err %v, want InvalidArgument naming %s", tc.args, err, tc.flag)
 		}
+	}
+}
+
+// TestSimJSONKeysSnakeCase: every key of --json is snake_case, in every
+// mode.
+func TestSimJSONKeysSnakeCase(t *testing.T) {
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				for _, r := range k {
+					if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+						t.Errorf("key %s.%s is not snake_case", path, k)
+						break
+					}
+				}
+				walk(e, path+"."+k)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e, path+"[]")
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"--trace", "kth", "--span", "3d", "--sanitize", "--policy", "edf", "--fixed-reservations", "24h,1h"},
+		{"--trace", "kth", "--strategy", "heuristic-overbook", "--jobs", "40", "--runs", "2", "--train-jobs", "100"},
+		{"--scenario", "../../scenarios/demo.yaml"},
+	} {
+		out, err := simCLI(append(args, "--json", "-")...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		walk(v, "")
 	}
 }
