@@ -26,6 +26,15 @@ func (q Quote) Profit(fee, penalty float64) float64 {
 	return fee - q.Price - q.PoF*penalty
 }
 
+// StartingAt is a quote for a job to start now (ACF) as the asking site
+// compares it: starting at the asker's now, for as long as the peer
+// offered. Peers read their clocks a moment apart, and a second boundary
+// between two answers must not decide which of them wins.
+func (q Quote) StartingAt(now int64) Quote {
+	q.End, q.Start = now+q.End-q.Start, now
+	return q
+}
+
 // Best returns the index of the quote with the highest expected profit for
 // the origin, ties broken by the earliest end and then by position: callers
 // pass quotes in the location policy's rank order, so the better-ranked

@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +71,14 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	for i := range jobs {
 		jobs[i].App = fmt.Sprintf("t%d", jobs[i].TraceID) // names the job in both replays
 	}
+	// The simulator's order of submissions due at the same time: by site,
+	// then trace order; the live replay submits in this order, one at a
+	// time.
+	order := map[string]int{}
+	for k, s := range sites {
+		order[s.Name] = k
+	}
+	slices.SortStableFunc(jobs, func(a, b ReplayJob) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(order[a.Site], order[b.Site])) })
 	over := map[string]config.Overbooking{
 		"alpha": {Enabled: true, PoFMax: 0.2},
 		"gamma": {Enabled: true, Mode: "comprehensive", RiskTest: "risk"},
@@ -118,7 +130,7 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	}
 	c := start(t, Options{TimeScale: 100, Federation: f, Sites: scs})
 	ctx := bg(t)
-	rr, err := c.Replay(ctx, jobs, ReplayOptions{Interval: 5 * time.Second, SettleTimeout: 20 * time.Second})
+	rr, err := c.Replay(ctx, jobs, ReplayOptions{Interval: 5 * time.Second, SettleTimeout: 20 * time.Second, InOrder: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +150,9 @@ func TestSimulatorMatchesNode(t *testing.T) {
 			}
 			byApp[app][s.Name] = j
 		}
+	}
+	if path := os.Getenv("FEDSCHED_DIFF_DUMP"); path != "" {
+		dumpDecisions(t, path, jobs, res, cfg, byApp)
 	}
 	compared, same := 0, 0
 	var diffs []string
@@ -174,6 +189,53 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	}
 	if float64(same) < minSame*float64(compared) {
 		t.Fatalf("%d of %d decisions identical, want at least %.0f %%", same, compared, 100*minSame)
+	}
+}
+
+// dumpDecisions writes both sides' decisions of every job, for finding
+// the cause of a difference.
+func dumpDecisions(t *testing.T, path string, jobs []ReplayJob, res *sim.FedResult, cfg sim.FedConfig, byApp map[string]map[string]*fedschedv1.Job) {
+	var virt0 int64 = math.MaxInt64
+	for _, j := range jobs {
+		if o := byApp[j.App][j.Site]; o != nil {
+			virt0 = min(virt0, o.GetSubmitTime().AsTime().Unix()-j.At)
+		}
+	}
+	simr := map[string]sim.FedRecord{}
+	for _, r := range res.Records {
+		simr[r.App] = r
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "app\torigin\tat\tprocs\test\trun\tsim_exec\tsim_ob\tsim_start\tsim_end\tlive_exec\tlive_ob\tlive_submit\tlive_start\tlive_end\tlive_state\n")
+	for _, j := range jobs {
+		r := simr[j.App]
+		se := ""
+		if r.Decision.OK() {
+			se = cfg.Sites[r.Exec].Name
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%v\t%d\t%d", j.App, j.Site, j.At, j.Procs, j.Estimate, j.Runtime, se, r.Decision.Reason == plan.ReasonOverbooked, r.Start, r.End)
+		o := byApp[j.App][j.Site]
+		if o == nil {
+			b.WriteString("\n")
+			continue
+		}
+		le, lob, ls, lend := "", false, int64(-1), int64(-1)
+		if o.GetState() != fedschedv1.JobState_JOB_STATE_REJECTED {
+			le = o.GetSite()
+			if x := byApp[j.App][le]; x != nil {
+				lob = x.GetOverbooked()
+				if x.GetStartTime() != nil {
+					ls = x.GetStartTime().AsTime().Unix() - virt0
+				}
+				if x.GetEndTime() != nil {
+					lend = x.GetEndTime().AsTime().Unix() - virt0
+				}
+			}
+		}
+		fmt.Fprintf(&b, "\t%s\t%v\t%d\t%d\t%d\t%s\n", le, lob, o.GetSubmitTime().AsTime().Unix()-virt0, ls, lend, o.GetState())
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

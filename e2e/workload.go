@@ -78,6 +78,11 @@ type ReplayOptions struct {
 	Interval time.Duration
 	// Concurrency bounds the submissions in flight (default 64).
 	Concurrency int
+	// InOrder submits the jobs one at a time, in the order given (stable
+	// by time): a submission waits until the previous one has been
+	// answered, so that jobs due in the same second reach their sites in
+	// the simulator's order rather than as goroutines happen to run.
+	InOrder bool
 	// SettleTimeout bounds the wait for the last jobs to settle after
 	// the last submission, in wall time; 0 waits as long as ctx allows.
 	SettleTimeout time.Duration
@@ -162,6 +167,7 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 		}
 		errMu.Unlock()
 	}
+	var prev chan struct{} // InOrder: the last submission
 	dispatch := func() error {
 		defer close(allSubmitted)
 		for i, j := range jobs {
@@ -181,8 +187,25 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 				return ctx.Err()
 			}
 			submitted.Add(1)
+			var before <-chan struct{}
+			var done chan struct{}
+			if o.InOrder {
+				before, done = prev, make(chan struct{})
+				prev = done
+			}
 			wg.Go(func() {
 				defer func() { <-sem }()
+				if done != nil {
+					defer close(done)
+				}
+				if before != nil {
+					select {
+					case <-before:
+					case <-ctx.Done():
+						submitErr(fmt.Errorf("job %d of the trace at %s: %w", j.TraceID, j.Site, ctx.Err()))
+						return
+					}
+				}
 				// The deadline counts from the submission: deadline =
 				// now + 2 x estimate, on the shared clock.
 				spec := func() *fedschedv1.JobSpec {

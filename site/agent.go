@@ -395,7 +395,11 @@ func (a *Agent) choose(now int64, jb *job) {
 			a.send(Message{Kind: KindRelease, To: p, Job: jb.key})
 			continue
 		}
-		quotes = append(quotes, o.Quote)
+		q := o.Quote
+		if jb.startNow {
+			q = q.StartingAt(now)
+		}
+		quotes = append(quotes, q)
 		sites = append(sites, p)
 	}
 	b := delegation.Best(quotes, jb.pj.Fee, jb.pj.Penalty, now)
