@@ -78,7 +78,9 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	for k, s := range sites {
 		order[s.Name] = k
 	}
-	slices.SortStableFunc(jobs, func(a, b ReplayJob) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(order[a.Site], order[b.Site])) })
+	slices.SortStableFunc(jobs, func(a, b ReplayJob) int {
+		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(order[a.Site], order[b.Site]))
+	})
 	over := map[string]config.Overbooking{
 		"alpha": {Enabled: true, PoFMax: 0.2},
 		"gamma": {Enabled: true, Mode: "comprehensive", RiskTest: "risk"},

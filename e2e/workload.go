@@ -79,9 +79,11 @@ type ReplayOptions struct {
 	// Concurrency bounds the submissions in flight (default 64).
 	Concurrency int
 	// InOrder submits the jobs one at a time, in the order given (stable
-	// by time): a submission waits until the previous one has been
-	// answered, so that jobs due in the same second reach their sites in
-	// the simulator's order rather than as goroutines happen to run.
+	// by time), each at its very time: the shared clock is held at a
+	// job's time until it and every other job due then have been
+	// answered, and runs on (at its scale) to the next one. Jobs due in
+	// the same second so reach their sites in the simulator's order, at
+	// the simulator's time, however long each takes in wall time.
 	InOrder bool
 	// SettleTimeout bounds the wait for the last jobs to settle after
 	// the last submission, in wall time; 0 waits as long as ctx allows.
@@ -127,6 +129,12 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 	var errMu sync.Mutex
 	var firstErr error
 	wall0, virt0 := time.Now(), c.clk.Now()
+	if o.InOrder {
+		// Time 0 of the replay is a whole second, so that the trace's
+		// seconds are the clock's.
+		virt0 = virt0.Truncate(time.Second).Add(time.Second)
+		defer c.clk.HoldAt(time.Time{})
+	}
 	fm := overbook.FeeModel{PenaltyRatio: 1}
 	run := fmt.Sprintf("replay-%d", wall0.UnixNano())
 
@@ -172,7 +180,17 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 		defer close(allSubmitted)
 		for i, j := range jobs {
 			due := virt0.Add(time.Duration(j.At) * time.Second)
-			if d := c.clk.Wall(due.Sub(c.clk.Now())); d > 0 {
+			if o.InOrder {
+				if prev != nil {
+					select {
+					case <-prev:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				c.clk.HoldAt(due)
+			}
+			for d := c.clk.Wall(due.Sub(c.clk.Now())); d > 0; d = c.clk.Wall(due.Sub(c.clk.Now())) {
 				t := time.NewTimer(d)
 				select {
 				case <-ctx.Done():
@@ -187,24 +205,15 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 				return ctx.Err()
 			}
 			submitted.Add(1)
-			var before <-chan struct{}
 			var done chan struct{}
 			if o.InOrder {
-				before, done = prev, make(chan struct{})
+				done = make(chan struct{})
 				prev = done
 			}
 			wg.Go(func() {
 				defer func() { <-sem }()
 				if done != nil {
 					defer close(done)
-				}
-				if before != nil {
-					select {
-					case <-before:
-					case <-ctx.Done():
-						submitErr(fmt.Errorf("job %d of the trace at %s: %w", j.TraceID, j.Site, ctx.Err()))
-						return
-					}
 				}
 				// The deadline counts from the submission: deadline =
 				// now + 2 x estimate, on the shared clock.
@@ -246,6 +255,15 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 					rejected.Add(1)
 				}
 			})
+		}
+		if o.InOrder && prev != nil {
+			// The last submission answered, the clock runs on.
+			select {
+			case <-prev:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			c.clk.HoldAt(time.Time{})
 		}
 		return nil
 	}
