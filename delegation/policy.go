@@ -75,6 +75,16 @@ type Candidate struct {
 	Free24h int
 }
 
+// CoarseFree is a count of free processors as gossip carries it: rounded
+// down to a sixteenth of the site's procs (to a processor on small sites),
+// so that small changes do not flood the federation. The node's digest and
+// the simulator's membership view both apply it, so that the two drivers'
+// location policies rank peers by the same figures.
+func CoarseFree(free, procs int) int {
+	q := max(1, procs/16)
+	return free / q * q
+}
+
 // History is what past delegations to a peer achieved, the origin's own
 // observation (the digest's AWRT_{k,l} idea): no peer discloses it.
 type History struct {

@@ -78,13 +78,6 @@ type ReplayOptions struct {
 	Interval time.Duration
 	// Concurrency bounds the submissions in flight (default 64).
 	Concurrency int
-	// InOrder submits the jobs one at a time, in the order given (stable
-	// by time), each at its very time: the shared clock is held at a
-	// job's time until it and every other job due then have been
-	// answered, and runs on (at its scale) to the next one. Jobs due in
-	// the same second so reach their sites in the simulator's order, at
-	// the simulator's time, however long each takes in wall time.
-	InOrder bool
 	// SettleTimeout bounds the wait for the last jobs to settle after
 	// the last submission, in wall time; 0 waits as long as ctx allows.
 	SettleTimeout time.Duration
@@ -129,12 +122,6 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 	var errMu sync.Mutex
 	var firstErr error
 	wall0, virt0 := time.Now(), c.clk.Now()
-	if o.InOrder {
-		// Time 0 of the replay is a whole second, so that the trace's
-		// seconds are the clock's.
-		virt0 = virt0.Truncate(time.Second).Add(time.Second)
-		defer c.clk.HoldAt(time.Time{})
-	}
 	fm := overbook.FeeModel{PenaltyRatio: 1}
 	run := fmt.Sprintf("replay-%d", wall0.UnixNano())
 
@@ -175,22 +162,11 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 		}
 		errMu.Unlock()
 	}
-	var prev chan struct{} // InOrder: the last submission
 	dispatch := func() error {
 		defer close(allSubmitted)
 		for i, j := range jobs {
 			due := virt0.Add(time.Duration(j.At) * time.Second)
-			if o.InOrder {
-				if prev != nil {
-					select {
-					case <-prev:
-					case <-ctx.Done():
-						return ctx.Err()
-					}
-				}
-				c.clk.HoldAt(due)
-			}
-			for d := c.clk.Wall(due.Sub(c.clk.Now())); d > 0; d = c.clk.Wall(due.Sub(c.clk.Now())) {
+			if d := c.clk.Wall(due.Sub(c.clk.Now())); d > 0 {
 				t := time.NewTimer(d)
 				select {
 				case <-ctx.Done():
@@ -205,16 +181,8 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 				return ctx.Err()
 			}
 			submitted.Add(1)
-			var done chan struct{}
-			if o.InOrder {
-				done = make(chan struct{})
-				prev = done
-			}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				if done != nil {
-					defer close(done)
-				}
 				// The deadline counts from the submission: deadline =
 				// now + 2 x estimate, on the shared clock.
 				spec := func() *fedschedv1.JobSpec {
@@ -255,15 +223,6 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 					rejected.Add(1)
 				}
 			})
-		}
-		if o.InOrder && prev != nil {
-			// The last submission answered, the clock runs on.
-			select {
-			case <-prev:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			c.clk.HoldAt(time.Time{})
 		}
 		return nil
 	}
