@@ -22,6 +22,16 @@ type SteppedResult struct {
 	// Steps is how many times the clock was held; Unquiet how many of
 	// them went on before the sites were quiet (see quiet).
 	Steps, Unquiet int
+	// FirstUnquiet is the trace time of the first step that went on
+	// before the sites were quiet (-1: none did).
+	FirstUnquiet int64
+}
+
+func (r *SteppedResult) unquiet(t int64) {
+	if r.Unquiet == 0 {
+		r.FirstUnquiet = t - r.Origin.Unix()
+	}
+	r.Unquiet++
 }
 
 // ReplayStepped replays jobs the way the simulator does, one event time
@@ -49,7 +59,7 @@ func (c *Cluster) ReplayStepped(ctx context.Context, jobs []ReplayJob) (SteppedR
 	}
 	// Time 0 is a whole second, so that the trace's seconds are the
 	// clock's.
-	res := SteppedResult{Origin: c.clk.Now().Truncate(time.Second).Add(time.Second)}
+	res := SteppedResult{Origin: c.clk.Now().Truncate(time.Second).Add(time.Second), FirstUnquiet: -1}
 	defer c.clk.HoldAt(time.Time{})
 	fm := overbook.FeeModel{PenaltyRatio: 1}
 	run := fmt.Sprintf("stepped-%d", time.Now().UnixNano())
@@ -73,7 +83,7 @@ func (c *Cluster) ReplayStepped(ctx context.Context, jobs []ReplayJob) (SteppedR
 			return res, err
 		}
 		if !q.quiet {
-			res.Unquiet++
+			res.unquiet(t)
 		}
 		for ; i < len(jobs) && res.Origin.Unix()+jobs[i].At <= t; i++ {
 			j := jobs[i]
@@ -83,7 +93,7 @@ func (c *Cluster) ReplayStepped(ctx context.Context, jobs []ReplayJob) (SteppedR
 				if q, err = c.quietAt(ctx, t, 5*time.Second); err != nil {
 					return res, err
 				} else if !q.quiet {
-					res.Unquiet++
+					res.unquiet(t)
 				}
 			}
 			spec := &fedschedv1.JobSpec{Procs: j.Procs, EstimateSeconds: j.Estimate, SimRuntimeSeconds: j.Runtime, User: j.User, App: j.App,
