@@ -120,6 +120,10 @@ type LocationConfig struct {
 	Jitter float64
 }
 
+// EffectiveMaxCandidates is how many peers are asked: MaxCandidates, or
+// its default when unset.
+func (c LocationConfig) EffectiveMaxCandidates() int { return c.maxCandidates() }
+
 func (c LocationConfig) maxCandidates() int {
 	if c.MaxCandidates <= 0 {
 		return 3

@@ -11,15 +11,17 @@ import (
 	"github.com/fedsched/fedsched/node/store"
 )
 
-// authorizer returns the interceptors that authorize every call of the
-// node's servers (auth.Interceptor, with the node answering its questions
-// about jobs and agreements). One for all the node's listeners, so that
-// the watch limit counts every stream of an identity.
+// authorizer returns the server options every listener of the node has:
+// the interceptors that authorize every call (auth.Interceptor, with the
+// node answering its questions about jobs and agreements), one for all
+// the listeners so that the watch limit counts every stream of an
+// identity, and limits.max_message_bytes.
 func (n *Node) authorizer() []grpc.ServerOption {
 	n.authOnce.Do(func() {
 		n.authz = auth.NewInterceptor(resolver{n}, auth.Options{MaxWatches: n.cfg.Limits.WithDefaults().MaxWatches})
 	})
-	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(n.authz.Unary), grpc.ChainStreamInterceptor(n.authz.Stream)}
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(n.authz.Unary), grpc.ChainStreamInterceptor(n.authz.Stream),
+		grpc.MaxRecvMsgSize(n.cfg.Limits.WithDefaults().MaxMessageBytes)}
 }
 
 // resolver implements auth.Resolver.

@@ -3,10 +3,6 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,9 +13,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/fedsched/fedsched/node"
-	"github.com/fedsched/fedsched/node/clock"
-	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -61,9 +54,14 @@ func BenchmarkDurableSubmit(b *testing.B) {
 			if delay == 0 {
 				name = "batch-delay=1ms/" + name
 			}
-			b.Run(name, func(b *testing.B) { benchDurableSubmit(b, own, delay) })
+			b.Run(name, func(b *testing.B) { benchDurableSubmit(b, own, delay, 0) })
 		}
 	}
+	// While jobs start and end: besides the clients' submissions, a
+	// steady stream of short jobs (1 processor, 2 s estimate, 1 s runtime,
+	// released now) starts and ends early on the 64 processors, so that
+	// turns also carry starts, exits and re-planning.
+	b.Run("while-running/conns=shared", func(b *testing.B) { benchDurableSubmit(b, false, -1, 40) })
 }
 
 // timedStore counts and times the store calls the event loop makes per
@@ -97,74 +95,35 @@ func (s *timedStore) reset() {
 	}
 }
 
-func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration) {
-	dir := b.TempDir()
-	bolt, err := store.OpenBolt(dir, &store.Options{MaxBatchDelay: batchDelay})
-	if err != nil {
-		b.Fatal(err)
-	}
-	st := &timedStore{Store: bolt}
-	cfg := testConfig(dir)
-	cfg.Procs, cfg.TimeScale = 64, 1
-	clk := clock.Real()
-	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := node.New(cfg, node.Deps{Store: st, Executor: ex, Clock: clk, Logger: log, Version: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 3)
-	go func() { done <- ex.Run(ctx) }()
-	go func() { done <- n.Run(ctx) }()
-	go func() { done <- n.Serve(ctx, lis, time.Second) }()
-	defer func() {
-		cancel()
-		for range 3 {
-			if err := <-done; err != nil {
-				b.Errorf("stop: %v", err)
-			}
-		}
-		st.Close()
-	}()
-
-	dial := func() *grpc.ClientConn {
-		conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		return conn
-	}
+// benchDurableSubmit runs the clients' submissions; churn > 0 also submits
+// that many short jobs a second that start at once and end early.
+func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration, churn int) {
+	cfg := testConfig("")
+	cfg.Procs = 64
+	bn := startBenchNode(b, cfg, batchDelay)
+	defer bn.stop()
+	st := bn.st
 	conns := make([]*grpc.ClientConn, benchClients)
-	conns[0] = dial()
-	for i := 1; i < benchClients; i++ {
-		if ownConns {
-			conns[i] = dial()
-		} else {
-			conns[i] = conns[0]
+	for i := range conns {
+		conns[i] = bn.conn
+		if ownConns && i > 0 {
+			c, err := grpc.NewClient(bn.conn.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			conns[i] = c
 		}
 	}
-	defer func() {
-		for i, c := range conns {
-			if i == 0 || ownConns {
-				c.Close()
-			}
-		}
-	}()
-	benchWaitServing(b, conns[0])
 
 	// Every job: 1 to 8 processors, 1 to 4 hours, released tomorrow.
 	release := timestamppb.New(time.Now().Add(24 * time.Hour))
 	var keys atomic.Int64
-	submit := func(ctx context.Context, c fedschedv1.SiteServiceClient) (time.Duration, error) {
+	submit := func(c fedschedv1.SiteServiceClient) (time.Duration, error) {
 		k := keys.Add(1)
 		sp := &fedschedv1.JobSpec{Procs: int32(1 + k%8), EstimateSeconds: 3600 * (1 + k%4), User: "alice", App: "bench", Release: release}
 		t0 := time.Now()
-		r, err := c.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("bench-%d", k), Spec: sp})
+		r, err := c.SubmitJob(context.Background(), &fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("bench-%d", k), Spec: sp})
 		lat := time.Since(t0)
 		if err == nil && (r.GetReplayed() || r.GetJob().GetState() != fedschedv1.JobState_JOB_STATE_PENDING) {
 			err = fmt.Errorf("submit %d: replayed %v, state %v", k, r.GetReplayed(), r.GetJob().GetState())
@@ -173,53 +132,26 @@ func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration) {
 	}
 	// Warm up: connections, the store's first pages, the plan.
 	for i := range 200 {
-		if _, err := submit(ctx, fedschedv1.NewSiteServiceClient(conns[i%benchClients])); err != nil {
+		if _, err := submit(fedschedv1.NewSiteServiceClient(conns[i%benchClients])); err != nil {
 			b.Fatal(err)
 		}
 	}
+	if churn > 0 {
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { churnJobs(b, bn.conn, churn, stop) })
+		defer func() { close(stop); wg.Wait() }()
+		time.Sleep(2 * time.Second) // the first short jobs end
+	}
 
-	// b.N submissions shared by the clients through a counter.
-	var next atomic.Int64
-	lats := make([][]time.Duration, benchClients)
-	var wg sync.WaitGroup
-	var (
-		failOnce sync.Once
-		failed   error
-	)
+	// b.N submissions shared by the clients.
 	st.reset()
-	b.ResetTimer()
-	start := time.Now()
-	for i := range benchClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := fedschedv1.NewSiteServiceClient(conns[i])
-			own := make([]time.Duration, 0, b.N/benchClients+1)
-			for next.Add(1) <= int64(b.N) {
-				lat, err := submit(ctx, c)
-				if err != nil {
-					failOnce.Do(func() { failed = err })
-					return
-				}
-				own = append(own, lat)
-			}
-			lats[i] = own
-		}()
+	ends0 := bn.ends()
+	lats, elapsed := benchClientsRun(b, conns, submit)
+	reportLatencies(b, lats, elapsed)
+	if churn > 0 {
+		b.ReportMetric(float64(bn.ends()-ends0)/elapsed.Seconds(), "ends/s")
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if failed != nil {
-		b.Fatal(failed)
-	}
-	all := slices.Concat(lats...)
-	slices.Sort(all)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	pct := func(p float64) time.Duration { return all[min(len(all)-1, int(p*float64(len(all))))] }
-	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "submits/s")
-	b.ReportMetric(ms(pct(0.50)), "p50-ms")
-	b.ReportMetric(ms(pct(0.99)), "p99-ms")
-	b.ReportMetric(ms(all[len(all)-1]), "max-ms")
 	if a := st.applies.Load(); a > 0 {
 		b.ReportMetric(float64(a)/elapsed.Seconds(), "commits/s")
 		b.ReportMetric(float64(st.jobs.Load())/float64(a), "jobs/commit")
@@ -227,6 +159,26 @@ func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration) {
 	}
 	if r := st.idemReads.Load(); r > 0 {
 		b.ReportMetric(float64(st.idemNs.Load())/float64(r)/1e3, "idem-read-us")
+	}
+}
+
+// churnJobs submits rate short jobs a second (1 processor, 2 s estimate,
+// 1 s runtime, released now) until stop is closed.
+func churnJobs(b *testing.B, conn *grpc.ClientConn, rate int, stop <-chan struct{}) {
+	c := fedschedv1.NewSiteServiceClient(conn)
+	t := time.NewTicker(time.Second / time.Duration(rate))
+	defer t.Stop()
+	for k := 0; ; k++ {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		sp := &fedschedv1.JobSpec{Procs: 1, EstimateSeconds: 2, SimRuntimeSeconds: 1, User: "bob", App: "churn"}
+		if _, err := c.SubmitJob(context.Background(), &fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("churn-%d", k), Spec: sp}); err != nil {
+			b.Errorf("churn: %v", err)
+			return
+		}
 	}
 }
 

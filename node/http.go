@@ -16,13 +16,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fedsched/fedsched/gantt"
+	"github.com/fedsched/fedsched/node/auth"
 )
+
+func onlyUser(id auth.Identity) string {
+	if id.Kind == auth.User {
+		return id.Name
+	}
+	return ""
+}
 
 // HTTPHandler serves the node's HTTP listener: Prometheus metrics at
 // /metrics, the status page at / and its Gantt chart alone at /plan.svg.
 // Every request passes through authorize first when it is not nil: the
 // place where the site's authorization policy (docs/security.md) decides
-// who may read its state; nil serves everyone the listener lets in.
+// who may read what, and puts the caller's identity in the request's
+// context (auth.WithIdentity) for the pages to show a user its own jobs;
+// nil serves everything to everyone the listener lets in.
 func (n *Node) HTTPHandler(authorize func(http.Handler) http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{ErrorLog: nil, Registry: n.metrics.reg}))
@@ -66,12 +76,23 @@ func ServeHTTP(ctx context.Context, lis net.Listener, h http.Handler, tlsConfig 
 	return nil
 }
 
+// viewer is who asks for a page: the identity the listener's authorization
+// found, or, on a listener without one (--insecure), an insecure caller,
+// who sees everything.
+func viewer(r *http.Request) auth.Identity {
+	if id, ok := auth.FromContext(r.Context()); ok {
+		return id
+	}
+	return auth.Identity{Kind: auth.Insecure, UID: -1, Via: auth.ViaPlaintext}
+}
+
 func (n *Node) servePlanSVG(w http.ResponseWriter, r *http.Request) {
 	snap, err := n.Snapshot(r.Context())
 	if err != nil {
 		http.Error(w, "the site cannot answer now: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	snap = snap.seenBy(viewer(r))
 	w.Header().Set("Content-Type", "image/svg+xml")
 	PlanChart(n.planResponse(snap)).SVG(w, 0) //nolint:errcheck // the client went away
 }
@@ -118,6 +139,9 @@ type statusPage struct {
 	Delegated, Hosted []AgreementView
 	Horizon           string
 	Busy              int
+	// OnlyUser is the user whose page this is (it shows that user's jobs
+	// only); empty for operators and sites, who see every job.
+	OnlyUser string
 }
 
 func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
@@ -126,6 +150,7 @@ func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the site cannot answer now: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	snap = snap.seenBy(viewer(r))
 	var svg bytes.Buffer
 	c := PlanChart(n.planResponse(snap))
 	if err := c.SVG(&svg, 1160); err != nil {
@@ -133,7 +158,8 @@ func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := statusPage{SiteSnapshot: snap, Version: n.deps.Version, Executor: n.cfg.Executor, Busy: snap.Procs - snap.Free,
-		Gantt: template.HTML(svg.String()), Horizon: strings.TrimPrefix(gantt.Offset((snap.Until-snap.Now+59)/60*60), "+")} //nolint:gosec // built by gantt, every text escaped
+		OnlyUser: onlyUser(viewer(r)),
+		Gantt:    template.HTML(svg.String()), Horizon: strings.TrimPrefix(gantt.Offset((snap.Until-snap.Now+59)/60*60), "+")} //nolint:gosec // built by gantt, every text escaped
 	for _, j := range snap.Jobs {
 		j.Now = snap.Now
 		if j.State == "RUNNING" {

@@ -10,10 +10,11 @@ import (
 )
 
 // httpSecurity is the HTTP listener's share of the site's security: the
-// API's mutual TLS, and the same rule for who may look. The metrics and the
-// status page show every job (users, commands), so they are for operators
-// and sites; a user is refused (its jobs: `fedsched jobs`). Without
-// certificates the listener needs --insecure, on loopback.
+// API's mutual TLS, and the same rules for who may see what. The metrics
+// count every user's jobs, so they are for operators and sites; the status
+// page and /plan.svg show a user its own jobs (SiteSnapshot.seenBy), and
+// operators and sites everything. Without certificates the listener needs
+// --insecure, on loopback, and shows everything to everyone.
 func httpSecurity(cfg config.Config, sec *security) (*tls.Config, func(http.Handler) http.Handler, error) {
 	if sec.tls == nil {
 		if !sec.insecure {
@@ -36,11 +37,14 @@ func httpSecurity(cfg config.Config, sec *security) (*tls.Config, func(http.Hand
 				http.Error(w, "Unauthenticated: "+err.Error(), http.StatusUnauthorized)
 				return
 			}
-			if id.Kind != auth.Operator && id.Kind != auth.Site {
-				http.Error(w, fmt.Sprintf("PermissionDenied: %v may not see the site's metrics and status page: they need an operator or a site", id), http.StatusForbidden)
+			switch {
+			case id.Kind == auth.Operator || id.Kind == auth.Site:
+			case id.Kind == auth.User && r.URL.Path != "/metrics":
+			default:
+				http.Error(w, fmt.Sprintf("PermissionDenied: %v may not see %s: it needs an operator or a site identity (a user sees its own jobs on the status page, /)", id, r.URL.Path), http.StatusForbidden)
 				return
 			}
-			h.ServeHTTP(w, r)
+			h.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
 		})
 	}
 	return sec.tls.ServerConfig(), authorize, nil

@@ -223,14 +223,13 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 		log.Warn("INSECURE: plaintext gRPC and unencrypted gossip; every caller is trusted as it claims and may act as operator (development only)",
 			"listen", cfg.Listen, "gossip", cfg.Gossip.Addr)
 	}
-	warnJobAccounts(cfg, log)
+	warnJobAccounts(cfg, log, os.Getuid())
 	listen := ""
 	if lis != nil {
 		listen = lis.Addr().String()
 	}
 	log.Info("node starting", "site", cfg.Site, "listen", listen, "socket", cfg.SocketPath(), "tls", sec.tls != nil, "data", cfg.DataDir, "procs", cfg.Procs,
 		"executor", cfg.Executor, "policy", cfg.Policy, "time_scale", cfg.TimeScale, "gossip", cfg.Gossip.Addr)
-	limits := grpc.MaxRecvMsgSize(cfg.Limits.WithDefaults().MaxMessageBytes)
 	g, gctx := errgroup.WithContext(ctx)
 	if cfg.HTTP.Listen != "" {
 		if err := startHTTP(gctx, g, cfg, sec, n, opt, log); err != nil {
@@ -244,10 +243,10 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	g.Go(func() error { return ex.Run(gctx) })
 	g.Go(func() error { return n.Run(gctx) })
 	if lis != nil {
-		g.Go(func() error { return n.Serve(gctx, lis, 5*time.Second, grpc.Creds(sec.serverCreds()), limits) })
+		g.Go(func() error { return n.Serve(gctx, lis, 5*time.Second, grpc.Creds(sec.serverCreds())) })
 	}
 	if sock != nil {
-		g.Go(func() error { return n.Serve(gctx, sock, 5*time.Second, grpc.Creds(auth.UnixCredentials{}), limits) })
+		g.Go(func() error { return n.Serve(gctx, sock, 5*time.Second, grpc.Creds(auth.UnixCredentials{})) })
 	}
 	if members != nil {
 		g.Go(func() error {

@@ -107,6 +107,11 @@ type Node struct {
 	// recent are the last jobs that ended or were delegated, oldest first,
 	// for the status page (snapshot.go); owned by the loop.
 	recent []*fedschedv1.Job
+	// pendingBy counts the PENDING live jobs of each user, kept by
+	// setState and recounted after recovery (limits.max_pending_jobs is
+	// checked on every submission; a scan of all live jobs would make each
+	// submission cost O(live)). Owned by the loop.
+	pendingBy map[string]int
 }
 
 // liveJob is a job that still holds or may hold processors.
@@ -195,6 +200,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.recover(ctx); err != nil {
 		return fmt.Errorf("node: recover: %w", err)
 	}
+	n.countPending()
 	n.publishDigest(n.now())
 	n.ready.Store(true)
 	n.log.Info("node ready", "procs", n.procs, "policy", n.pol.String(), "live_jobs", len(n.live), "federated", n.federating())
@@ -413,6 +419,9 @@ type changes struct {
 	stand  map[string]*store.StandingRecord // nil value: delete
 	stats  bool
 	events []*fedschedv1.JobEvent
+	// newKeys counts the idempotency keys of this turn's new jobs, by
+	// user (limits.max_idempotency_keys): the store has not got them yet.
+	newKeys map[string]int
 }
 
 func (c *changes) putJob(rec store.JobRecord) {
@@ -493,6 +502,7 @@ func (n *Node) commit(ctx context.Context) error {
 	defer since(n.metrics.commit, time.Now())
 	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
 	c.jobs, c.res, c.sla, c.agree, c.stand, c.stats = nil, nil, nil, nil, nil, false
+	c.newKeys = nil
 	return err
 }
 
@@ -500,6 +510,7 @@ func (n *Node) commit(ctx context.Context) error {
 // records the transition, queues the write and the event.
 func (n *Node) setState(j *fedschedv1.Job, rec store.JobRecord, state fedschedv1.JobState, reason fedschedv1.Reason, msg string, now int64) store.JobRecord {
 	prev := j.GetState()
+	n.notePending(j, prev, state)
 	j.State, j.Reason, j.Message = state, reason, msg
 	j.UpdateTime = toTime(now)
 	j.History = append(j.History, &fedschedv1.Transition{From: prev, To: state, Reason: reason, Message: msg, Time: toTime(now)})
@@ -633,13 +644,7 @@ func (n *Node) finish(lj *liveJob, state fedschedv1.JobState, reason fedschedv1.
 
 // handleExit turns an executor's report into the end of a job.
 func (n *Node) handleExit(e executor.Exit, now int64) {
-	var lj *liveJob
-	for _, x := range n.live {
-		if x.job.GetId() == e.JobID {
-			lj = x
-			break
-		}
-	}
+	lj := n.liveByID(e.JobID)
 	if lj == nil {
 		// Exits can be reported twice across restarts; the job is done.
 		return

@@ -101,6 +101,11 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		return submitResult{err: fmt.Errorf("user %s has %d pending jobs at site %s, the most it allows (limits.max_pending_jobs); cancel some or wait for them to start: %w",
 			spec.GetUser(), have, n.cfg.Site, ErrLimitReached)}
 	}
+	if key != "" {
+		if res, refused := n.checkKeyLimit(ctx, spec.GetUser()); refused {
+			return res
+		}
+	}
 	n.nextSeq++
 	seq := n.nextSeq
 	id := jobID(n.cfg.Site, seq)
@@ -333,12 +338,4 @@ func (n *Node) pofMax() float64 {
 }
 
 // pendingOf counts the PENDING jobs of a user (limits.max_pending_jobs).
-func (n *Node) pendingOf(user string) int {
-	k := 0
-	for _, lj := range n.live {
-		if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && lj.job.GetSpec().GetUser() == user {
-			k++
-		}
-	}
-	return k
-}
+func (n *Node) pendingOf(user string) int { return n.pendingBy[user] }

@@ -11,10 +11,12 @@ import (
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/gantt"
+	"github.com/fedsched/fedsched/node/auth"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
-// GetPlan answers the site's plan from one snapshot of the loop.
+// GetPlan answers the site's plan from one snapshot of the loop, as the
+// caller may see it (SiteSnapshot.seenBy).
 func (s *service) GetPlan(ctx context.Context, _ *fedschedv1.GetPlanRequest) (*fedschedv1.GetPlanResponse, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
@@ -23,7 +25,12 @@ func (s *service) GetPlan(ctx context.Context, _ *fedschedv1.GetPlanRequest) (*f
 	if err != nil {
 		return nil, ToStatus(err)
 	}
-	return s.n.planResponse(snap), nil
+	id, ok := auth.FromContext(ctx)
+	if !ok {
+		// Every call passes the interceptor, which sets the identity.
+		return nil, ToStatus(fmt.Errorf("no caller identity: %w", ErrUnavailable))
+	}
+	return s.n.planResponse(snap.seenBy(id)), nil
 }
 
 func (n *Node) planResponse(snap *SiteSnapshot) *fedschedv1.GetPlanResponse {
@@ -60,6 +67,9 @@ func PlanChart(p *fedschedv1.GetPlanResponse) gantt.Chart {
 		case EntryFixed, EntryStanding:
 			b.Label = e.GetName()
 		}
+		if e.GetId() == "" {
+			b.Label = "another user" // SiteSnapshot.seenBy
+		}
 		if end <= now {
 			// A running job late to end: show it at now.
 			b.End = now + 1
@@ -72,6 +82,11 @@ func PlanChart(p *fedschedv1.GetPlanResponse) gantt.Chart {
 
 func entryTitle(e *fedschedv1.PlanEntry) string {
 	var b strings.Builder
+	if e.GetId() == "" {
+		// An entry a user may not see the details of (SiteSnapshot.seenBy).
+		fmt.Fprintf(&b, "another user's work (%s): %d processors, %s → %s", e.GetKind(), e.GetProcs(), humanTime(e.GetStart().GetSeconds()), humanTime(e.GetEnd().GetSeconds()))
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%s (%s", e.GetId(), e.GetKind())
 	if e.GetUser() != "" {
 		fmt.Fprintf(&b, ", user %s", e.GetUser())

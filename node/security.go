@@ -156,19 +156,18 @@ func listenSocket(path string, explicit bool, log *slog.Logger) (net.Listener, e
 	return lis, nil
 }
 
-// warnJobAccounts says at start whose account jobs will run under, when
-// that is the node's own.
-func warnJobAccounts(cfg config.Config, log *slog.Logger) {
+// warnJobAccounts says at start whose account jobs will run under, for a
+// node running as uid, with a warning when that is the node's own.
+func warnJobAccounts(cfg config.Config, log *slog.Logger, uid int) {
 	if cfg.Executor == config.ExecutorSimulated {
 		return
 	}
-	uid := os.Getuid()
 	if uid == 0 {
 		log.Info("jobs run as their users' accounts (the node runs as root)", "allow_root", cfg.Jobs.AllowRoot, "service_account", cfg.Jobs.ServiceAccount)
 		return
 	}
 	name := strconv.Itoa(uid)
-	if u, err := user.Current(); err == nil {
+	if u, err := user.LookupId(name); err == nil {
 		name = u.Username
 	}
 	log.Warn("jobs run as the node's own user: every job can read and signal the others and the node's files; run the node as root to run each job as its user", "user", name)

@@ -51,7 +51,7 @@ func (s *Site) cmpQueued(a, b *entry) int {
 func (s *Site) enqueue(e *entry) {
 	s.noteQueued(e)
 	if !s.cfg.Policy.DeadlineOrdered() {
-		s.waiting = append(s.waiting, e)
+		s.appendWaiting(e)
 		return
 	}
 	i := sort.Search(len(s.waiting), func(i int) bool { return s.cmpQueued(s.waiting[i], e) > 0 })

@@ -44,6 +44,7 @@ func (s *Site) NodeDown(now int64, pick int) (hit int64, lost []int64) {
 	if s.plan.Reserve(down) != nil {
 		// Waiting reservations stand in the way: take them all out, hold
 		// the processor, and place them again, in submission order.
+		s.tidy()
 		out := make([]*entry, 0, len(s.waiting))
 		for _, e := range s.waiting {
 			if _, err := s.plan.Release(e.job.ID); err == nil {
@@ -78,6 +79,7 @@ func (s *Site) NodeDown(now int64, pick int) (hit int64, lost []int64) {
 		}
 		clear(s.waiting[len(keep):])
 		s.waiting = keep
+		s.dropIndex()
 	}
 	s.down = append(s.down, id)
 	return hit, lost

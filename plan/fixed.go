@@ -132,6 +132,7 @@ func (s *Site) checkFixed(now int64, f FixedSpec) error {
 	if _, dup := s.running[f.ID]; dup {
 		return fmt.Errorf("fixed reservation %d: a job has that id: %w", f.ID, ErrDuplicate)
 	}
+	s.tidy()
 	for _, e := range s.waiting {
 		if e.job.ID == f.ID {
 			return fmt.Errorf("fixed reservation %d: a job has that id: %w", f.ID, ErrDuplicate)
@@ -238,6 +239,7 @@ func (s *Site) AddFixed(now int64, f FixedSpec, displace bool) ([]Displaced, err
 		in[id] = true
 	}
 	var moved []*entry
+	s.tidy()
 	for _, e := range s.waiting { // submission order
 		if in[e.job.ID] {
 			moved = append(moved, e)
@@ -277,6 +279,7 @@ func (s *Site) AddFixed(now int64, f FixedSpec, displace bool) ([]Displaced, err
 	}
 	if len(gone) > 0 {
 		s.waiting = slices.DeleteFunc(s.waiting, func(e *entry) bool { return gone[e] })
+		s.dropIndex()
 	}
 	// Jobs that moved later left room behind: let the next pass re-plan.
 	s.dirty = true

@@ -44,9 +44,7 @@ type snapshot struct {
 
 func snap(s *Site) snapshot {
 	sn := snapshot{res: s.plan.Reservations(), steps: s.plan.prof.Steps(Never+1, Forever), fixed: s.Fixed()}
-	for _, e := range s.waiting {
-		sn.waiting = append(sn.waiting, e.job.ID)
-	}
+	sn.waiting = s.WaitingIDs(nil)
 	return sn
 }
 
@@ -63,8 +61,9 @@ func checkPlanConsistent(t *testing.T, s *Site) {
 	if m := s.plan.prof.MinFree(Never+1, Forever); m < 0 {
 		t.Fatalf("over-committed: %d free", m)
 	}
+	checkDueIndex(t, s)
 	for _, e := range s.waiting {
-		if s.cfg.Policy != Conservative {
+		if s.cfg.Policy != Conservative || e.dead {
 			continue
 		}
 		r, ok := s.plan.Get(e.job.ID)
@@ -492,6 +491,9 @@ func TestAddFixedRandom(t *testing.T) {
 			}
 			checkPlanConsistent(t, s)
 			for _, e := range s.waiting {
+				if e.dead {
+					continue
+				}
 				if e.place.Start <= now || e.place.Start < e.job.Release || e.place.End > e.job.Deadline {
 					t.Fatalf("waiting job %d at %+v outside its window", e.job.ID, e.place)
 				}

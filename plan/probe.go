@@ -112,6 +112,7 @@ func (s *Site) Outlook(now int64, offsets ...int64) []int {
 // dst, in queue order (submission order; key order under EDF and LTTR as
 // of the last pass).
 func (s *Site) WaitingIDs(dst []int64) []int64 {
+	s.tidy()
 	for _, e := range s.waiting {
 		dst = append(dst, e.job.ID)
 	}

@@ -18,7 +18,7 @@ func (s *Site) Restore(j Job, pl Placement, running bool) error {
 	e := &entry{job: j, seq: s.seq, place: pl}
 	if !running && s.cfg.Policy != Conservative {
 		e.place = Placement{Reason: ReasonQueued}
-		s.waiting = append(s.waiting, e)
+		s.appendWaiting(e)
 		s.noteQueued(e)
 		return nil
 	}
@@ -31,7 +31,7 @@ func (s *Site) Restore(j Job, pl Placement, running bool) error {
 	if running {
 		s.running[j.ID] = e
 	} else {
-		s.waiting = append(s.waiting, e)
+		s.appendWaiting(e)
 	}
 	return nil
 }

@@ -60,6 +60,8 @@ type entry struct {
 	job   Job
 	place Placement
 	seq   int64 // submission order
+	pos   int64 // order of joining the queue (due.go)
+	dead  bool  // left the queue through the due index, still in the slice (due.go)
 }
 
 // Site is the scheduling core of one site: a deterministic state machine
@@ -91,6 +93,12 @@ type Site struct {
 	// expireAt is a lower bound of the earliest time a waiting job's window
 	// closes under a queue policy with hard deadlines (expire.go).
 	expireAt int64
+	// due indexes the waiting jobs by id and start under Conservative;
+	// dead counts the entries of waiting that left the queue through it,
+	// npos the entries that joined (due.go).
+	due  dueIndex
+	dead int
+	npos int64
 }
 
 // NewSite returns the core of an empty site.
@@ -121,7 +129,7 @@ func (s *Site) Plan() *Plan { return s.plan }
 func (s *Site) Config() Config { return s.cfg }
 
 // Waiting is the number of accepted jobs that have not started.
-func (s *Site) Waiting() int { return len(s.waiting) }
+func (s *Site) Waiting() int { return len(s.waiting) - s.dead }
 
 // Running is the number of running jobs.
 func (s *Site) Running() int { return len(s.running) }
@@ -156,7 +164,7 @@ func (s *Site) Submit(now int64, j Job) Placement {
 		// The admission test broke its contract; refuse rather than corrupt.
 		return Placement{Reason: ReasonRejectedNoGap}
 	}
-	s.waiting = append(s.waiting, e)
+	s.appendWaiting(e)
 	return pl
 }
 
@@ -164,6 +172,7 @@ func (s *Site) reserve(e *entry, pl Placement) error {
 	err := s.plan.Reserve(Reservation{ID: e.job.ID, Procs: e.job.Procs, Start: pl.Start, End: pl.End, Release: e.job.Release, Deadline: e.job.Deadline})
 	if err == nil {
 		e.place = pl
+		s.replaced(e)
 	}
 	return err
 }
@@ -188,6 +197,17 @@ func (s *Site) End(now int64, id int64) bool {
 
 // Cancel removes a waiting job. It reports false if the job is not waiting.
 func (s *Site) Cancel(now int64, id int64) bool {
+	if s.indexed() {
+		e := s.due.byID[id]
+		if e == nil {
+			return false
+		}
+		s.unqueue(e)
+		if _, err := s.plan.Release(id); err == nil {
+			s.dirty = true
+		}
+		return true
+	}
 	for i, e := range s.waiting {
 		if e.job.ID == id {
 			s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
@@ -243,7 +263,17 @@ func (s *Site) Pass(now int64) []Decision {
 // they are; then lets running overbooked jobs grow back.
 func (s *Site) replan(now int64) {
 	prof := s.plan.prof
-	for _, e := range s.waiting {
+	var queue []*entry
+	if _, plain := s.adm.(FullEstimate); plain && s.indexed() && len(s.due.movable) < (len(s.waiting)-s.dead)/4 {
+		// Under FullEstimate a job whose reservation starts at its
+		// release can never move earlier (canMoveEarlier below says no
+		// to it): walk only the others.
+		queue = s.movableInOrder()
+	} else {
+		s.tidy()
+		queue = s.waiting
+	}
+	for _, e := range queue {
 		cur := e.place
 		full := cur.End-cur.Start >= e.job.Estimate
 		// A reservation can only move earlier if at least its processors
@@ -310,6 +340,10 @@ func (s *Site) canMoveEarlier(e *entry, now int64) bool {
 
 // startDue starts every waiting reservation that begins at or before now.
 func (s *Site) startDue(now int64) {
+	if s.indexed() {
+		s.startDueIndexed(now)
+		return
+	}
 	k := 0
 	for _, e := range s.waiting {
 		if e.place.Start <= now {
@@ -421,12 +455,8 @@ func keep(q []*entry, k, from int) int {
 // waiting job's window closes (it expires).
 func (s *Site) NextWake(now int64) int64 {
 	t := Forever
-	if s.cfg.Policy == Conservative {
-		for _, e := range s.waiting {
-			if e.place.Start > now && e.place.Start < t {
-				t = e.place.Start
-			}
-		}
+	if s.indexed() {
+		t = s.nextStart(now)
 	} else {
 		t = s.queueWake(now)
 	}
@@ -446,6 +476,12 @@ func (s *Site) NextWake(now int64) int64 {
 func (s *Site) Placement(id int64) (Placement, bool) {
 	if e, ok := s.running[id]; ok {
 		return e.place, true
+	}
+	if s.indexed() {
+		if e := s.due.byID[id]; e != nil {
+			return e.place, true
+		}
+		return Placement{}, false
 	}
 	for _, e := range s.waiting {
 		if e.job.ID == id {

@@ -40,7 +40,12 @@ func StartErrors(recs []Record) []int64 {
 
 // ComputeStartAccuracy summarises StartErrors; nil if no job qualifies.
 func ComputeStartAccuracy(recs []Record) *StartAccuracy {
-	errs := StartErrors(recs)
+	return StartAccuracyOf(StartErrors(recs))
+}
+
+// StartAccuracyOf summarises start errors sorted ascending (StartErrors,
+// or several runs' merged); nil for none.
+func StartAccuracyOf(errs []int64) *StartAccuracy {
 	if len(errs) == 0 {
 		return nil
 	}

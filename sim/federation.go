@@ -60,6 +60,11 @@ type FedConfig struct {
 	// which no live site can run. Transfer, Location, MaxHops, Latency
 	// and Loss do not apply to it.
 	Pool *PoolConfig
+	// Central, when set, replaces the delegation protocol by the study's
+	// central active coordinator (RunCentral); Shaking by its Shaking-G
+	// (RunShaking). Simulator-only, like Pool.
+	Central *CentralConfig
+	Shaking bool
 }
 
 // PoolConfig configures a pooled federation (RunPool).
@@ -225,6 +230,12 @@ func (v exactView) Candidates(now int64) []delegation.Candidate {
 func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	if cfg.Federate && cfg.Pool != nil {
 		return RunPool(ctx, cfg.Sites, cfg.Pool.Policy)
+	}
+	if cfg.Federate && cfg.Central != nil {
+		return RunCentral(ctx, cfg.Sites, *cfg.Central)
+	}
+	if cfg.Federate && cfg.Shaking {
+		return RunShaking(ctx, cfg.Sites)
 	}
 	n := len(cfg.Sites)
 	if cfg.Latency < 0 || !(cfg.Loss >= 0 && cfg.Loss < 1) {

@@ -38,30 +38,11 @@ func RunPool(ctx context.Context, sites []FedSite, pol plan.Policy) (*FedResult,
 	default:
 		return nil, fmt.Errorf("pool: policy %s: want fcfs, easy or list: %w", pol, ErrBadConfig)
 	}
-	res := &FedResult{Sites: sites}
-	var subs []fedSubmit
-	ps := make([]poolSite, len(sites))
-	for k, s := range sites {
-		if s.Procs <= 0 {
-			return nil, fmt.Errorf("pool: site %s: %d processors: %w", s.Name, s.Procs, ErrBadConfig)
-		}
-		ps[k] = poolSite{procs: s.Procs, free: s.Procs}
-		for i, j := range s.Jobs {
-			if i > 0 && j.Submit < s.Jobs[i-1].Submit {
-				return nil, fmt.Errorf("pool: site %s: job %d: %w", s.Name, j.ID, ErrUnsorted)
-			}
-			if j.Procs <= 0 || j.Procs > s.Procs || j.Estimate <= 0 || j.Runtime < 0 {
-				return nil, fmt.Errorf("pool: site %s: job %d (%d procs, estimate %d s): not runnable at its own site: %w",
-					s.Name, j.ID, j.Procs, j.Estimate, ErrBadConfig)
-			}
-			idx := int32(len(res.Records))
-			res.Records = append(res.Records, FedRecord{Record: Record{Job: j}, Origin: k, Exec: k,
-				Route: delegation.Route{{Site: s.Name, Action: delegation.ActionSubmitted, At: j.Submit}}})
-			subs = append(subs, fedSubmit{at: j.Submit, site: k, idx: idx})
-		}
+	res, ps, subs, err := studyRecords("pool", sites)
+	if err != nil {
+		return nil, err
 	}
-	sortSubmits(subs)
-	r := poolRun{pol: pol, res: res, sites: ps}
+	r := poolRun{pol: pol, res: res, sites: ps, hopReason: "taken from the pool"}
 	next, events := 0, 0
 	for next < len(subs) || len(r.ends) > 0 {
 		t := plan.Forever
@@ -89,6 +70,37 @@ func RunPool(ctx context.Context, sites []FedSite, pol plan.Policy) (*FedResult,
 		}
 	}
 	return res, nil
+}
+
+// studyRecords checks the sites of one of the study's simulator-only
+// strategies (every job runnable at its own site, submissions sorted) and
+// returns the records, one idle site state per site, and the submissions
+// in replay order.
+func studyRecords(what string, sites []FedSite) (*FedResult, []poolSite, []fedSubmit, error) {
+	res := &FedResult{Sites: sites}
+	var subs []fedSubmit
+	ps := make([]poolSite, len(sites))
+	for k, s := range sites {
+		if s.Procs <= 0 {
+			return nil, nil, nil, fmt.Errorf("%s: site %s: %d processors: %w", what, s.Name, s.Procs, ErrBadConfig)
+		}
+		ps[k] = poolSite{procs: s.Procs, free: s.Procs}
+		for i, j := range s.Jobs {
+			if i > 0 && j.Submit < s.Jobs[i-1].Submit {
+				return nil, nil, nil, fmt.Errorf("%s: site %s: job %d: %w", what, s.Name, j.ID, ErrUnsorted)
+			}
+			if j.Procs <= 0 || j.Procs > s.Procs || j.Estimate <= 0 || j.Runtime < 0 {
+				return nil, nil, nil, fmt.Errorf("%s: site %s: job %d (%d procs, estimate %d s): not runnable at its own site: %w",
+					what, s.Name, j.ID, j.Procs, j.Estimate, ErrBadConfig)
+			}
+			idx := int32(len(res.Records))
+			res.Records = append(res.Records, FedRecord{Record: Record{Job: j}, Origin: k, Exec: k,
+				Route: delegation.Route{{Site: s.Name, Action: delegation.ActionSubmitted, At: j.Submit}}})
+			subs = append(subs, fedSubmit{at: j.Submit, site: k, idx: idx})
+		}
+	}
+	sortSubmits(subs)
+	return res, ps, subs, nil
 }
 
 // poolSite is one site of a pooled replay.
@@ -135,6 +147,13 @@ type poolRun struct {
 	pool  []int32 // ordered by poolBefore
 	ends  poolEnds
 	cands []int32 // scratch
+	// hopReason, if set, is the reason of the hop start adds to the route
+	// of a job that starts away from its origin; empty when the strategy
+	// records its migrations itself.
+	hopReason string
+	// onEnd, if set, is called for every job that ends, after its record
+	// has its end.
+	onEnd func(rec int32)
 }
 
 // poolBefore orders the pool: local submission time, then origin site, then
@@ -159,6 +178,9 @@ func (r *poolRun) endDue(t int64) {
 		s.free += s.running[i].procs
 		s.running = slices.Delete(s.running, i, i+1)
 		r.res.Records[e.rec].ended(t)
+		if r.onEnd != nil {
+			r.onEnd(e.rec)
+		}
 	}
 }
 
@@ -286,9 +308,9 @@ func (r *poolRun) start(t int64, k int, i int32) {
 	f.Start = t
 	f.Reserved = f.Estimate
 	f.Decision = plan.Placement{Start: t, End: t + f.Estimate, Reason: plan.ReasonQueued}
-	if k != f.Origin {
+	if k != f.Origin && r.hopReason != "" {
 		f.Route = f.Route.With(delegation.Hop{Site: r.res.Sites[k].Name, Action: delegation.ActionDelegated, At: t,
-			Reason: "taken from the pool"})
+			Reason: r.hopReason})
 	}
 	s.free -= f.Procs
 	s.running = append(s.running, running{rec: i, estEnd: t + f.Estimate, procs: f.Procs})

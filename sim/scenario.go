@@ -32,8 +32,10 @@ type Scenario struct {
 	// --runs. Default 1.
 	Seed uint64 `yaml:"seed"`
 	// Transfer is the transfer policy: "acf" (default), "on-reject" or
-	// "rqf"; or, instead of delegation, the federation study's central
-	// pool: "p-fcfs", "p-easy" or "p-list" (simulator only).
+	// "rqf"; or, instead of delegation, one of the federation study's
+	// simulator-only strategies: its central pool ("p-fcfs", "p-easy",
+	// "p-list"), its central coordinator ("central-full", "serf") or
+	// Shaking-G ("shaking-g").
 	Transfer string `yaml:"transfer"`
 	// MaxCandidates is how many peers are asked for quotes (default 3).
 	MaxCandidates int `yaml:"max_candidates"`
@@ -99,6 +101,11 @@ type ScenarioWorkload struct {
 	MaxEstimate int64   `yaml:"max_estimate"`
 	Load        float64 `yaml:"load"`
 	Seed        uint64  `yaml:"seed"`
+	// History, if set, is how many trace jobs right before the slice
+	// (at most skip) seed the runtime statistics of every overbooking
+	// site, scaled as the slice (TraceSlice.History): the live demo
+	// writes them as its sites' overbooking.history.
+	History int `yaml:"history"`
 }
 
 // ScenarioOverbooking mirrors the node's overbooking block.
@@ -130,9 +137,10 @@ type ScenarioFixed struct {
 }
 
 type loaded struct {
-	jobs  []Job
-	procs int
-	epoch int64
+	jobs    []Job
+	procs   int
+	epoch   int64
+	history []site.PastJob // seeds the statistics of an overbooking site
 }
 
 // slice builds the workload's jobs, site by site.
@@ -148,13 +156,19 @@ func (s *Scenario) slice(seed uint64) ([]loaded, error) {
 		ts.Sites = append(ts.Sites, SliceSite{Name: site.Name, Procs: site.Procs, Share: site.Share})
 		idx[site.Name] = i
 	}
-	jobs, _, err := ts.Build()
+	jobs, info, err := ts.Build()
 	if err != nil {
 		return nil, fmt.Errorf("scenario: line %d: workload: %w: %w", s.line("workload"), ErrBadConfig, err)
 	}
+	past, err := ts.History(w.History, info)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: line %d: workload: %w: %w", s.line("workload", "history"), ErrBadConfig, err)
+	}
+	history := PastJobs(past)
 	all := make([]loaded, len(s.Sites))
 	for i, site := range s.Sites {
 		all[i].procs = site.Procs
+		all[i].history = history
 	}
 	for _, j := range jobs {
 		k := idx[j.Site]
@@ -288,7 +302,7 @@ func (s *Scenario) check() error {
 		return s.bad(fmt.Sprintf("a federation needs at least two sites, got %d", len(s.Sites)), "sites")
 	}
 	if _, err := s.transfer(); err != nil {
-		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, p-fcfs, p-easy or p-list", s.Transfer), "transfer")
+		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, p-fcfs, p-easy, p-list, central-full, serf or shaking-g", s.Transfer), "transfer")
 	}
 	if err := s.checkPool(); err != nil {
 		return err
@@ -396,14 +410,16 @@ func (s *Scenario) check() error {
 	return nil
 }
 
-// checkPool refuses the settings a pooled scenario would ignore: the pool
-// has no delegation protocol (peers, hops, messages) and no admission test
-// (SLAs, overbooking, fixed reservations).
+// checkPool refuses the settings a scenario with one of the study's
+// strategies would ignore: they have no delegation protocol (peers, hops,
+// messages) and no admission test (SLAs, overbooking, fixed reservations),
+// and every site runs the strategy's queue policy.
 func (s *Scenario) checkPool() error {
-	if _, ok := s.pool(); !ok {
+	if !s.studyStrategy() {
 		return nil
 	}
-	const why = "has no effect with a pool transfer (no delegation protocol)"
+	why := fmt.Sprintf("has no effect with transfer %s (no delegation protocol)", s.Transfer)
+	_, pool := s.pool()
 	switch {
 	case s.MaxCandidates != 0:
 		return s.bad(why, "max_candidates")
@@ -415,8 +431,10 @@ func (s *Scenario) checkPool() error {
 		return s.bad(why, "latency")
 	}
 	for i, site := range s.Sites {
-		const sla = "has no effect with a pool transfer (the pool runs no admission test)"
+		sla := fmt.Sprintf("has no effect with transfer %s (no admission test)", s.Transfer)
 		switch {
+		case !pool && site.Policy != "" && site.Policy != "easy":
+			return s.bad(fmt.Sprintf("%q: transfer %s runs EASY at every site, as the study does (and the site alone is measured under its policy)", site.Policy, s.Transfer), "sites", i, "policy")
 		case len(site.Prefer) > 0:
 			return s.bad(why, "sites", i, "prefer")
 		case site.CommunityShare != 0:
@@ -445,6 +463,8 @@ func (s *Scenario) checkWorkload() error {
 		return at("required", "trace")
 	case w.Skip < 0:
 		return at(fmt.Sprintf("must be >= 0, got %d", w.Skip), "skip")
+	case w.History < 0 || w.History > w.Skip:
+		return at(fmt.Sprintf("must be from 0 to skip (%d): the jobs before the slice, got %d", w.Skip, w.History), "history")
 	case w.Jobs <= 0:
 		return at(fmt.Sprintf("must be > 0, got %d", w.Jobs), "jobs")
 	case w.Span <= 0:
@@ -523,8 +543,8 @@ func (s *Scenario) transfer() (delegation.TransferMode, error) {
 	if s.Transfer == "" {
 		return delegation.ACF, nil
 	}
-	if _, ok := s.pool(); ok {
-		return delegation.ACF, nil // unused: the pool replaces delegation
+	if s.studyStrategy() {
+		return delegation.ACF, nil // unused: the strategy replaces delegation
 	}
 	return delegation.ParseTransfer(s.Transfer)
 }
@@ -538,6 +558,18 @@ var poolTransfers = map[string]plan.Policy{"p-fcfs": plan.FCFS, "p-easy": plan.E
 func (s *Scenario) pool() (plan.Policy, bool) {
 	p, ok := poolTransfers[s.Transfer]
 	return p, ok
+}
+
+// centralTransfers are the transfer names of the study's central active
+// coordinator.
+var centralTransfers = map[string]CentralMode{"central-full": CentralFull, "serf": CentralSERF}
+
+// studyStrategy reports whether the scenario runs one of the study's
+// simulator-only strategies instead of delegation.
+func (s *Scenario) studyStrategy() bool {
+	_, pool := s.pool()
+	_, central := centralTransfers[s.Transfer]
+	return pool || central || s.Transfer == "shaking-g"
 }
 
 func positiveSpan(v string) bool {
@@ -581,6 +613,10 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 	if p, ok := s.pool(); ok {
 		cfg.Pool = &PoolConfig{Policy: p}
 	}
+	if m, ok := centralTransfers[s.Transfer]; ok {
+		cfg.Central = &CentralConfig{Mode: m}
+	}
+	cfg.Shaking = s.Transfer == "shaking-g"
 	var all []loaded
 	if s.Workload != nil {
 		var err error
@@ -665,6 +701,9 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 		}
 		fs := FedSite{Name: site.Name, Procs: l.procs, Policy: pol, Jobs: kept, Overbooking: site.Overbooking.admission(),
 			Prefer: site.Prefer, CommunityShare: site.CommunityShare}
+		if fs.Overbooking != nil {
+			fs.Overbooking.History = l.history
+		}
 		for f, fx := range site.Fixed {
 			fs.Fixed = append(fs.Fixed, plan.FixedSpec{ID: -int64(f + 1), Name: fx.Name, Procs: fx.Procs, Start: fx.Start, End: fx.End})
 		}

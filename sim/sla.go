@@ -125,6 +125,9 @@ type SLAConfig struct {
 	Forecast forecast.Config
 	// Choice selects among acceptable gaps.
 	Choice overbook.GapChoice
+	// KeepRecords keeps each run's job records in SLARun.Records (for a
+	// per-job report); off, Experiment keeps only the figures.
+	KeepRecords bool
 	// Failures is the node-failure model: it enters the PoF, and with
 	// both rates set processors really fail and are repaired during each
 	// run (drawn with FailureSeed plus the run's number).
@@ -174,6 +177,11 @@ type SLARun struct {
 	Met, Violated                  int
 	Fees, Penalties, Gain          float64
 	Metrics                        Metrics
+	// StartErrors are actual - planned start of the run's jobs that
+	// started with a promise, sorted (StartErrors).
+	StartErrors []int64
+	// Records are the run's jobs, with SLAConfig.KeepRecords.
+	Records []Record
 }
 
 // Split returns the training jobs and the runs of jobs (with their original
@@ -352,7 +360,9 @@ func runSLA(ctx context.Context, jobs []Job, cfg SLAConfig, trained *overbook.St
 	if fc != nil && fc.Err() != nil {
 		return SLARun{}, nil, fmt.Errorf("sim: forecast: %w", fc.Err())
 	}
-	return Settle(res.Records, cfg.Procs), res.Records, nil
+	run := Settle(res.Records, cfg.Procs)
+	run.StartErrors = StartErrors(res.Records)
+	return run, res.Records, nil
 }
 
 // Settle counts the SLA outcomes of a replay: the fee of every met SLA, the
@@ -423,10 +433,14 @@ func Experiment(ctx context.Context, jobs []Job, cfg SLAConfig) ([]SLARun, error
 			// Each run draws its own failures; the strategy and its
 			// baseline see the same ones.
 			rcfg.FailureSeed = cfg.FailureSeed + uint64(i)
+			var recs []Record
 			if forecasts {
-				out[i], _, errs[i] = RunSLAForecast(ctx, PrepareRun(run, rcfg), rcfg, train)
+				out[i], recs, errs[i] = RunSLAForecast(ctx, PrepareRun(run, rcfg), rcfg, train)
 			} else {
-				out[i], _, errs[i] = RunSLA(ctx, PrepareRun(run, rcfg), rcfg, trained)
+				out[i], recs, errs[i] = RunSLA(ctx, PrepareRun(run, rcfg), rcfg, trained)
+			}
+			if cfg.KeepRecords {
+				out[i].Records = recs
 			}
 		}()
 	}

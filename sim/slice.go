@@ -1,11 +1,15 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
+	"github.com/fedsched/fedsched/overbook"
+	"github.com/fedsched/fedsched/site"
 	"github.com/fedsched/fedsched/swf"
 )
 
@@ -119,8 +123,7 @@ func (ts TraceSlice) Build() ([]SliceJob, SliceInfo, error) {
 	// further (or stretched) so that the offered load is Load.
 	scale := func(d float64) (work float64) {
 		for i, j := range in {
-			est := min(ts.MaxEstimate, max(ts.MinEstimate, int64(math.Round(float64(j.Estimate)/d))))
-			rt := max(1, min(est, int64(math.Round(float64(j.Runtime)*float64(est)/float64(j.Estimate)))))
+			est, rt := ts.scaleJob(j, d)
 			out[i].Estimate, out[i].Runtime = est, rt
 			work += float64(out[i].Procs) * float64(est)
 		}
@@ -157,4 +160,60 @@ func (ts TraceSlice) Build() ([]SliceJob, SliceInfo, error) {
 		info.PerSite[name] = w / (float64(procsOf[name]) * float64(ts.Span))
 	}
 	return out, info, nil
+}
+
+// scaleJob divides a job's estimate by d, clamps it to [MinEstimate,
+// MaxEstimate] and scales its runtime alike (their ratio kept, at least 1 s,
+// at most the estimate).
+func (ts TraceSlice) scaleJob(j Job, d float64) (est, rt int64) {
+	est = min(ts.MaxEstimate, max(ts.MinEstimate, int64(math.Round(float64(j.Estimate)/d))))
+	rt = max(1, min(est, int64(math.Round(float64(j.Runtime)*float64(est)/float64(j.Estimate)))))
+	return est, rt
+}
+
+// History returns the n jobs of the sanitised trace right before the slice
+// (fewer when it skips fewer), scaled as Build scaled the slice (info is
+// Build's): estimates and runtimes divided by info.Divisor and clamped,
+// submissions on the slice's clock (before 0), processors as in the trace.
+// They are the past of the machine the slice was cut from; the demo seeds
+// its overbooking sites' runtime statistics with them.
+func (ts TraceSlice) History(n int, info SliceInfo) ([]SliceJob, error) {
+	if n < 0 || info.Divisor <= 0 || info.TraceSpan <= 0 {
+		return nil, fmt.Errorf("sim: trace slice history needs n >= 0 and a built slice's info")
+	}
+	tr, err := LoadTrace(ts.Trace, swf.Options{})
+	if err != nil {
+		return nil, err
+	}
+	opts := swf.DefaultSanitizeOptions()
+	opts.RequireEstimate = HasEstimates(tr.Jobs)
+	jobs, _ := swf.Sanitize(tr.Jobs, tr.Header.Procs(), opts)
+	if ts.Skip > len(jobs) {
+		return nil, fmt.Errorf("sim: trace %s has %d jobs, fewer than the slice skips (%d)", ts.Trace, len(jobs), ts.Skip)
+	}
+	in := FromSWF(jobs[max(0, ts.Skip-n):ts.Skip])
+	if len(in) == 0 {
+		return nil, nil
+	}
+	t0 := FromSWF(jobs[ts.Skip : ts.Skip+1])[0].Submit
+	out := make([]SliceJob, len(in))
+	for i, j := range in {
+		est, rt := ts.scaleJob(j, info.Divisor)
+		at := int64(math.Round(float64(j.Submit-t0) * float64(ts.Span) / float64(info.TraceSpan)))
+		out[i] = SliceJob{At: at, Procs: j.Procs, Estimate: est, Runtime: rt, User: "u" + j.User, App: "a" + j.App, TraceID: j.ID}
+	}
+	return out, nil
+}
+
+// PastJobs turns history jobs into the samples that seed a site's runtime
+// statistics, in the order they ended (submission + runtime, as the node
+// orders an overbooking.history file written from them without waits).
+func PastJobs(jobs []SliceJob) []site.PastJob {
+	sorted := slices.Clone(jobs)
+	slices.SortStableFunc(sorted, func(a, b SliceJob) int { return cmp.Compare(a.At+a.Runtime, b.At+b.Runtime) })
+	out := make([]site.PastJob, len(sorted))
+	for i, j := range sorted {
+		out[i] = site.PastJob{Job: overbook.JobInfo{ID: j.TraceID, Procs: j.Procs, Estimate: j.Estimate, User: j.User, App: j.App}, Ran: j.Runtime}
+	}
+	return out
 }

@@ -29,6 +29,16 @@ type Overbooking struct {
 	// Test is the acceptance test of an overbooked placement (default
 	// PoF < 0.1).
 	Test overbook.Test
+	// History are past jobs, in the order they ended, that train the
+	// runtime statistics before the first submission (the node's
+	// overbooking.history).
+	History []PastJob
+}
+
+// PastJob is a job that ran before the site's first submission.
+type PastJob struct {
+	Job overbook.JobInfo
+	Ran int64 // seconds it ran
 }
 
 // Config configures an Agent. Zero values mean the defaults given.
@@ -220,6 +230,11 @@ func New(cfg Config) (*Agent, error) {
 		st, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime})
 		if err != nil {
 			return nil, fmt.Errorf("site agent %s: %w", cfg.Name, err)
+		}
+		for _, h := range o.History {
+			if err := st.Record(h.Job, overbook.Observation{Ran: h.Ran}); err != nil {
+				return nil, fmt.Errorf("site agent %s: overbooking history: %w", cfg.Name, err)
+			}
 		}
 		a.adm = &overbook.Admission{Stats: st, Mode: o.Mode, Test: o.Test, Learn: true}
 		pc.Admission = a.adm

@@ -77,16 +77,17 @@ func DefaultSanitizeOptions() SanitizeOptions {
 // that dropped it; In == Out + all the *Dropped, *TooWide, *NoRuntime and
 // *NoEstimate counts.
 type SanitizeReport struct {
-	In, Out         int
-	SiteProcs       int64 // m_k used by rule 1; 0 means rule 1 was not applied
-	Rule1TooWide    int   // dropped: procs > site procs
-	Rule2Fixed      int   // requested/allotted repaired
-	Rule2Dropped    int   // both invalid
-	Rule3NoRuntime  int   // dropped: runtime <= 0
-	Rule4Clipped    int   // runtime cut to the estimate
-	Rule4Dropped    int   // dropped (Drop mode)
-	Rule5NoEstimate int   // dropped: no estimate
-	Reordered       bool  // the surviving jobs were not in submit order and were sorted
+	In              int   `json:"in"`
+	Out             int   `json:"out"`
+	SiteProcs       int64 `json:"site_procs"`        // m_k used by rule 1; 0 means rule 1 was not applied
+	Rule1TooWide    int   `json:"rule1_too_wide"`    // dropped: procs > site procs
+	Rule2Fixed      int   `json:"rule2_fixed"`       // requested/allotted repaired
+	Rule2Dropped    int   `json:"rule2_dropped"`     // both invalid
+	Rule3NoRuntime  int   `json:"rule3_no_runtime"`  // dropped: runtime <= 0
+	Rule4Clipped    int   `json:"rule4_clipped"`     // runtime cut to the estimate
+	Rule4Dropped    int   `json:"rule4_dropped"`     // dropped (Drop mode)
+	Rule5NoEstimate int   `json:"rule5_no_estimate"` // dropped: no estimate
+	Reordered       bool  `json:"reordered"`         // the surviving jobs were not in submit order and were sorted
 }
 
 // Dropped returns the total number of jobs removed by all rules.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -56,18 +57,24 @@ func newDemoCmd() *cobra.Command {
 its own temporary data directory (removed at exit), its gRPC API, gossip
 membership and the simulated executor, all on one clock that runs
 --time-scale times faster than real time. Then replay a slice of the KTH SP2
-trace (embedded; sanitised; processors scaled to the site a job is submitted
-to; times compressed to an offered load of 1 over the federation) through the
-sites' public API, each job with an SLA: deadline = release + 2 x estimate,
-fee = procs x estimate in hours, penalty = fee. Jobs a site cannot take are
-delegated to a peer that quotes for them; two sites overbook (alpha and
-gamma), beta does not.
+trace (embedded; sanitised; the jobs after its first 2,000; processors
+scaled to the site a job is submitted to; times compressed to an offered
+load of 1 over the federation) through the sites' public API, each job with
+an SLA: deadline = release + 2 x estimate, fee = procs x estimate in hours,
+penalty = fee. Jobs a site cannot take are delegated to a peer that quotes
+for them. Two sites overbook (alpha and gamma), beta does not; the two have
+learnt their jobs' runtimes from the 2,000 trace jobs before the slice,
+written as their overbooking.history, since a site overbooks a job only
+once its statistics hold enough samples (overbooking.min_samples).
 
 At the end it prints, per site: accepted, overbooked, delegated in, delegated
 out, met, violated and gain in coins (a job's fee is its processors times its
 estimated hours: one coin per processor-hour; gain = fees of the SLAs met
-minus penalties of those violated); see docs/demo.md. With the defaults it
-takes about half a minute.
+minus penalties of those violated). Then the same jobs replayed in the
+simulator, in-process: as the live sites ran them, without federation,
+without overbooking and with neither, so that you see what the federation
+and overbooking bought (scenarios/demo.yaml is that scenario). See
+docs/demo.md. With the defaults it takes about half a minute.
 
 With --keep the sites stay up after the replay, with their gRPC APIs and
 their status pages (metrics and the plan's Gantt chart) on loopback, until
@@ -78,7 +85,7 @@ Ctrl-C: explore them with fedsched jobs/plan/explain --addr and a browser.`,
 	fl := cmd.Flags()
 	fl.IntVar(&f.jobs, "jobs", 600, "number of trace jobs to replay (at least 30)")
 	fl.Float64Var(&f.timeScale, "time-scale", 500, "how many times faster than real time the federation's clock runs")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the choice of each job's site")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the choice of each job's site (>= 1)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the three sites running after the replay (until Ctrl-C) and print their API and status-page addresses")
 	return cmd
 }
@@ -90,19 +97,14 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 	if !(f.timeScale >= 1 && f.timeScale <= 100000) {
 		return fmt.Errorf("InvalidArgument: --time-scale %v: want 1 to 100000", f.timeScale)
 	}
+	if f.seed == 0 {
+		// A scenario reads seed 0 as "draw one": the simulator would
+		// replay other jobs.
+		return fmt.Errorf("InvalidArgument: --seed 0: want a seed >= 1")
+	}
 	began := time.Now()
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	// Twenty virtual seconds of submissions per job, jobs of one to
-	// twenty minutes (ten for short demos): the default 600 jobs take
-	// about 25 s at 500x.
-	span := int64(f.jobs) * 20
-	slice := e2e.TraceSlice{Trace: demoTrace, Jobs: f.jobs, Span: span, MinEstimate: 60, MaxEstimate: min(1200, max(600, span/10)),
-		Load: 1, Seed: f.seed}
-	var sites []e2e.SiteConfig
-	for _, s := range demoSites {
-		slice.Sites = append(slice.Sites, e2e.SliceSite{Name: s.Name, Procs: s.Procs, Share: s.share})
-		sites = append(sites, s.SiteConfig)
-	}
+	slice := demoSlice(f)
 	jobs, info, err := slice.Build()
 	if err != nil {
 		return fmt.Errorf("NotFound: %w", err)
@@ -117,13 +119,29 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 			err = fmt.Errorf("Internal: removing %s: %w", dir, rerr)
 		}
 	}()
+	history := demoHistoryPath(dir)
+	seen, err := writeDemoHistory(slice, info, history)
+	if err != nil {
+		return fmt.Errorf("Internal: writing the overbooking history: %w", err)
+	}
+	var sites []e2e.SiteConfig
+	for _, s := range demoSites {
+		c := s.SiteConfig
+		if c.Overbooking.Enabled {
+			c.Overbooking.History = history
+		}
+		sites = append(sites, c)
+	}
 	ctx := cmd.Context()
 	fmt.Fprintf(out, "fedsched demo: 3 sites on loopback, replaying %d jobs of the %s trace (its jobs %d to %d, %.1f days) at %gx real time\n",
 		len(jobs), strings.ToUpper(demoTrace), info.From, info.To, float64(info.TraceSpan)/86400, f.timeScale)
+	fmt.Fprintf(out, "  every job has an SLA: deadline = submission + 2 x estimate; fee = penalty = processors x estimated hours, in coins;\n"+
+		"  gain = fees of the SLAs met - penalties of the SLAs violated, in coins (every gain below)\n")
 	for _, s := range demoSites {
 		fmt.Fprintf(out, "  %-6s %3d processors, conservative backfilling, %s; %2.0f %% of the jobs (offered load %.2f)\n",
 			s.Name, s.Procs, s.what, 100*s.share, info.PerSite[s.Name])
 	}
+	fmt.Fprintf(out, "  alpha and gamma learnt their jobs' runtimes from the %d %s jobs before these (overbooking.history %s)\n", seen, strings.ToUpper(demoTrace), filepath.Base(history))
 	fmt.Fprintf(out, "  data in %s (removed at exit)\n", dir)
 	fmt.Fprintf(out, "  secure as in production: a throwaway CA, mutual TLS between sites and clients, encrypted gossip (docs/security.md)\n\n")
 
@@ -173,23 +191,23 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		return fmt.Errorf("Unavailable: summary: %w", err)
 	}
 	printDemoSummary(out, sums)
-	fmt.Fprintln(out, "gain is in coins: a job's fee (and penalty) is its processors x estimated hours, one coin per processor-hour;\n"+
-		"gain = fees of the SLAs met - penalties of the SLAs violated.")
-	var submitted, rejected, open int
-	for _, s := range sums {
-		submitted += s.Submitted
-		rejected += s.Rejected
-		open += s.Open
-	}
+	t := demoTotal(sums)
+	submitted, rejected, open := t.Submitted, t.Rejected, t.Open
 	fmt.Fprintf(out, "\n%d jobs submitted, %d accepted (%d of them by a peer), %d rejected by the whole federation", submitted, submitted-rejected,
-		delegatedOut(sums), rejected)
+		t.DelegatedOut, rejected)
 	if res.Errors > 0 {
 		fmt.Fprintf(out, ", %d submissions failed (first: %v)", res.Errors, res.FirstErr)
 	}
 	if unsettled := res.Answered - res.Settled; unsettled > 0 || open > 0 {
 		fmt.Fprintf(out, "; %d jobs had not settled (%d SLAs open) when the demo stopped waiting", unsettled, open)
 	}
-	fmt.Fprintf(out, ".\nWall time %.1f s (replay %.1f s); virtual time %s.\n", time.Since(began).Seconds(), res.Wall.Seconds(), fmtVirtual(res.Virtual))
+	fmt.Fprintln(out, ".")
+	cf, err := simulateDemo(ctx, f)
+	if err != nil {
+		return fmt.Errorf("Internal: simulating the demo's jobs: %w", err)
+	}
+	printDemoComparison(out, f.timeScale, sums, cf)
+	fmt.Fprintf(out, "\nWall time %.1f s (replay %.1f s); virtual time %s.\n", time.Since(began).Seconds(), res.Wall.Seconds(), fmtVirtual(res.Virtual))
 	if !f.keep {
 		return nil
 	}
@@ -204,20 +222,13 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		// may do everything.
 		fmt.Fprintf(out, "As the demo's operator (mutual TLS):\n  export FEDSCHED_TLS_CA=%s FEDSCHED_TLS_CERT=%s FEDSCHED_TLS_KEY=%s\n"+
 			"  curl --cacert %s --cert %s --key %s https://%s/metrics\n", op.CA, op.Cert, op.Key, op.CA, op.Cert, op.Key, s[0].HTTPAddr())
+		fmt.Fprintf(out, "  fedsched plan --addr %s --svg plan.svg   (the status page's Gantt chart; a browser needs the certificate as PKCS#12: docs/metrics.md)\n", a)
 		fmt.Fprintf(out, "Try:\n  fedsched jobs --all --limit 20 --addr %s\n  fedsched plan --addr %s\n  fedsched peers --addr %s\n"+
 			"  fedsched submit --addr %s --procs 8 --estimate 20m --deadline +1h --fee 3 --penalty 3 -- sleep 600\n", a, a, a, a)
 	}
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping the sites")
 	return nil
-}
-
-func delegatedOut(sums []e2e.SiteSummary) int {
-	n := 0
-	for _, s := range sums {
-		n += s.DelegatedOut
-	}
-	return n
 }
 
 // printDemoSummary prints one row per site and a total row.
@@ -232,21 +243,31 @@ func printDemoSummary(w io.Writer, sums []e2e.SiteSummary) {
 		width = max(width, len(s.Site))
 	}
 	fmt.Fprintf(tw, "%-*s\taccepted\toverbooked\tdelegated in\tdelegated out\tmet\tviolated\tgain\t\n", width, "site")
-	var t e2e.SiteSummary
 	row := func(name string, s e2e.SiteSummary) {
 		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t\n", width, name, s.Accepted, s.Overbooked, s.DelegatedIn, s.DelegatedOut, s.Met, s.Violated, s.Gain)
 	}
 	for _, s := range sums {
 		row(s.Site, s)
+	}
+	row("total", demoTotal(sums))
+}
+
+// demoTotal adds up the sites' counts and gains.
+func demoTotal(sums []e2e.SiteSummary) e2e.SiteSummary {
+	var t e2e.SiteSummary
+	for _, s := range sums {
+		t.Submitted += s.Submitted
+		t.Rejected += s.Rejected
 		t.Accepted += s.Accepted
 		t.Overbooked += s.Overbooked
 		t.DelegatedIn += s.DelegatedIn
 		t.DelegatedOut += s.DelegatedOut
 		t.Met += s.Met
 		t.Violated += s.Violated
+		t.Open += s.Open
 		t.Gain += s.Gain
 	}
-	row("total", t)
+	return t
 }
 
 // fmtVirtual renders a virtual duration to the second.

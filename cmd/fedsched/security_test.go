@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -80,7 +81,17 @@ func TestSocketJobRunsAsItsUser(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	out, err := cli(asUser, "submit", "--procs", "1", "--estimate", "1m", "--json", "--", "sh", "-c", "id -u")
+	// The job prints its uid, and anything of the node's it can read: the
+	// store, the listing of the data and jobs directories (other jobs'
+	// names), its own spec.json (which the node keeps, with the
+	// environment, 0600).
+	probe := fmt.Sprintf(`id -u
+cat %[1]s/fedsched.db >/dev/null 2>&1 && echo read-the-store
+ls %[1]s >/dev/null 2>&1 && echo listed-the-data-directory
+ls %[1]s/jobs/* >/dev/null 2>&1 && echo listed-the-job-directories
+cat ../spec.json >/dev/null 2>&1 && echo read-spec.json
+true`, data)
+	out, err := cli(asUser, "submit", "--procs", "1", "--estimate", "1m", "--json", "--", "sh", "-c", probe)
 	if err != nil {
 		t.Fatalf("submit as %s: %v\n%s", u.Username, err, out)
 	}
@@ -118,7 +129,7 @@ func TestSocketJobRunsAsItsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := strings.TrimSpace(string(stdout)); got != u.Uid {
-		t.Errorf("the job's id -u printed %q, want %s (user %s)", got, u.Uid, u.Username)
+		t.Errorf("the job printed %q, want only its uid %s (user %s): it must not read the node's files", got, u.Uid, u.Username)
 	}
 
 	// Root on the socket is an operator, but its job would run as root.

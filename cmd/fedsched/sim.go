@@ -1,13 +1,11 @@
 package main
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/schollz/progressbar/v3"
@@ -31,15 +29,21 @@ type simFlags struct {
 	jobsCSV  string
 	sla      slaFlags
 	scenario string
-	fixed    []string
-	deadline string
-	forecast string
-	offered  float64
-	span     string
-	cpuprof  string
-	accPlot  string
-	gantt    string
-	from, to int64
+	// experiment is an experiment file (a grid of scenarios), expCSV its
+	// tidy CSV.
+	experiment, expCSV, expPlot string
+	fixed                       []string
+	deadline                    string
+	forecast                    string
+	offered                     float64
+	span                        string
+	cpuprof                     string
+	accPlot                     string
+	gantt                       string
+	// utilPlot and queuePlot draw a replay's utilisation and queue length
+	// over time, in bins of plotBin.
+	utilPlot, queuePlot, plotBin string
+	from, to                     int64
 }
 
 func newSimCmd() *cobra.Command {
@@ -82,11 +86,17 @@ predicts each job at its submission from the jobs completed before it
 	fl.StringVar(&f.jsonOut, "json", "", "write the results as JSON to this file ('-' for stdout)")
 	fl.StringVar(&f.jobsCSV, "jobs-csv", "", "write one CSV row per job to this file")
 	fl.StringVar(&f.scenario, "scenario", "", "replay a federation scenario (YAML; see docs/simulation.md) with and without delegation")
+	fl.StringVar(&f.experiment, "experiment", "", "run an experiment file (YAML; see docs/simulation.md): a grid of scenarios x transfers x parameters x seeds on all cores")
+	fl.StringVar(&f.expCSV, "csv", "", "with --experiment: write the tidy table (one row per cell and site) to this file")
+	fl.StringVar(&f.expPlot, "plot", "", "with --experiment: draw each site's AWRT and utilisation change, beside the references, as an SVG plot to this file")
 	fl.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the replay to this file (read it with go tool pprof)")
 	fl.StringArrayVar(&f.fixed, "fixed-reservations", nil, "standing reservations EVERY,LENGTH[,SHARE] (e.g. 6h,1h or 24h,4h,0.5 for half the machine), anchored at the trace's time 0; repeatable")
 	fl.StringVar(&f.gantt, "gantt", "", "draw the jobs that ran between --from and --to as an SVG Gantt chart (processors over time) to this file")
-	fl.Int64Var(&f.from, "from", 0, "with --gantt: start of the window, in seconds of trace time (after --offered-load scaling)")
-	fl.Int64Var(&f.to, "to", 0, "with --gantt: end of the window, in seconds of trace time (0: --from plus one day)")
+	fl.StringVar(&f.utilPlot, "utilisation-plot", "", "draw the site's utilisation (busy processors) over time between --from and --to as an SVG plot to this file")
+	fl.StringVar(&f.queuePlot, "queue-plot", "", "draw the queue length (jobs accepted and waiting to start) over time between --from and --to as an SVG plot to this file")
+	fl.StringVar(&f.plotBin, "plot-bin", "", "with --utilisation-plot/--queue-plot: the width of the bins the plots average over, e.g. 1h or 1d (default: the smallest of 1m, 5m, 10m, 30m, 1h, 3h, 6h, 12h, 1d, 7d, 28d giving at most 400 bins)")
+	fl.Int64Var(&f.from, "from", 0, "with --gantt or the plots: start of the window, in seconds of trace time (after --offered-load scaling)")
+	fl.Int64Var(&f.to, "to", 0, "with --gantt or the plots: end of the window, in seconds of trace time (0: --from plus one day for --gantt, the end of the replay for the plots)")
 	fl.StringVar(&f.accPlot, "start-accuracy-plot", "", "replay under both conservative and EASY backfilling and draw the distribution of actual minus planned start of each (SVG) to this file")
 	f.sla.register(fl)
 	return cmd
@@ -98,7 +108,9 @@ type siteReport struct {
 	Procs   int    `json:"procs"`
 	Policy  string `json:"policy"`
 	Dropped int    `json:"dropped"`
-	sim.Metrics
+	// Metrics are absent where the mode computes none for the site as a
+	// whole (an SLA experiment reports each run's under sla.run_metrics).
+	*sim.Metrics
 	// DeadlineModel, Forecast and the deadline metrics appear with
 	// deadlines (--deadline-model, --policy edf|lttr).
 	// Span is --span: the replay kept only the jobs submitted within it.
@@ -121,11 +133,38 @@ type simReport struct {
 }
 
 func runSim(cmd *cobra.Command, f simFlags) error {
+	if f.experiment != "" {
+		if f.scenario != "" {
+			return fmt.Errorf("InvalidArgument: --experiment and --scenario: give one (an experiment names its scenarios)")
+		}
+		return runExperiment(cmd, f)
+	}
 	if f.scenario != "" {
 		if f.span != "" {
 			return fmt.Errorf("InvalidArgument: --span is for trace replays; a scenario aligns its sites with its own span: field")
 		}
+		if err := refuseUnusedFlags(cmd, "a scenario replay (--scenario; a scenario sets its sites, policies, SLAs and seed in its file)", scenarioSimFlags); err != nil {
+			return err
+		}
 		return runScenario(cmd, f)
+	}
+	if f.sla.strategy != "" {
+		if f.offered != 0 || f.deadline != "" || f.span != "" {
+			return fmt.Errorf("InvalidArgument: --offered-load, --deadline-model and --span are for plain replays; SLA experiments (--strategy) set load (--load) and deadlines themselves")
+		}
+		if err := refuseUnusedFlags(cmd, "an SLA experiment (--strategy)", strategySimFlags); err != nil {
+			return err
+		}
+		if f.jobsCSV != "" && f.sla.sweep != "" {
+			return fmt.Errorf("InvalidArgument: --jobs-csv does not go with --sweep (a sweep runs one experiment per cell); run one cell with --pof-max and --penalty-ratio")
+		}
+	} else {
+		if err := refuseUnusedFlags(cmd, "a plain replay (--trace without --strategy)", plainSimFlags); err != nil {
+			return err
+		}
+		if f.jobsCSV != "" && f.accPlot != "" {
+			return fmt.Errorf("InvalidArgument: --jobs-csv does not go with --start-accuracy-plot (which replays twice, under conservative and EASY); replay once with --policy")
+		}
 	}
 	pol, err := plan.ParsePolicy(f.policy)
 	if err != nil {
@@ -151,9 +190,6 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		return err
 	}
 	if f.sla.strategy != "" {
-		if f.offered != 0 || f.deadline != "" || f.span != "" {
-			return fmt.Errorf("InvalidArgument: --offered-load, --deadline-model and --span are for plain replays; SLA experiments (--strategy) set load (--load) and deadlines themselves")
-		}
 		return runSLA(cmd, f, tr, procs, standing)
 	}
 	jobs := tr.Jobs
@@ -209,12 +245,18 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	if fc != nil && fc.Err() != nil {
 		return fmt.Errorf("forecast: %w", fc.Err())
 	}
-	rep.Metrics = sim.ComputeMetrics(res.Records, procs)
+	m := sim.ComputeMetrics(res.Records, procs)
+	rep.Metrics = &m
 	rep.DeadlineMetrics = sim.ComputeDeadlineMetrics(res.Records)
 	rep.Fixed = res.Fixed
 	rep.StartAccuracy = sim.ComputeStartAccuracy(res.Records)
 	if f.gantt != "" {
 		if err := writeReplayGantt(f, rep.Name, procs, res.Records); err != nil {
+			return err
+		}
+	}
+	if f.utilPlot != "" || f.queuePlot != "" {
+		if err := writeTimelinePlots(f, rep, res.Records); err != nil {
 			return err
 		}
 	}
@@ -227,7 +269,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		}
 	}
 	if f.jobsCSV != "" {
-		if err := writeJobsCSV(f.jobsCSV, res.Records); err != nil {
+		if err := writeJobRows(f.jobsCSV, siteRows(0, rep.Name, res.Records)); err != nil {
 			return err
 		}
 	}
@@ -375,37 +417,4 @@ func writeJSON(stdout io.Writer, path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
-}
-
-func writeJobsCSV(path string, recs []sim.Record) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("jobs csv: %w", err)
-	}
-	w := csv.NewWriter(fh)
-	w.Write([]string{"id", "submit", "procs", "estimate", "runtime", "decision", "start", "end", "reserved", "killed", "deadline", "forecast"}) //nolint:errcheck // checked by Flush
-	for _, r := range recs {
-		start, end := "", ""
-		if r.Started {
-			start, end = strconv.FormatInt(r.Start, 10), strconv.FormatInt(r.End, 10)
-		}
-		deadline, fc := "", ""
-		if r.Deadline < plan.Forever {
-			deadline = strconv.FormatInt(r.Deadline, 10)
-		}
-		if r.Forecast > 0 {
-			fc = strconv.FormatInt(r.Forecast, 10)
-		}
-		w.Write([]string{ //nolint:errcheck // checked by Flush
-			strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.Submit, 10), strconv.Itoa(r.Procs),
-			strconv.FormatInt(r.Estimate, 10), strconv.FormatInt(r.Runtime, 10), r.Decision.Reason.String(),
-			start, end, strconv.FormatInt(r.Reserved, 10), strconv.FormatBool(r.Killed), deadline, fc,
-		})
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		fh.Close()
-		return fmt.Errorf("jobs csv: %w", err)
-	}
-	return fh.Close()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"image/color"
 	"io"
 	"os"
 	"text/tabwriter"
@@ -11,7 +10,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/fedsched/fedsched/gantt"
 	"github.com/fedsched/fedsched/plan"
@@ -39,19 +37,18 @@ func printStartAccuracy(w io.Writer, sites []siteReport) {
 	tw.Flush()
 }
 
+// accuracySeries is one curve of the start accuracy plot.
+type accuracySeries struct {
+	name string
+	errs []int64 // sorted
+}
+
 // runStartAccuracy replays in under conservative and EASY backfilling,
 // prints both accuracies and plots the distribution of the start errors.
 func runStartAccuracy(cmd *cobra.Command, f simFlags, in []sim.Job, cfg sim.Config, rep siteReport) error {
 	var sites []siteReport
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: how good is the start promised at submission?", rep.Name)
-	p.X.Label.Text = "actual start - planned start (hours; negative: earlier than promised)"
-	p.Y.Label.Text = "share of started jobs (cumulative)"
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), vg.Points(8)
-	p.Add(plotter.NewGrid())
-	colors := []color.Color{color.RGBA{R: 0x4e, G: 0x79, B: 0xa7, A: 0xff}, color.RGBA{R: 0xe1, G: 0x57, B: 0x59, A: 0xff}}
-	for i, pol := range []plan.Policy{plan.Conservative, plan.EASY} {
+	var series []accuracySeries
+	for _, pol := range []plan.Policy{plan.Conservative, plan.EASY} {
 		c := cfg
 		c.Site.Policy = pol
 		res, err := sim.Run(cmd.Context(), in, c)
@@ -60,36 +57,12 @@ func runStartAccuracy(cmd *cobra.Command, f simFlags, in []sim.Job, cfg sim.Conf
 		}
 		r := rep
 		r.Policy = pol.String()
-		r.Metrics = sim.ComputeMetrics(res.Records, cfg.Site.Procs)
+		m := sim.ComputeMetrics(res.Records, cfg.Site.Procs)
+		r.Metrics = &m
 		r.StartAccuracy = sim.ComputeStartAccuracy(res.Records)
 		sites = append(sites, r)
-		errs := sim.StartErrors(res.Records)
-		if len(errs) == 0 {
-			continue
-		}
-		pts := make(plotter.XYs, 0, 2*len(errs))
-		for k, e := range errs {
-			x := float64(e) / 3600
-			pts = append(pts, plotter.XY{X: x, Y: float64(k) / float64(len(errs))}, plotter.XY{X: x, Y: float64(k+1) / float64(len(errs))})
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return err
-		}
-		l.Color, l.Width = colors[i], vg.Points(1.6)
-		if pol == plan.EASY {
-			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		}
-		p.Add(l)
-		a := r.StartAccuracy
-		p.Legend.Add(fmt.Sprintf("%s: %.0f %% within 1 min, %.0f %% > 1 h late", pol, 100*a.Within1m, 100*a.Late1h), l)
+		series = append(series, accuracySeries{name: pol.String(), errs: sim.StartErrors(res.Records)})
 	}
-	p.Legend.ThumbnailWidth = vg.Points(24)
-	p.Legend.Padding = vg.Points(2)
-	p.X.Min, p.X.Max = -24, 24
-	p.Y.Min, p.Y.Max = 0, 1
-	p.X.Tick.Marker = plot.ConstantTicks(hourTicks())
-	_ = draw.PosRight
 	out := simReport{Trace: rep.Name, Sites: sites}
 	printSimTable(tableOut(cmd, f.jsonOut), out)
 	printStartAccuracy(tableOut(cmd, f.jsonOut), sites)
@@ -98,10 +71,58 @@ func runStartAccuracy(cmd *cobra.Command, f simFlags, in []sim.Job, cfg sim.Conf
 			return err
 		}
 	}
-	if err := p.Save(8*vg.Inch, 4.5*vg.Inch, f.accPlot); err != nil {
-		return fmt.Errorf("start accuracy plot: %w", err)
+	title := fmt.Sprintf("%s: how good is the start promised at submission?", rep.Name)
+	if err := plotStartAccuracy(f.accPlot, title, series); err != nil {
+		return err
 	}
 	fmt.Fprintf(tableOut(cmd, f.jsonOut), "wrote %s\n", f.accPlot)
+	return nil
+}
+
+// plotStartAccuracy draws the cumulative distribution of each series'
+// start errors, in hours, over -24 h to +24 h.
+func plotStartAccuracy(path, title string, series []accuracySeries) error {
+	p := newPlot(title, "actual start - planned start (hours; negative: earlier than promised)", "share of started jobs (cumulative)")
+	// Top left stays empty: a curve is high only after most jobs started.
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), -vg.Points(6)
+	dashes := [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
+	for i, s := range series {
+		if len(s.errs) == 0 {
+			continue
+		}
+		// One step per minute of error (a pixel is four), errors beyond
+		// the axis at its ends: the file stays small for any trace.
+		n := float64(len(s.errs))
+		var pts plotter.XYs
+		for k := 0; k < len(s.errs); {
+			m := min(max(s.errs[k]/60, -25*60), 25*60)
+			j := k
+			for j < len(s.errs) && min(max(s.errs[j]/60, -25*60), 25*60) == m {
+				j++
+			}
+			x := float64(m) / 60
+			pts = append(pts, plotter.XY{X: x, Y: float64(k) / n}, plotter.XY{X: x, Y: float64(j) / n})
+			k = j
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width, l.Dashes = plotColors[i%len(plotColors)], vg.Points(1.6), dashes[i%len(dashes)]
+		p.Add(l)
+		a := sim.StartAccuracyOf(s.errs)
+		p.Legend.Add(fmt.Sprintf("%s: %.0f %% within 1 min, %.0f %% >1 h late", s.name, 100*a.Within1m, 100*a.Late1h), l)
+	}
+	p.Legend.ThumbnailWidth = vg.Points(24)
+	p.Legend.Padding = vg.Points(2)
+	p.X.Min, p.X.Max = -24, 24
+	p.Y.Min, p.Y.Max = 0, 1
+	p.X.Tick.Marker = plot.ConstantTicks(hourTicks())
+	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0 %"}, {Value: 0.25, Label: "25 %"}, {Value: 0.5, Label: "50 %"}, {Value: 0.75, Label: "75 %"}, {Value: 1, Label: "100 %"}})
+	if err := savePlotSVG(p, nil, 8*vg.Inch, 4.5*vg.Inch, path); err != nil {
+		return fmt.Errorf("start accuracy plot: %w", err)
+	}
 	return nil
 }
 

@@ -1,19 +1,14 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/fedsched/fedsched/plan"
 	"github.com/fedsched/fedsched/sim"
 )
 
@@ -89,10 +84,6 @@ type fedReport struct {
 	MigrationsSA [][]float64 `json:"migrations_sa"`
 }
 
-// scenarioFlags are the flags that mean something with --scenario; every
-// other flag is refused rather than silently ignored.
-var scenarioFlags = map[string]bool{"scenario": true, "json": true, "jobs-csv": true, "runs": true, "cpuprofile": true}
-
 // meanCI returns the mean of xs and, with more than one value, a pointer
 // to the half-width of its 95 % interval.
 func meanCI(xs []float64) (float64, *float64) {
@@ -133,15 +124,6 @@ func addSLA(a, b sim.FedSLA) sim.FedSLA {
 // with --runs N, N independent replications with seeds derived from the
 // scenario's seed.
 func runScenario(cmd *cobra.Command, f simFlags) error {
-	var bad []string
-	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		if !scenarioFlags[fl.Name] {
-			bad = append(bad, "--"+fl.Name)
-		}
-	})
-	if len(bad) > 0 {
-		return fmt.Errorf("InvalidArgument: %s: no effect with --scenario (a scenario sets its sites, policies, SLAs and seed in its file; see docs/simulation.md); only --json, --jobs-csv, --runs and --cpuprofile go with it", strings.Join(bad, ", "))
-	}
 	runs := 1
 	if cmd.Flags().Changed("runs") {
 		runs = f.sla.runs
@@ -198,7 +180,11 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	}
 	alone := alones[0]
 	fed := feds[0]
-	rep := fedReport{Scenario: sc.Name, Transfer: cfg.Transfer.String(), Runs: runs}
+	transfer := sc.Transfer
+	if transfer == "" {
+		transfer = cfg.Transfer.String()
+	}
+	rep := fedReport{Scenario: sc.Name, Transfer: transfer, Runs: runs}
 	rep.MigrationsN, rep.MigrationsSA = fed.Migrations()
 	slas := sc.HasSLAs()
 	totals := make([]sim.FedSLA, runs)
@@ -244,8 +230,13 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		rep.Totals.SLA = fedSLAOf(totals)
 	}
 	printFedTable(tableOut(cmd, f.jsonOut), rep)
+	if f.utilPlot != "" || f.queuePlot != "" {
+		if err := writeFedTimelinePlots(f, sc.Name, alone, fed); err != nil {
+			return err
+		}
+	}
 	if f.jobsCSV != "" {
-		if err := writeFedJobsCSV(f.jobsCSV, fed); err != nil {
+		if err := writeJobRows(f.jobsCSV, fedRows(feds)); err != nil {
 			return err
 		}
 	}
@@ -253,42 +244,6 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		return writeJSON(cmd.OutOrStdout(), f.jsonOut, rep)
 	}
 	return nil
-}
-
-// writeFedJobsCSV writes one row per job of a federated replay (the first
-// replication): where it was submitted, where it ran and its route.
-func writeFedJobsCSV(path string, r *sim.FedResult) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("jobs csv: %w", err)
-	}
-	w := csv.NewWriter(fh)
-	w.Write([]string{"id", "site", "exec", "submit", "procs", "estimate", "runtime", "decision", "start", "end", "reserved", "killed", "deadline", "fee", "penalty", "route"}) //nolint:errcheck // checked by Flush
-	for _, x := range r.Records {
-		start, end, deadline := "", "", ""
-		if x.Started {
-			start, end = strconv.FormatInt(x.Start, 10), strconv.FormatInt(x.End, 10)
-		}
-		if x.Deadline < plan.Forever {
-			deadline = strconv.FormatInt(x.Deadline, 10)
-		}
-		hops := make([]string, len(x.Route))
-		for i, h := range x.Route {
-			hops[i] = h.Site + ":" + h.Action.String()
-		}
-		w.Write([]string{ //nolint:errcheck // checked by Flush
-			strconv.FormatInt(x.ID, 10), r.Sites[x.Origin].Name, r.Sites[x.Exec].Name, strconv.FormatInt(x.Submit, 10), strconv.Itoa(x.Procs),
-			strconv.FormatInt(x.Estimate, 10), strconv.FormatInt(x.Runtime, 10), x.Decision.Reason.String(), start, end,
-			strconv.FormatInt(x.Reserved, 10), strconv.FormatBool(x.Killed), deadline,
-			strconv.FormatFloat(x.Fee, 'f', -1, 64), strconv.FormatFloat(x.Penalty, 'f', -1, 64), strings.Join(hops, " "),
-		})
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		fh.Close()
-		return fmt.Errorf("jobs csv: %w", err)
-	}
-	return fh.Close()
 }
 
 func printFedTable(w io.Writer, r fedReport) {

@@ -67,7 +67,7 @@ func TestSimScenarioDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 601 || !slices.Contains(rows[0], "site") || !slices.Contains(rows[0], "route") {
+	if len(rows) != 1+3*600 || !slices.Contains(rows[0], "site") || !slices.Contains(rows[0], "route") { // every replication
 		t.Fatalf("%d rows, header %v", len(rows), rows[0])
 	}
 }

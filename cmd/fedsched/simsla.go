@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,8 +15,8 @@ import (
 	"github.com/spf13/pflag"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/fedsched/fedsched/forecast"
 	"github.com/fedsched/fedsched/overbook"
@@ -169,6 +170,12 @@ type slaReport struct {
 	AdditionalGain *float64   `json:"additional_gain,omitempty"`
 	GainDiff       *float64   `json:"gain_diff,omitempty"`
 	GainDiffCI95   *float64   `json:"gain_diff_ci95,omitempty"`
+	// StartAccuracy compares each started job's start with the one planned
+	// at its submission, over all runs.
+	StartAccuracy *sim.StartAccuracy `json:"start_accuracy,omitempty"`
+	// RunMetrics are each run's replay metrics (AWRT, utilisation, ...),
+	// in run order.
+	RunMetrics []sim.Metrics `json:"run_metrics"`
 }
 
 func summarise(st sim.Strategy, stats sim.StatsSource, runs []sim.SLARun) *slaReport {
@@ -184,8 +191,10 @@ func summarise(st sim.Strategy, stats sim.StatsSource, runs []sim.SLARun) *slaRe
 		r.Fees += x.Fees / n
 		r.Penalties += x.Penalties / n
 		r.GainRuns = append(r.GainRuns, x.Gain)
+		r.RunMetrics = append(r.RunMetrics, x.Metrics)
 	}
 	r.Gain, r.GainCI95 = sim.MeanCI95(r.GainRuns)
+	r.StartAccuracy = sim.StartAccuracyOf(mergedStartErrors(runs))
 	if r.Fees > 0 {
 		r.Profitability = r.Gain / r.Fees
 	}
@@ -211,21 +220,28 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 	}
 	in := sim.FromSWF(jobs)
 	if f.sla.sweep != "" {
+		if f.accPlot != "" {
+			return fmt.Errorf("InvalidArgument: --start-accuracy-plot does not go with --sweep; run the strategy at one PoF_max")
+		}
 		return runSweep(cmd, f.sla.sweep, in, cfg)
 	}
+	cfg.KeepRecords = f.jobsCSV != ""
 	runs, err := sim.Experiment(cmd.Context(), in, cfg)
 	if err != nil {
 		return fmt.Errorf("InvalidArgument: %w", err)
 	}
 	rep := summarise(cfg.Strategy, cfg.StatsSource, runs)
+	series := []accuracySeries{{name: shortOverbookingName(cfg.Strategy), errs: mergedStartErrors(runs)}}
 	if base := cfg.Strategy.Baseline(); base != cfg.Strategy {
 		bcfg := cfg
 		bcfg.Strategy = base
+		bcfg.KeepRecords = false
 		bruns, err := sim.Experiment(cmd.Context(), in, bcfg)
 		if err != nil {
 			return err
 		}
 		rep.Baseline = summarise(base, cfg.StatsSource, bruns)
+		series = append(series, accuracySeries{name: shortOverbookingName(base), errs: mergedStartErrors(bruns)})
 		diffs := make([]float64, len(runs))
 		for i := range runs {
 			diffs[i] = runs[i].Gain - bruns[i].Gain
@@ -237,17 +253,72 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 			rep.AdditionalGain = &add
 		}
 	}
-	var agg sim.Metrics
-	for _, r := range runs {
-		agg.Jobs += r.Metrics.Jobs
-	}
+	// The runs are separate replays: no metric of the site as a whole is
+	// computed, so none is reported; each run's are in sla.run_metrics.
 	site := siteReport{Name: siteName(tr.Name), Procs: procs, Policy: "conservative", Dropped: sr.Dropped(), Sanitize: &sr, SLA: rep}
-	site.Metrics = agg
+	if f.jobsCSV != "" {
+		name := site.Name
+		err := writeJobRows(f.jobsCSV, func(yield func(jobRow) bool) {
+			for i, r := range runs {
+				for row := range siteRows(i, name, r.Records) {
+					if !yield(row) {
+						return
+					}
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
 	printSLATable(tableOut(cmd, f.jsonOut), tr.Name, cfg, rep)
+	var acc []siteReport
+	for _, x := range []*slaReport{rep, rep.Baseline} {
+		if x != nil {
+			st, _ := sim.ParseStrategy(x.Strategy)
+			acc = append(acc, siteReport{Name: site.Name, Policy: overbookingName(st), StartAccuracy: x.StartAccuracy})
+		}
+	}
+	printStartAccuracy(tableOut(cmd, f.jsonOut), acc)
+	if f.accPlot != "" {
+		title := fmt.Sprintf("%s, conservative, %.0f %% load: promised start with and without overbooking", site.Name, 100*cfg.Load)
+		if err := plotStartAccuracy(f.accPlot, title, series); err != nil {
+			return err
+		}
+		fmt.Fprintf(tableOut(cmd, f.jsonOut), "wrote %s\n", f.accPlot)
+	}
 	if f.jsonOut != "" {
 		return writeJSON(cmd.OutOrStdout(), f.jsonOut, simReport{Trace: tr.Name, Sites: []siteReport{site}})
 	}
 	return nil
+}
+
+// overbookingName names a strategy by its policy and whether it overbooks,
+// for the start accuracy table and plot.
+func overbookingName(st sim.Strategy) string {
+	if st.Overbooks() {
+		return "conservative + overbooking (" + st.String() + ")"
+	}
+	return "conservative, no overbooking (" + st.String() + ")"
+}
+
+// shortOverbookingName is overbookingName without the policy, for the
+// plot's legend (its title names the policy).
+func shortOverbookingName(st sim.Strategy) string {
+	if st.Overbooks() {
+		return "overbooking (" + st.String() + ")"
+	}
+	return "no overbooking (" + st.String() + ")"
+}
+
+// mergedStartErrors are the start errors of every run, sorted.
+func mergedStartErrors(runs []sim.SLARun) []int64 {
+	var errs []int64
+	for _, r := range runs {
+		errs = append(errs, r.StartErrors...)
+	}
+	slices.Sort(errs)
+	return errs
 }
 
 func printSLATable(w io.Writer, trace string, cfg sim.SLAConfig, r *slaReport) {
@@ -299,7 +370,7 @@ func runSweep(cmd *cobra.Command, prefix string, in []sim.Job, cfg sim.SLAConfig
 	defer fh.Close()
 	w := csv.NewWriter(fh)
 	w.Write([]string{"strategy", "pof_max", "penalty_ratio", "runs", "accepted", "met", "violated", "fees", "penalties", "gain", "gain_ci95"}) //nolint:errcheck // checked by Flush
-	lines := make(map[float64]plotter.XYs)
+	lines := make(map[float64]*ciPoints)
 	for k := 1; k <= 20; k++ {
 		pm := float64(k) / 20
 		cfg.Test = overbook.Threshold{PoFMax: pm}
@@ -322,7 +393,11 @@ func runSweep(cmd *cobra.Command, prefix string, in []sim.Job, cfg sim.SLAConfig
 			g, h := sim.MeanCI95(gains)
 			w.Write([]string{cfg.Strategy.String(), ftoa(pm), ftoa(ratio), strconv.Itoa(len(runs)), ftoa(acc / n), ftoa(met / n), //nolint:errcheck // checked by Flush
 				ftoa(vio / n), ftoa(fees / n), ftoa(pens / n), ftoa(g), ftoa(h)})
-			lines[ratio] = append(lines[ratio], plotter.XY{X: pm, Y: g})
+			if lines[ratio] == nil {
+				lines[ratio] = &ciPoints{}
+			}
+			lines[ratio].XYs = append(lines[ratio].XYs, plotter.XY{X: pm, Y: g})
+			lines[ratio].YErrors = append(lines[ratio].YErrors, struct{ Low, High float64 }{h, h})
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "sweep: PoF_max %.2f done\n", pm)
 	}
@@ -330,22 +405,60 @@ func runSweep(cmd *cobra.Command, prefix string, in []sim.Job, cfg sim.SLAConfig
 	if err := w.Error(); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: mean gain per run against PoF_max", cfg.Strategy)
-	p.X.Label.Text = "PoF_max"
-	p.Y.Label.Text = "gain (node-hours of fees minus penalties)"
-	var args []any
-	for _, ratio := range sweepRatios {
-		args = append(args, "penalty ratio "+strings.TrimSuffix(ftoa(ratio), ".0"), lines[ratio])
-	}
-	if err := plotutil.AddLinePoints(p, args...); err != nil {
-		return fmt.Errorf("sweep plot: %w", err)
-	}
-	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, prefix+".svg"); err != nil {
-		return fmt.Errorf("sweep plot: %w", err)
+	if err := plotSweep(prefix+".svg", cfg, lines); err != nil {
+		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s.csv and %s.svg\n", prefix, prefix)
 	return nil
 }
 
 func ftoa(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// ciPoints are means with the half-widths of their 95 % intervals.
+type ciPoints struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// plotSweep draws the sweep's mean gain per run against PoF_max, one curve
+// per penalty ratio, each point with its 95 % interval. The curves are
+// shifted apart a little along x so that their intervals do not hide each
+// other; the legend stands beside the plot.
+func plotSweep(path string, cfg sim.SLAConfig, lines map[float64]*ciPoints) error {
+	p := newPlot(fmt.Sprintf("%s: gain against PoF_max", cfg.Strategy),
+		fmt.Sprintf("PoF_max (overbook when the PoF is below it); %d runs of %d jobs at %.0f %% load", cfg.Runs, cfg.JobsPerRun, 100*cfg.Load),
+		"mean gain per run (processor-hours), 95 % interval")
+	p.Y.Tick.Marker = plainTicks{}
+	legend := plot.NewLegend()
+	legend.TextStyle.Font.Size = vg.Points(10)
+	legend.ThumbnailWidth = vg.Points(22)
+	legend.Padding = vg.Points(3)
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}}
+	for i, ratio := range sweepRatios {
+		pts := lines[ratio]
+		if pts == nil {
+			continue
+		}
+		shift := (float64(i) - float64(len(sweepRatios)-1)/2) * 0.006
+		shifted := &ciPoints{XYs: slices.Clone(pts.XYs), YErrors: pts.YErrors}
+		for k := range shifted.XYs {
+			shifted.XYs[k].X += shift
+		}
+		l, s, err := plotter.NewLinePoints(shifted)
+		if err != nil {
+			return fmt.Errorf("sweep plot: %w", err)
+		}
+		c := plotColors[i%len(plotColors)]
+		l.Color, l.Width = c, vg.Points(1.4)
+		s.Color, s.Shape, s.Radius = c, shapes[i%len(shapes)], vg.Points(2.5)
+		eb, err := plotter.NewYErrorBars(shifted)
+		if err != nil {
+			return fmt.Errorf("sweep plot: %w", err)
+		}
+		eb.Color, eb.CapWidth = c, vg.Points(4)
+		p.Add(eb, l, s)
+		legend.Add("penalty = "+strings.TrimSuffix(ftoa(ratio), ".0")+" x fee", l, s)
+	}
+	p.X.Min, p.X.Max = 0, 1.03
+	return savePlotSVG(p, &legend, 8*vg.Inch, 4.5*vg.Inch, path)
+}

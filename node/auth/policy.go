@@ -58,8 +58,9 @@ var policy = map[string]rule{
 	fedschedv1.SiteService_ListReservations_FullMethodName:  {users, nil},
 	fedschedv1.SiteService_CreateReservation_FullMethodName: {operators, nil},
 	fedschedv1.SiteService_DeleteReservation_FullMethodName: {operators, nil},
-	// The plan shows every user's jobs, like the status page.
-	fedschedv1.SiteService_GetPlan_FullMethodName: {operators, nil},
+	// The plan shows a user its own jobs and only the processors and times
+	// of the rest, like the status page (the node's SiteSnapshot.seenBy).
+	fedschedv1.SiteService_GetPlan_FullMethodName: {users, nil},
 
 	fedschedv1.FederationService_Quote_FullMethodName: {sites, func(c *call) error {
 		return c.originIsCaller(c.req.(*fedschedv1.QuoteRequest).GetOriginSite())

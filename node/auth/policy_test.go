@@ -74,6 +74,8 @@ func TestPolicy(t *testing.T) {
 		{"stranger reads an agreement", siteC, fedschedv1.FederationService_GetAgreement_FullMethodName, &fedschedv1.GetAgreementRequest{AgreementId: "b.7"}, denied},
 		{"site reads another origin's agreement", siteC, fedschedv1.FederationService_GetAgreement_FullMethodName, &fedschedv1.GetAgreementRequest{OriginSite: "a", OriginJobId: "a.1"}, denied},
 		{"operator reads an agreement", op, fedschedv1.FederationService_GetAgreement_FullMethodName, &fedschedv1.GetAgreementRequest{AgreementId: "b.7"}, ok},
+		{"user reads the plan (its own view)", alice, fedschedv1.SiteService_GetPlan_FullMethodName, &fedschedv1.GetPlanRequest{}, ok},
+		{"site reads the plan", siteA, fedschedv1.SiteService_GetPlan_FullMethodName, &fedschedv1.GetPlanRequest{}, denied},
 		{"user lists members", alice, fedschedv1.FederationService_ListMembers_FullMethodName, &fedschedv1.ListMembersRequest{}, ok},
 		{"user reads another's output", alice, fedschedv1.SiteService_GetJobOutput_FullMethodName, &fedschedv1.GetJobOutputRequest{JobId: "a.2"}, denied},
 		{"user reads own output", alice, fedschedv1.SiteService_GetJobOutput_FullMethodName, &fedschedv1.GetJobOutputRequest{JobId: "a.1"}, ok},

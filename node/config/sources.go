@@ -71,6 +71,7 @@ var fields = []field{
 	{"limits.max_message_bytes", "largest gRPC message received (0: 4 MiB)", func(c *Config) any { return &c.Limits.MaxMessageBytes }},
 	{"limits.max_pending_jobs", "PENDING jobs one user may have (0: 10000)", func(c *Config) any { return &c.Limits.MaxPendingJobs }},
 	{"limits.max_watches", "open WatchJobs streams per identity (0: 64)", func(c *Config) any { return &c.Limits.MaxWatches }},
+	{"limits.max_idempotency_keys", "idempotency keys remembered per user (0: 10000)", func(c *Config) any { return &c.Limits.MaxIdempotencyKeys }},
 	{"http.listen", "host:port of the HTTP listener serving /metrics and the status page; empty: off", func(c *Config) any { return &c.HTTP.Listen }},
 	{"log.format", "log format: text or json (one JSON object per line)", func(c *Config) any { return &c.Log.Format }},
 	{"log.level", "lowest level logged: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -291,6 +292,24 @@ func (m *MemStore) PruneIdempotencyKeys(ctx context.Context, before time.Time) (
 			delete(m.idem, key)
 			n++
 		}
+	}
+	return n, nil
+}
+
+// CountIdempotencyKeys implements IdempotencyStore.
+func (m *MemStore) CountIdempotencyKeys(ctx context.Context, prefix string, limit int) (int, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	n := 0
+	for key := range m.idem {
+		if strings.HasPrefix(key, prefix) {
+			n++
+		}
+	}
+	if limit > 0 {
+		n = min(n, limit)
 	}
 	return n, nil
 }

@@ -113,6 +113,11 @@ type IdempotencyStore interface {
 	// PruneIdempotencyKeys forgets every key created before the given time
 	// and returns how many it forgot. The jobs stay.
 	PruneIdempotencyKeys(ctx context.Context, before time.Time) (int, error)
+	// CountIdempotencyKeys counts the keys that start with prefix, stopping
+	// at limit (so its cost is bounded by the limit it enforces); limit <= 0
+	// counts them all. The node scopes keys by user ("alice/KEY"), so a
+	// prefix of "alice/" counts one user's keys.
+	CountIdempotencyKeys(ctx context.Context, prefix string, limit int) (int, error)
 }
 
 // AgreementStore keeps delegation agreements, on both sides of one: the

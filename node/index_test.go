@@ -1,0 +1,117 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fedsched/fedsched/node/clock"
+	"github.com/fedsched/fedsched/node/config"
+	"github.com/fedsched/fedsched/node/executor"
+	"github.com/fedsched/fedsched/node/store"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// inLoop runs f on the node's loop goroutine.
+type inLoop struct {
+	f    func(n *Node)
+	done chan struct{}
+}
+
+func (o *inLoop) run(n *Node, _ int64) func(error) {
+	o.f(n)
+	return func(error) { close(o.done) }
+}
+
+// TestPendingCountsMatchLiveJobs checks the per-user counts of PENDING jobs
+// (limits.max_pending_jobs) against a count over the live jobs, while jobs
+// of several users are submitted, start, end and are cancelled, and after
+// a restart of the node on the same store.
+func TestPendingCountsMatchLiveJobs(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor, cfg.TimeScale = "t", dir, 8, "simulated", 1000
+	st, err := store.OpenBolt(dir, &store.Options{MaxBatchDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	check := func(n *Node, when string) {
+		t.Helper()
+		o := &inLoop{done: make(chan struct{}), f: func(n *Node) {
+			scan := make(map[string]int)
+			for _, lj := range n.live {
+				if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING {
+					scan[lj.job.GetSpec().GetUser()]++
+				}
+			}
+			if !maps.Equal(scan, n.pendingBy) {
+				t.Errorf("%s: counted %v, the live jobs say %v", when, n.pendingBy, scan)
+			}
+		}}
+		if err := n.send(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		<-o.done
+	}
+	start := func() (*Node, func()) {
+		clk := clock.Scaled(time.Now(), cfg.TimeScale)
+		ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
+		n, err := New(cfg, Deps{Store: st, Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 2)
+		go func() { done <- ex.Run(ctx) }()
+		go func() { done <- n.Run(ctx) }()
+		for !n.Ready() {
+			time.Sleep(time.Millisecond)
+		}
+		return n, func() {
+			cancel()
+			for range 2 {
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}
+	n, stop := start()
+	svc := &service{n: n}
+	ctx := context.Background()
+	var ids []string
+	for k := range 60 {
+		// Jobs of three users: some start at once and end within seconds
+		// of the scaled clock, some wait for tomorrow.
+		sp := &fedschedv1.JobSpec{Procs: int32(1 + k%4), EstimateSeconds: int64(60 + 60*(k%5)), User: fmt.Sprintf("u%d", k%3), App: "t"}
+		if k%2 == 0 {
+			sp.Release = timestamppb.New(n.deps.Clock.Now().Add(24 * time.Hour))
+		}
+		r, err := svc.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("k%d", k), Spec: sp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.GetJob().GetId())
+		if k%7 == 3 {
+			if _, err := svc.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: ids[k/2]}); err != nil {
+				t.Logf("cancel %s: %v", ids[k/2], err)
+			}
+		}
+		if k%10 == 9 {
+			check(n, fmt.Sprintf("after %d submissions", k+1))
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // five minutes of the site's clock: jobs start and end
+	check(n, "after jobs ran")
+	stop()
+	n, stop = start()
+	check(n, "after a restart")
+	stop()
+}
