@@ -276,4 +276,3 @@ func dumpDecisions(t *testing.T, path string, virt0 int64, jobs []ReplayJob, res
 		t.Fatal(err)
 	}
 }
-
