@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/node/config"
@@ -152,7 +153,10 @@ func TestSimulatorMatchesNode(t *testing.T) {
 		scs = append(scs, SiteConfig{Name: s.Name, Procs: s.Procs, Overbooking: over[s.Name]})
 	}
 	c := start(t, Options{TimeScale: 100, Federation: f, Sites: scs})
-	ctx := bg(t)
+	// The stepped replay takes about a minute (under -race); a machine
+	// loaded by other work slows it without changing its result.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
 	rr, err := c.ReplayStepped(ctx, jobs)
 	if err != nil {
 		t.Fatal(err)
