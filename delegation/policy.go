@@ -1,6 +1,7 @@
 package delegation
 
 import (
+	"slices"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -202,6 +203,34 @@ func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 		res[i] = top[i].c
 	}
 	return res
+}
+
+// Rounds orders the peers a site asks for a job, one round after the
+// other: each preferred peer (ordered spill-over: "our partner first, the
+// others only when it cannot") alone, in the operator's order, if it has
+// the processors and the job has not been there; then the location
+// policy's ranking (Rank, at most MaxCandidates) of the others. self is
+// never asked. The node and the site agent both order their rounds with
+// it.
+func Rounds(cands []Candidate, prefer []string, self string, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand) [][]Candidate {
+	var rounds [][]Candidate
+	for _, p := range prefer {
+		for _, c := range cands {
+			if c.Site == p && p != self && c.Procs >= procs && !route.Visited(p) {
+				rounds = append(rounds, []Candidate{c})
+			}
+		}
+	}
+	rest := make([]Candidate, 0, len(cands))
+	for _, c := range cands {
+		if c.Site != self && !slices.Contains(prefer, c.Site) {
+			rest = append(rest, c)
+		}
+	}
+	if ranked := Rank(rest, procs, route, hist, cfg, rng); len(ranked) > 0 {
+		rounds = append(rounds, ranked)
+	}
+	return rounds
 }
 
 // TransferMode is the transfer policy: when a site tries to delegate.

@@ -267,31 +267,9 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 	}
 }
 
-// spillOver splits ranked candidates into rounds: each preferred peer
-// alone, in the operator's order, then the others in rank order.
-func spillOver(ranked []delegation.Candidate, prefer []string) [][]delegation.Candidate {
-	var rounds [][]delegation.Candidate
-	for _, p := range prefer {
-		for _, c := range ranked {
-			if c.Site == p {
-				rounds = append(rounds, []delegation.Candidate{c})
-			}
-		}
-	}
-	var rest []delegation.Candidate
-	for _, c := range ranked {
-		if !slices.Contains(prefer, c.Site) {
-			rest = append(rest, c)
-		}
-	}
-	if len(rest) > 0 {
-		rounds = append(rounds, rest)
-	}
-	return rounds
-}
-
-// candidates ranks the reachable peers for a job.
-func (n *Node) candidates(job *fedschedv1.Job, seq int64) []delegation.Candidate {
+// candidates orders the reachable peers for a job into the rounds it asks
+// them in (delegation.Rounds, as the site agent does).
+func (n *Node) candidates(job *fedschedv1.Job, seq int64) [][]delegation.Candidate {
 	var cands []delegation.Candidate
 	for _, m := range n.fed.Peers.Members() {
 		if m.Local || m.State != discovery.Alive || m.DigestErr != nil || m.Digest.Leaving || m.Digest.Addr == "" {
@@ -306,7 +284,8 @@ func (n *Node) candidates(job *fedschedv1.Job, seq int64) []delegation.Candidate
 	hist := maps2(n.history)
 	n.histMu.Unlock()
 	rng := rand.New(rand.NewPCG(uint64(seq), 0x5eed))
-	return delegation.Rank(cands, int(job.GetSpec().GetProcs()), route, hist, delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates, Jitter: n.fed.Jitter}, rng)
+	return delegation.Rounds(cands, n.fed.Prefer, n.cfg.Site, int(job.GetSpec().GetProcs()), route, hist,
+		delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates, Jitter: n.fed.Jitter}, rng)
 }
 
 func maps2(m map[string]delegation.History) map[string]delegation.History {
@@ -451,7 +430,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 	}
 	// Ordered spill-over: each preferred peer alone, in order, then the
 	// location policy's ranking of the others.
-	for _, round := range spillOver(cands, n.fed.Prefer) {
+	for _, round := range cands {
 		ask(round)
 		if len(offers) > 0 {
 			break
