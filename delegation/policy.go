@@ -1,10 +1,10 @@
 package delegation
 
 import (
-	"slices"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
