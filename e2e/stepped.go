@@ -9,9 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/fedsched/fedsched/overbook"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -61,7 +59,6 @@ func (c *Cluster) ReplayStepped(ctx context.Context, jobs []ReplayJob) (SteppedR
 	// clock's.
 	res := SteppedResult{Origin: c.clk.Now().Truncate(time.Second).Add(time.Second), FirstUnquiet: -1}
 	defer c.clk.HoldAt(time.Time{})
-	fm := overbook.FeeModel{PenaltyRatio: 1}
 	run := fmt.Sprintf("stepped-%d", time.Now().UnixNano())
 	next, i := res.Origin.Unix(), 0
 	for {
@@ -96,10 +93,7 @@ func (c *Cluster) ReplayStepped(ctx context.Context, jobs []ReplayJob) (SteppedR
 					res.unquiet(t)
 				}
 			}
-			spec := &fedschedv1.JobSpec{Procs: j.Procs, EstimateSeconds: j.Estimate, SimRuntimeSeconds: j.Runtime, User: j.User, App: j.App,
-				Deadline: timestamppb.New(time.Unix(t+2*j.Estimate, 0)),
-				Fee:      fm.Fee(int(j.Procs), j.Estimate), Penalty: fm.Penalty(int(j.Procs), j.Estimate)}
-			req := &fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("%s-%d", run, i), Spec: spec}
+			req := &fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("%s-%d", run, i), Spec: j.spec(time.Unix(t, 0))}
 			for try := 0; ; try++ {
 				sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				_, err = sites[j.Site].Client.SubmitJob(sctx, req)
