@@ -155,7 +155,7 @@ func (c *Cluster) quietAt(ctx context.Context, t int64, giveUp time.Duration) (q
 		select {
 		case <-ctx.Done():
 			return q, ctx.Err()
-		case <-time.After(2 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond): // polling faster only loads the machine
 		}
 	}
 }
