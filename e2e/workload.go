@@ -103,6 +103,10 @@ type ReplayResult struct {
 	SubmitWall time.Duration
 	// TimedOut: SettleTimeout passed with jobs still live.
 	TimedOut bool
+	// Promised maps the id of every job its site accepted at submission
+	// (PENDING in the answer) to the start of the reservation the answer
+	// gave it: the start promised at submission.
+	Promised map[string]time.Time
 }
 
 // Replay submits jobs at their times on the shared clock, each to its
@@ -131,6 +135,7 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 	var submitted, answered, errs, delegated, rejected atomic.Int64
 	var errMu sync.Mutex
 	var firstErr error
+	promised := map[string]time.Time{} // under errMu
 	wall0, virt0 := time.Now(), c.clk.Now()
 	run := fmt.Sprintf("replay-%d", wall0.UnixNano())
 
@@ -222,6 +227,12 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 				}
 				answered.Add(1)
 				switch r.GetJob().GetState() {
+				case fedschedv1.JobState_JOB_STATE_PENDING:
+					if rs := r.GetJob().GetReservation(); rs.GetStart() != nil {
+						errMu.Lock()
+						promised[r.GetJob().GetId()] = rs.GetStart().AsTime()
+						errMu.Unlock()
+					}
 				case fedschedv1.JobState_JOB_STATE_DELEGATED:
 					delegated.Add(1)
 				case fedschedv1.JobState_JOB_STATE_REJECTED:
@@ -281,6 +292,8 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 		}
 		if dispatched && (err == nil && n == 0 || res.TimedOut) {
 			res.ReplayProgress, res.FirstErr = p, firstErr
+			// Every submission has returned (dispatch waited for them).
+			res.Promised = promised
 			return res, nil
 		}
 	}

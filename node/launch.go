@@ -63,8 +63,10 @@ type LaunchOptions struct {
 	// HTTPAddr, if not nil, receives the bound address of the HTTP
 	// listener (cfg.HTTP.Listen) once it listens.
 	HTTPAddr chan<- string
-	// HTTPAuthorize, if not nil, wraps every handler of the HTTP listener:
-	// the hook for the site's authorization policy.
+	// HTTPAuthorize, if not nil, wraps every handler of the HTTP listener
+	// inside the site's own authorization (docs/security.md), which it can
+	// only narrow: it sees the caller's identity (auth.FromContext) and may
+	// refuse more, never let in whom the site refuses.
 	HTTPAuthorize func(http.Handler) http.Handler
 }
 
@@ -286,8 +288,10 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg config.Config, sec *s
 	if err != nil {
 		return err
 	}
-	if opt.HTTPAuthorize != nil {
-		authorize = opt.HTTPAuthorize
+	if extra, site := opt.HTTPAuthorize, authorize; extra != nil && site != nil {
+		authorize = func(h http.Handler) http.Handler { return site(extra(h)) }
+	} else if extra != nil {
+		authorize = extra
 	}
 	hl, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {

@@ -99,6 +99,8 @@ type Node struct {
 	// by the loop.
 	resv reservations
 
+	// keys counts users' idempotency keys (idemlimit.go).
+	keys keyCounter
 	// authz authorizes every call (authz.go).
 	authOnce sync.Once
 	authz    *auth.Interceptor
@@ -310,6 +312,7 @@ func (n *Node) pruneKeys(ctx context.Context) {
 		if k, err := n.deps.Store.PruneIdempotencyKeys(ctx, n.deps.Clock.Now().Add(-keyRetention)); err != nil && ctx.Err() == nil {
 			n.log.Warn("pruning idempotency keys failed", "err", err)
 		} else if k > 0 {
+			n.keys.gen.Add(1)
 			n.log.Debug("pruned idempotency keys", "keys", k)
 		}
 		select {
@@ -419,9 +422,6 @@ type changes struct {
 	stand  map[string]*store.StandingRecord // nil value: delete
 	stats  bool
 	events []*fedschedv1.JobEvent
-	// newKeys counts the idempotency keys of this turn's new jobs, by
-	// user (limits.max_idempotency_keys): the store has not got them yet.
-	newKeys map[string]int
 }
 
 func (c *changes) putJob(rec store.JobRecord) {
@@ -502,7 +502,6 @@ func (n *Node) commit(ctx context.Context) error {
 	defer since(n.metrics.commit, time.Now())
 	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
 	c.jobs, c.res, c.sla, c.agree, c.stand, c.stats = nil, nil, nil, nil, nil, false
-	c.newKeys = nil
 	return err
 }
 

@@ -114,7 +114,7 @@ func TestRunCentralRefuses(t *testing.T) {
 	if _, err := RunCentral(context.Background(), wide, CentralConfig{Mode: CentralSERF}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("too wide: err %v, want ErrBadConfig", err)
 	}
-	if _, err := RunShaking(context.Background(), wide); !errors.Is(err, ErrBadConfig) {
+	if _, err := RunShaking(context.Background(), wide, ShakingConfig{Depth: 2}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("shaking, too wide: err %v, want ErrBadConfig", err)
 	}
 }
@@ -154,7 +154,9 @@ func TestStudyStrategiesInvariants(t *testing.T) {
 		"serf": func(s []FedSite) (*FedResult, error) {
 			return RunCentral(context.Background(), s, CentralConfig{Mode: CentralSERF})
 		},
-		"shaking-g": func(s []FedSite) (*FedResult, error) { return RunShaking(context.Background(), s) },
+		"shaking-g": func(s []FedSite) (*FedResult, error) {
+			return RunShaking(context.Background(), s, ShakingConfig{Depth: 2})
+		},
 	}
 	for name, run := range runs {
 		for seed := range uint64(80) {

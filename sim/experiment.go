@@ -49,6 +49,8 @@ type ExperimentGrid struct {
 	// protocol).
 	MaxCandidates []int   `yaml:"max_candidates"`
 	Latencies     []int64 `yaml:"latencies"`
+	// ShakingDepths override Shaking-G's search depth (shaking-g only).
+	ShakingDepths []int `yaml:"shaking_depths"`
 }
 
 // ExperimentReference is one published figure pair for a scenario's site,
@@ -70,8 +72,10 @@ type ExperimentRow struct {
 	Run int `json:"run"`
 	// MaxCandidates and Latency are the delegation protocol's; absent
 	// with a transfer that has none (the study's central strategies).
-	MaxCandidates *int    `json:"max_candidates,omitempty"`
-	Latency       *int64  `json:"latency_s,omitempty"`
+	MaxCandidates *int   `json:"max_candidates,omitempty"`
+	Latency       *int64 `json:"latency_s,omitempty"`
+	// ShakingDepth is Shaking-G's search depth; absent for the others.
+	ShakingDepth  *int    `json:"shaking_depth,omitempty"`
 	Site          string  `json:"site"`
 	Procs         int     `json:"procs"`
 	Jobs          int     `json:"jobs"`
@@ -137,49 +141,54 @@ type expCell struct {
 // cells are the grid's product, scenario-major, each scenario with its
 // overrides applied and checked.
 func (e *ExperimentFile) cells() ([]expCell, error) {
-	orKeep := func(n int) int { return max(n, 1) }
 	g := e.Grid
+	// The axes after the scenario, each with how to put its i-th value in
+	// (an empty axis has one value: the scenario's own).
+	axes := []struct {
+		n   int
+		set func(sc *Scenario, i int)
+	}{
+		{len(g.Transfers), func(sc *Scenario, i int) { sc.Transfer = g.Transfers[i] }},
+		{len(g.Seeds), func(sc *Scenario, i int) { sc.Seed = g.Seeds[i] }},
+		{len(g.MaxCandidates), func(sc *Scenario, i int) { sc.MaxCandidates = g.MaxCandidates[i] }},
+		{len(g.Latencies), func(sc *Scenario, i int) { sc.Latency = g.Latencies[i] }},
+		{len(g.ShakingDepths), func(sc *Scenario, i int) { sc.ShakingDepth = &g.ShakingDepths[i] }},
+	}
+	cellsPer := 1
+	for _, ax := range axes {
+		cellsPer *= max(ax.n, 1)
+	}
 	var out []expCell
 	for _, file := range g.Scenarios {
 		path := file
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(e.dir, path)
 		}
-		for ti := range orKeep(len(g.Transfers)) {
-			for si := range orKeep(len(g.Seeds)) {
-				for mi := range orKeep(len(g.MaxCandidates)) {
-					for li := range orKeep(len(g.Latencies)) {
-						sc, err := LoadScenario(path)
-						if err != nil {
-							return nil, err
-						}
-						if len(g.Transfers) > 0 {
-							sc.Transfer = g.Transfers[ti]
-						}
-						if len(g.Seeds) > 0 {
-							sc.Seed = g.Seeds[si]
-						}
-						if len(g.MaxCandidates) > 0 {
-							sc.MaxCandidates = g.MaxCandidates[mi]
-						}
-						if len(g.Latencies) > 0 {
-							sc.Latency = g.Latencies[li]
-						}
-						if err := sc.check(); err != nil {
-							return nil, fmt.Errorf("%s with the grid's values: %w", file, err)
-						}
-						seed := sc.Seed
-						if seed == 0 {
-							seed = 1
-						}
-						group := len(out) / max(e.Runs, 1)
-						for run := range max(e.Runs, 1) {
-							c := *sc
-							c.Seed = ReplicationSeed(seed, run)
-							out = append(out, expCell{sc: &c, file: file, seed: c.Seed, run: run, group: group})
-						}
-					}
+		for c := range cellsPer {
+			sc, err := LoadScenario(path)
+			if err != nil {
+				return nil, err
+			}
+			// Decode c into one index per axis, the last axis fastest.
+			rest := c
+			for a := len(axes) - 1; a >= 0; a-- {
+				if n := axes[a].n; n > 0 {
+					axes[a].set(sc, rest%n)
+					rest /= n
 				}
+			}
+			if err := sc.check(); err != nil {
+				return nil, fmt.Errorf("%s with the grid's values: %w", file, err)
+			}
+			seed := sc.Seed
+			if seed == 0 {
+				seed = 1
+			}
+			group := len(out) / max(e.Runs, 1)
+			for run := range max(e.Runs, 1) {
+				c := *sc
+				c.Seed = ReplicationSeed(seed, run)
+				out = append(out, expCell{sc: &c, file: file, seed: c.Seed, run: run, group: group})
 			}
 		}
 	}
@@ -248,6 +257,10 @@ func (e *ExperimentFile) runCell(ctx context.Context, c expCell) ([]ExperimentRo
 			mc, lat := cfg.Location.EffectiveMaxCandidates(), cfg.Latency
 			r.MaxCandidates, r.Latency = &mc, &lat
 		}
+		if cfg.Shaking != nil {
+			d := cfg.Shaking.Depth
+			r.ShakingDepth = &d
+		}
 		r.AWRTAlone, r.AWRTFederated = alone.OriginMetrics(k).AWRT, fed.OriginMetrics(k).AWRT
 		if r.AWRTAlone > 0 {
 			r.AWRTChange = (r.AWRTAlone - r.AWRTFederated) / r.AWRTAlone
@@ -269,7 +282,7 @@ func (e *ExperimentFile) runCell(ctx context.Context, c expCell) ([]ExperimentRo
 
 // ExperimentCSVHeader is the header of the experiment's tidy CSV; Record
 // gives a row's cells in its order (empty for an absent reference).
-var ExperimentCSVHeader = []string{"experiment", "scenario", "transfer", "seed", "run", "max_candidates", "latency_s", "site", "procs", "jobs",
+var ExperimentCSVHeader = []string{"experiment", "scenario", "transfer", "seed", "run", "max_candidates", "latency_s", "shaking_depth", "site", "procs", "jobs",
 	"awrt_alone_s", "awrt_federated_s", "awrt_change", "utilization_alone", "utilization_federated", "utilization_change", "local_share",
 	"study_awrt_change", "study_utilization_change"}
 
@@ -282,13 +295,22 @@ func (r ExperimentRow) Record() []string {
 		}
 		return f(*x)
 	}
-	mc, lat := "", ""
-	if r.MaxCandidates != nil {
-		mc, lat = fmt.Sprint(*r.MaxCandidates), fmt.Sprint(*r.Latency)
-	}
-	return []string{r.Experiment, r.Scenario, r.Transfer, fmt.Sprint(r.Seed), fmt.Sprint(r.Run), mc, lat, r.Site,
+	return []string{r.Experiment, r.Scenario, r.Transfer, fmt.Sprint(r.Seed), fmt.Sprint(r.Run), r.params()[0], r.params()[1], r.params()[2], r.Site,
 		fmt.Sprint(r.Procs), fmt.Sprint(r.Jobs), f(r.AWRTAlone), f(r.AWRTFederated), f(r.AWRTChange), f(r.UtilAlone), f(r.UtilFederated),
 		f(r.UtilizationChange), f(r.LocalShare), opt(r.StudyAWRTChange), opt(r.StudyUtilizationChange)}
+}
+
+// params are the row's max_candidates, latency_s and shaking_depth cells
+// (empty where the transfer has none).
+func (r ExperimentRow) params() [3]string {
+	var p [3]string
+	if r.MaxCandidates != nil {
+		p[0], p[1] = fmt.Sprint(*r.MaxCandidates), fmt.Sprint(*r.Latency)
+	}
+	if r.ShakingDepth != nil {
+		p[2] = fmt.Sprint(*r.ShakingDepth)
+	}
+	return p
 }
 
 // ReproductionTable renders the rows that have a reference as the
@@ -309,9 +331,10 @@ func ReproductionTable(rows []ExperimentRow) string {
 	return b.String()
 }
 
-// Summary renders, for an experiment with replications, each figure's
-// mean over the replications of a cell with the half-width of its 95 %
-// interval (Student's t), as a markdown table: one line per cell and site.
+// Summary renders each figure's mean over the replications of a cell with
+// the half-width of its 95 % interval (Student's t; empty for a single
+// run), as a markdown table: one line per cell and site, with the cell's
+// protocol or Shaking-G parameters.
 func Summary(rows []ExperimentRow) string {
 	type key struct {
 		group int
@@ -330,12 +353,25 @@ func Summary(rows []ExperimentRow) string {
 		util[k] = append(util[k], 100*r.UtilizationChange)
 	}
 	var b strings.Builder
-	b.WriteString("| setup | transfer | site | runs | AWRT improvement (%) | ± 95 % | utilisation change (%) | ± 95 % |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| setup | transfer | parameters | site | runs | AWRT improvement (%) | ± 95 % | utilisation change (%) | ± 95 % |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range order {
 		r := first[k]
 		ma, ha := MeanCI95(awrt[k])
 		mu, hu := MeanCI95(util[k])
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %+.2f | %.2f | %+.2f | %.2f |\n", r.Scenario, r.Transfer, r.Site, len(awrt[k]), ma, ha, mu, hu)
+		ci := func(h float64) string {
+			if len(awrt[k]) < 2 {
+				return ""
+			}
+			return fmt.Sprintf("%.2f", h)
+		}
+		var ps []string
+		for i, v := range r.params() {
+			if v != "" {
+				ps = append(ps, []string{"max_candidates", "latency_s", "shaking_depth"}[i]+"="+v)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %+.2f | %s | %+.2f | %s |\n", r.Scenario, r.Transfer, strings.Join(ps, " "), r.Site,
+			len(awrt[k]), ma, ci(ha), mu, ci(hu))
 	}
 	return b.String()
 }

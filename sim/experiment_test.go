@@ -119,11 +119,11 @@ func TestExperimentRuns(t *testing.T) {
 		}
 	}
 	sum := Summary(rows)
-	if n := strings.Count(sum, "\n"); n != 2+4 || !strings.Contains(sum, "| two | p-easy | b | 3 |") {
+	if n := strings.Count(sum, "\n"); n != 2+4 || !strings.Contains(sum, "| two | p-easy |  | b | 3 |") {
 		t.Errorf("summary:\n%s", sum)
 	}
 	// p-easy has no randomness: its interval is 0.
-	if !strings.Contains(sum, "| two | p-easy | a | 3 | ") || !strings.Contains(strings.SplitN(sum, "| two | p-easy | a | 3 | ", 2)[1], "| 0.00 |") {
+	if !strings.Contains(sum, "| two | p-easy |  | a | 3 | ") || !strings.Contains(strings.SplitN(sum, "| two | p-easy |  | a | 3 | ", 2)[1], "| 0.00 |") {
 		t.Errorf("summary:\n%s", sum)
 	}
 }
@@ -135,6 +135,7 @@ func TestExperimentRefuses(t *testing.T) {
 		{"  transfers: [bogus]\n", "transfer"},
 		{"  transfers: [shaking-g]\n  max_candidates: [2]\n", "max_candidates"},
 		{"  seeds: [1]\n  colour: [red]\n", "colour"},
+		{"  transfers: [acf]\n  shaking_depths: [1]\n", "shaking_depth"},
 	} {
 		_, err := LoadExperiment(writeExperiment(t, tc.grid, 0))
 		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.want) {

@@ -64,7 +64,7 @@ type FedConfig struct {
 	// central active coordinator (RunCentral); Shaking by its Shaking-G
 	// (RunShaking). Simulator-only, like Pool.
 	Central *CentralConfig
-	Shaking bool
+	Shaking *ShakingConfig
 }
 
 // PoolConfig configures a pooled federation (RunPool).
@@ -234,8 +234,8 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	if cfg.Federate && cfg.Central != nil {
 		return RunCentral(ctx, cfg.Sites, *cfg.Central)
 	}
-	if cfg.Federate && cfg.Shaking {
-		return RunShaking(ctx, cfg.Sites)
+	if cfg.Federate && cfg.Shaking != nil {
+		return RunShaking(ctx, cfg.Sites, *cfg.Shaking)
 	}
 	n := len(cfg.Sites)
 	if cfg.Latency < 0 || !(cfg.Loss >= 0 && cfg.Loss < 1) {

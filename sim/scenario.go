@@ -37,6 +37,10 @@ type Scenario struct {
 	// "p-list"), its central coordinator ("central-full", "serf") or
 	// Shaking-G ("shaking-g").
 	Transfer string `yaml:"transfer"`
+	// ShakingDepth limits Shaking-G's search (transfer shaking-g only):
+	// 0 no shaking phase (the starting phase alone), 1 direct moves only,
+	// 2 (default) one level of shaking at the candidates.
+	ShakingDepth *int `yaml:"shaking_depth"`
 	// MaxCandidates is how many peers are asked for quotes (default 3).
 	MaxCandidates int `yaml:"max_candidates"`
 	// Jitter spreads peer ranking (default 0.1; negative for none).
@@ -306,6 +310,14 @@ func (s *Scenario) check() error {
 	}
 	if err := s.checkPool(); err != nil {
 		return err
+	}
+	if d := s.ShakingDepth; d != nil {
+		switch {
+		case s.Transfer != "shaking-g":
+			return s.bad("has no effect without transfer: shaking-g", "shaking_depth")
+		case *d < 0 || *d > DefaultShakingDepth:
+			return s.bad(fmt.Sprintf("want 0 (starting phase only), 1 (direct moves) or 2 (one level of shaking, the default; deeper is not implemented), got %d", *d), "shaking_depth")
+		}
 	}
 	if s.Span != "" && !positiveSpan(s.Span) {
 		return s.bad(fmt.Sprintf("%q: want a positive duration such as 60d or 2160h", s.Span), "span")
@@ -616,7 +628,12 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 	if m, ok := centralTransfers[s.Transfer]; ok {
 		cfg.Central = &CentralConfig{Mode: m}
 	}
-	cfg.Shaking = s.Transfer == "shaking-g"
+	if s.Transfer == "shaking-g" {
+		cfg.Shaking = &ShakingConfig{Depth: DefaultShakingDepth}
+		if s.ShakingDepth != nil {
+			cfg.Shaking.Depth = *s.ShakingDepth
+		}
+	}
 	var all []loaded
 	if s.Workload != nil {
 		var err error

@@ -33,21 +33,25 @@ import (
 // each reduces j's ECT at k by the same amount, the study's criterion; the
 // smallest ECT for l breaks the tie.
 //
-// Recursion goes one level deep: a candidate's jobs move only where their
-// ECT improves directly. With three sites that is the whole search (the
-// pool then holds every site); with more it is a depth limit of 2 (the
-// study used none).
+// Recursion goes at most one level deep (cfg.Depth 2, the default): a
+// candidate's jobs move only where their ECT improves directly. With three
+// sites that is the whole search (the pool then holds every site); with
+// more it is a depth limit of 2 (the study used none). Depth 1 makes only
+// direct moves, depth 0 skips the shaking phase.
 //
 // Event order at each time t: ends at every site, then an EASY pass at
 // every site over its queue, then submissions (site order, then each site's
 // job order), then an EASY pass again (a job moved by shaking may start at
 // once); repeated at t while jobs with a zero runtime end.
-func RunShaking(ctx context.Context, sites []FedSite) (*FedResult, error) {
+func RunShaking(ctx context.Context, sites []FedSite, cfg ShakingConfig) (*FedResult, error) {
+	if cfg.Depth < 0 || cfg.Depth > DefaultShakingDepth {
+		return nil, fmt.Errorf("shaking-g: depth %d: want 0, 1 or 2: %w", cfg.Depth, ErrBadConfig)
+	}
 	res, ps, subs, err := studyRecords("shaking-g", sites)
 	if err != nil {
 		return nil, err
 	}
-	r := shakingRun{poolRun: poolRun{pol: plan.EASY, res: res, sites: ps}}
+	r := shakingRun{poolRun: poolRun{pol: plan.EASY, res: res, sites: ps}, depth: cfg.Depth}
 	next, events := 0, 0
 	for next < len(subs) || len(r.ends) > 0 {
 		t := plan.Forever
@@ -80,8 +84,20 @@ func RunShaking(ctx context.Context, sites []FedSite) (*FedResult, error) {
 	return res, nil
 }
 
+// ShakingConfig configures Shaking-G (RunShaking).
+type ShakingConfig struct {
+	// Depth limits the search: 0 no shaking phase (the starting phase
+	// alone), 1 direct moves only, 2 one level of shaking at the
+	// candidates (DefaultShakingDepth; the whole search with three sites).
+	Depth int
+}
+
+// DefaultShakingDepth is the deepest search implemented.
+const DefaultShakingDepth = 2
+
 type shakingRun struct {
 	poolRun
+	depth  int
 	inPool []bool // the shaking pool of the current shake
 }
 
@@ -105,7 +121,9 @@ func (r *shakingRun) submit(t int64, k int, i int32) {
 		}
 	}
 	r.sites[k].local = append(r.sites[k].local, i)
-	r.shake(t, k, i)
+	if r.depth > 0 {
+		r.shake(t, k, i)
+	}
 }
 
 // shake is the shaking phase for job j, just queued at site k.
@@ -141,6 +159,9 @@ func (r *shakingRun) shake(t int64, k int, j int32) {
 		if best >= 0 {
 			r.migrate(t, move{job: l, from: k, to: best}, "shaking-g: smaller expected completion")
 			dirty = true
+			continue
+		}
+		if r.depth < 2 {
 			continue
 		}
 		// Shake the candidates: can moving their queued jobs away give l

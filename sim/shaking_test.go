@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"testing"
 )
 
@@ -16,7 +17,7 @@ func TestRunShakingStartingPhase(t *testing.T) {
 		{Name: "b", Procs: 2},
 		{Name: "c", Procs: 4},
 	}
-	res, err := RunShaking(context.Background(), sites)
+	res, err := RunShaking(context.Background(), sites, ShakingConfig{Depth: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestRunShakingDirect(t *testing.T) {
 			{ID: 10, Submit: 0, Runtime: 50, Estimate: 50, Procs: 3}, // S
 		}},
 	}
-	res, err := RunShaking(context.Background(), sites)
+	res, err := RunShaking(context.Background(), sites, ShakingConfig{Depth: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestRunShakingRecursive(t *testing.T) {
 			{ID: 20, Submit: 0, Runtime: 20, Estimate: 20, Procs: 2}, // T
 		}},
 	}
-	res, err := RunShaking(context.Background(), sites)
+	res, err := RunShaking(context.Background(), sites, ShakingConfig{Depth: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,5 +80,35 @@ func TestRunShakingRecursive(t *testing.T) {
 	checkRuns(t, res, []wantRun{{0, 0}, {50, 1}, {100, 0}, {0, 1}, {20, 2}, {0, 2}})
 	if r := res.Records[4].Route; len(r) != 2 || r[1].Site != "c" {
 		t.Errorf("y route %v, want b then c", r)
+	}
+}
+
+// TestRunShakingDepth: depth 1 makes the direct move but not the recursive
+// plan; depth 0 neither; a depth beyond 2 is refused.
+func TestRunShakingDepth(t *testing.T) {
+	recursive := []FedSite{
+		{Name: "a", Procs: 4, Jobs: []Job{
+			{ID: 1, Submit: 0, Runtime: 100, Estimate: 100, Procs: 4},
+			{ID: 2, Submit: 2, Runtime: 10, Estimate: 10, Procs: 4},
+			{ID: 3, Submit: 3, Runtime: 5, Estimate: 5, Procs: 4},
+		}},
+		{Name: "b", Procs: 4, Jobs: []Job{
+			{ID: 10, Submit: 0, Runtime: 50, Estimate: 50, Procs: 3},
+			{ID: 11, Submit: 1, Runtime: 200, Estimate: 200, Procs: 2},
+		}},
+		{Name: "c", Procs: 2, Jobs: []Job{
+			{ID: 20, Submit: 0, Runtime: 20, Estimate: 20, Procs: 2},
+		}},
+	}
+	for _, d := range []int{0, 1} {
+		res, err := RunShaking(context.Background(), recursive, ShakingConfig{Depth: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Nothing moves: x and j run at a in turn, y at b after S.
+		checkRuns(t, res, []wantRun{{0, 0}, {100, 0}, {110, 0}, {0, 1}, {50, 1}, {0, 2}})
+	}
+	if _, err := RunShaking(context.Background(), recursive, ShakingConfig{Depth: 3}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("depth 3: err %v, want ErrBadConfig", err)
 	}
 }

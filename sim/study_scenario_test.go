@@ -51,6 +51,8 @@ func TestStudyStrategyScenarioRefuses(t *testing.T) {
 		{"central-full", "", "    policy: fcfs\n", "policy"},
 		{"shaking-g", "", "    prefer: [b]\n", "prefer"},
 		{"serf", "", "    deadlines: {factor: 2}\n", "deadlines"},
+		{"serf", "shaking_depth: 1\n", "", "shaking_depth"},
+		{"shaking-g", "shaking_depth: 3\n", "", "shaking_depth"},
 	} {
 		doc := strings.Replace(strings.Replace(strings.Replace(base, "%s", tc.transfer, 1), "%s", tc.top, 1), "%s", tc.site, 1)
 		_, err := ParseScenario([]byte(doc))
@@ -68,7 +70,7 @@ func TestStudyStrategyScenarioRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.Central != nil || cfg.Shaking; !got {
+		if got := cfg.Central != nil || cfg.Shaking != nil; !got {
 			t.Errorf("%s: config %+v runs neither the coordinator nor Shaking-G", tr, cfg)
 		}
 	}

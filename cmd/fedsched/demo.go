@@ -73,8 +73,9 @@ estimated hours: one coin per processor-hour; gain = fees of the SLAs met
 minus penalties of those violated). Then the same jobs replayed in the
 simulator, in-process: as the live sites ran them, without federation,
 without overbooking and with neither, so that you see what the federation
-and overbooking bought (scenarios/demo.yaml is that scenario). See
-docs/demo.md. With the defaults it takes about half a minute.
+and overbooking bought (scenarios/demo.yaml is that scenario with the
+default flags). See docs/demo.md. With the defaults it takes about half a
+minute.
 
 With --keep the sites stay up after the replay, with their gRPC APIs and
 their status pages (metrics and the plan's Gantt chart) on loopback, until
@@ -141,7 +142,14 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		fmt.Fprintf(out, "  %-6s %3d processors, conservative backfilling, %s; %2.0f %% of the jobs (offered load %.2f)\n",
 			s.Name, s.Procs, s.what, 100*s.share, info.PerSite[s.Name])
 	}
-	fmt.Fprintf(out, "  alpha and gamma learnt their jobs' runtimes from the %d %s jobs before these (overbooking.history %s)\n", seen, strings.ToUpper(demoTrace), filepath.Base(history))
+	var learners []string
+	for _, s := range demoSites {
+		if s.Overbooking.Enabled {
+			learners = append(learners, s.Name)
+		}
+	}
+	fmt.Fprintf(out, "  %s learnt their jobs' runtimes from the %d %s jobs before these (overbooking.history %s)\n",
+		strings.Join(learners, " and "), seen, strings.ToUpper(demoTrace), filepath.Base(history))
 	fmt.Fprintf(out, "  data in %s (removed at exit)\n", dir)
 	fmt.Fprintf(out, "  secure as in production: a throwaway CA, mutual TLS between sites and clients, encrypted gossip (docs/security.md)\n\n")
 
@@ -207,6 +215,11 @@ func runDemo(cmd *cobra.Command, f demoFlags) (err error) {
 		return fmt.Errorf("Internal: simulating the demo's jobs: %w", err)
 	}
 	printDemoComparison(out, f.timeScale, sums, cf)
+	lerrs, err := liveStartErrors(sctx, c, res.Promised)
+	if err != nil {
+		return fmt.Errorf("Unavailable: listing the jobs: %w", err)
+	}
+	printDemoStartAccuracy(out, lerrs, f.timeScale)
 	fmt.Fprintf(out, "\nWall time %.1f s (replay %.1f s); virtual time %s.\n", time.Since(began).Seconds(), res.Wall.Seconds(), fmtVirtual(res.Virtual))
 	if !f.keep {
 		return nil

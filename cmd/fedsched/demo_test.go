@@ -64,7 +64,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("no totals line")
 	}
 	for _, want := range []string{"from the 2000 KTH jobs before these", "live (above)", "simulated, as live", "simulated, no federation",
-		"simulated, no overbooking", "simulated, neither", "federation bought"} {
+		"simulated, no overbooking", "simulated, neither", "federation bought", "Start promised at submission against the actual start, live"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q", want)
 		}

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"os"
 	"strconv"
+	"sync"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -30,11 +31,14 @@ var plotColors = []color.Color{
 // desktop has, so svgFontFamily names those as fallbacks.
 var plotFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
+var setPlotFont sync.Once
+
 const svgFontFamily = `font-family:'Liberation Sans',Arimo,Arial,Helvetica,sans-serif;`
 
 // newPlot returns a plot with the figures' typeface and a light grid.
 func newPlot(title, x, y string) *plot.Plot {
-	plot.DefaultFont = plotFont
+	// plot.New and the legend read the package's default font.
+	setPlotFont.Do(func() { plot.DefaultFont = plotFont })
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
 	p.Title.TextStyle.Font.Size = vg.Points(13)

@@ -146,6 +146,9 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		if err := refuseUnusedFlags(cmd, "a scenario replay (--scenario; a scenario sets its sites, policies, SLAs and seed in its file)", scenarioSimFlags); err != nil {
 			return err
 		}
+		if err := refuseIdleFlags(cmd, f, false); err != nil {
+			return err
+		}
 		return runScenario(cmd, f)
 	}
 	if f.sla.strategy != "" {
@@ -160,6 +163,9 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		}
 	} else {
 		if err := refuseUnusedFlags(cmd, "a plain replay (--trace without --strategy)", plainSimFlags); err != nil {
+			return err
+		}
+		if err := refuseIdleFlags(cmd, f, true); err != nil {
 			return err
 		}
 		if f.jobsCSV != "" && f.accPlot != "" {

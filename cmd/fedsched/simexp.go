@@ -74,10 +74,10 @@ func runExperiment(cmd *cobra.Command, f simFlags) error {
 		fmt.Fprintf(out, ", plotted to %s", f.expPlot)
 	}
 	fmt.Fprintln(out)
-	if e.Runs > 1 {
-		fmt.Fprint(out, "\n"+sim.Summary(rows))
-	} else if hasReference(rows) {
+	if e.Runs <= 1 && hasReference(rows) {
 		fmt.Fprint(out, "\n"+sim.ReproductionTable(rows))
+	} else {
+		fmt.Fprint(out, "\n"+sim.Summary(rows))
 	}
 	if f.jsonOut != "" {
 		return writeJSON(cmd.OutOrStdout(), f.jsonOut, rows)

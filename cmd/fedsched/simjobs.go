@@ -135,3 +135,33 @@ func refuseUnusedFlags(cmd *cobra.Command, mode string, used []string) error {
 	return fmt.Errorf("InvalidArgument: %s: no effect in %s (it uses %s, and --json, --jobs-csv and --cpuprofile; see docs/simulation.md)",
 		strings.Join(bad, ", "), mode, strings.Join(list, ", "))
 }
+
+// refuseIdleFlags refuses the flags of a replay that have no effect
+// without another: each names what it needs.
+func refuseIdleFlags(cmd *cobra.Command, f simFlags, plain bool) error {
+	set := cmd.Flags().Changed
+	plots := f.utilPlot != "" || f.queuePlot != ""
+	switch {
+	case set("plot-bin") && !plots:
+		return fmt.Errorf("InvalidArgument: --plot-bin has no effect without --utilisation-plot or --queue-plot")
+	case (set("from") || set("to")) && !plots && f.gantt == "":
+		return fmt.Errorf("InvalidArgument: --from and --to have no effect without --gantt, --utilisation-plot or --queue-plot")
+	}
+	if !plain {
+		return nil
+	}
+	pol, err := plan.ParsePolicy(f.policy)
+	if err != nil {
+		return fmt.Errorf("InvalidArgument: --policy: %w", err)
+	}
+	deadlines := f.deadline != "" && f.deadline != "none" || f.deadline == "" && pol.DeadlineOrdered()
+	switch {
+	case set("forecast") && pol != plan.LTTR:
+		return fmt.Errorf("InvalidArgument: --forecast has no effect with --policy %s (only LTTR orders by a forecast)", pol)
+	case set("rule4") && !f.sanitize:
+		return fmt.Errorf("InvalidArgument: --rule4 has no effect without --sanitize")
+	case set("seed") && !deadlines:
+		return fmt.Errorf("InvalidArgument: --seed has no effect in a plain replay without deadlines (it seeds --deadline-model's draws)")
+	}
+	return nil
+}

@@ -121,6 +121,12 @@ func TestSimRefusesFlagsOfOtherModes(t *testing.T) {
 		{[]string{"--trace", "kth", "--strategy", "backfill", "--sweep", "p", "--jobs-csv", "x.csv"}, "--jobs-csv"},
 		{[]string{"--scenario", "../../scenarios/study/f9-shaking-g.yaml", "--sanitize"}, "--sanitize"},
 		{[]string{"--trace", "kth", "--start-accuracy-plot", "a.svg", "--jobs-csv", "x.csv"}, "--jobs-csv"},
+		{[]string{"--trace", "kth", "--policy", "easy", "--forecast", "oracle"}, "--forecast"},
+		{[]string{"--trace", "kth", "--rule4", "drop"}, "--rule4"},
+		{[]string{"--trace", "kth", "--seed", "3"}, "--seed"},
+		{[]string{"--trace", "kth", "--plot-bin", "1h"}, "--plot-bin"},
+		{[]string{"--trace", "kth", "--from", "10"}, "--from"},
+		{[]string{"--scenario", "../../scenarios/demo.yaml", "--to", "100"}, "--to"},
 	} {
 		_, err := simCLI(tc.args...)
 		if err == nil || !strings.Contains(err.Error(), "InvalidArgument") || !strings.Contains(err.Error(), tc.flag) {
