@@ -203,7 +203,9 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 				req := &fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("%s-%d", run, i), Spec: spec()}
 				var r *fedschedv1.SubmitJobResponse
 				var err error
-				for try := 0; try < 5; try++ {
+				// Refusals of a deadline that came too close do not count
+				// against the tries: each retry is a fresh submission.
+				for try, late := 0, 0; try < 5 && late < 100; try++ {
 					sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 					r, err = sites[j.Site].Client.SubmitJob(sctx, req)
 					cancel()
@@ -214,6 +216,8 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 						// site refused it and stored nothing; submit it
 						// as of now.
 						req.Spec = spec()
+						try--
+						late++
 						continue
 					}
 					if code != codes.Unavailable && code != codes.ResourceExhausted {

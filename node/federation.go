@@ -961,7 +961,11 @@ func (o *terminateOp) run(n *Node, now int64) func(error) {
 		res.err = fmt.Errorf("no agreement %q at %s: %w", o.req.GetAgreementId(), n.cfg.Site, ErrJobNotFound)
 	case a.State == delegation.Observed:
 		if lj := n.live[a.Seq]; lj != nil && !lj.cancelled {
-			n.cancel(lj.job.GetId(), "terminated by the origin "+a.Origin+": "+o.req.GetMessage(), now)
+			note := "terminated by the origin " + a.Origin
+			if m := o.req.GetMessage(); m != "" {
+				note += ": " + m
+			}
+			n.cancel(lj.job.GetId(), note, now)
 		}
 		res.a = n.agreementMsg(a)
 	default:

@@ -580,7 +580,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	spec := lj.job.GetSpec()
 	// The core's time is whole seconds and the loop may be late: the job
 	// gets the whole length of its slot, measured from its actual start
-	// (it may overlap the next reservation on its processors by that
+	// (by the executor too: Spec.Limit; it may overlap the next reservation on its processors by that
 	// lateness, rather than lose part of what its SLA promised).
 	//
 	// The kill comes only after the kill's whole second: at equal times a
@@ -589,7 +589,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	at := n.deps.Clock.Now().Unix() // after this turn's commit (see pass)
 	kill := at + d.End - min(d.Start, now)
 	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
-		Deadline: time.Unix(kill+1, 0), Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
+		Deadline: time.Unix(kill+1, 0), Limit: time.Duration(kill+1-at) * time.Second, Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second, Started: time.Unix(at, 0)}
 	n.batchSpec(&es, lj)
 	err := n.deps.Executor.Start(ctx, es)

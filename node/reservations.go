@@ -396,11 +396,19 @@ func (n *Node) queuedReach(now int64) int64 {
 // laid range of the rules.
 func (n *Node) tickReservations(now int64) {
 	r := &n.resv
-	if len(r.fixed) == 0 && len(r.rules) == 0 {
+	if len(r.fixed) == 0 && len(r.rules) == 0 && len(r.unfit) == 0 {
 		return
 	}
 	if now >= r.tidyAt {
 		r.tidyAt = plan.Forever
+		r.unfit = slices.DeleteFunc(r.unfit, func(f *fixedRes) bool {
+			if f.end <= now {
+				n.pending.putRes(f.id, nil)
+				return true
+			}
+			r.tidyAt = min(r.tidyAt, f.end)
+			return false
+		})
 		for id, f := range r.fixed {
 			if f.end <= now {
 				delete(r.fixed, id)
@@ -678,6 +686,15 @@ func (n *Node) deleteReservation(id string, now int64) (*fedschedv1.FixedReserva
 		n.log.Info("fixed reservation deleted", "reservation", id)
 		return msg, nil
 	}
+	if i := slices.IndexFunc(r.unfit, func(f *fixedRes) bool { return f.id == id }); i >= 0 && r.unfit[i].end > now {
+		// Not in the plan (the site restarted smaller): only its record
+		// holds it, and a later restart would put it back.
+		msg := n.unfitMsg(r.unfit[i], now)
+		r.unfit = slices.Delete(r.unfit, i, i+1)
+		n.pending.putRes(id, nil)
+		n.log.Info("fixed reservation deleted (it was not in the plan)", "reservation", id)
+		return msg, nil
+	}
 	if s, ok := r.rules[id]; ok && !s.over(now) {
 		msg := n.standingMsg(s, now)
 		for core := range s.inst {
@@ -707,9 +724,7 @@ func (n *Node) listReservations(now int64) *fedschedv1.ListReservationsResponse 
 	}
 	for _, f := range n.resv.unfit {
 		if f.end > now {
-			m := n.fixedMsg(f, now)
-			m.Instances, m.Problem = nil, f.problem
-			out.Reservations = append(out.Reservations, m)
+			out.Reservations = append(out.Reservations, n.unfitMsg(f, now))
 		}
 	}
 	slices.SortFunc(out.Reservations, func(a, b *fedschedv1.FixedReservation) int { return compareIDs(a.GetId(), b.GetId()) })
@@ -721,6 +736,14 @@ func (n *Node) fixedMsg(f *fixedRes, now int64) *fedschedv1.FixedReservation {
 	if f.end > now {
 		m.Instances = []*fedschedv1.TimeWindow{{Start: toTime(f.start), End: toTime(f.end)}}
 	}
+	return m
+}
+
+// unfitMsg describes a stored fixed reservation that is not in the plan:
+// it holds nothing, and its problem says why.
+func (n *Node) unfitMsg(f *fixedRes, now int64) *fedschedv1.FixedReservation {
+	m := n.fixedMsg(f, now)
+	m.Instances, m.Problem = nil, f.problem
 	return m
 }
 
@@ -773,6 +796,7 @@ func (n *Node) recoverReservations(ctx context.Context, live []store.JobRecord, 
 				f.problem = fmt.Sprintf("not in the plan since the restart: it holds %d processors and the site now has %d", f.procs, n.procs)
 			}
 			r.unfit = append(r.unfit, f)
+			r.tidyAt = min(r.tidyAt, end)
 			continue
 		}
 		r.fixed[f.id] = f

@@ -53,13 +53,14 @@ type ExperimentGrid struct {
 	ShakingDepths []int `yaml:"shaking_depths"`
 }
 
-// ExperimentReference is one published figure pair for a scenario's site,
-// in per cent as the study prints them.
+// ExperimentReference is a scenario's site's published figures, in per
+// cent as the study prints them; either may be missing (the study's text
+// gives some figures alone).
 type ExperimentReference struct {
-	Scenario          string  `yaml:"scenario"`
-	Site              string  `yaml:"site"`
-	AWRTChange        float64 `yaml:"awrt_change"`
-	UtilizationChange float64 `yaml:"utilization_change"`
+	Scenario          string   `yaml:"scenario"`
+	Site              string   `yaml:"site"`
+	AWRTChange        *float64 `yaml:"awrt_change"`
+	UtilizationChange *float64 `yaml:"utilization_change"`
 }
 
 // ExperimentRow is one site of one cell: the tidy table's row.
@@ -271,8 +272,14 @@ func (e *ExperimentFile) runCell(ctx context.Context, c expCell) ([]ExperimentRo
 		}
 		for _, ref := range e.Reference {
 			if ref.Scenario == c.sc.Name && ref.Site == s.Name {
-				a, u := ref.AWRTChange/100, ref.UtilizationChange/100
-				r.StudyAWRTChange, r.StudyUtilizationChange = &a, &u
+				if ref.AWRTChange != nil {
+					a := *ref.AWRTChange / 100
+					r.StudyAWRTChange = &a
+				}
+				if ref.UtilizationChange != nil {
+					u := *ref.UtilizationChange / 100
+					r.StudyUtilizationChange = &u
+				}
 			}
 		}
 		out = append(out, r)
@@ -320,13 +327,19 @@ func ReproductionTable(rows []ExperimentRow) string {
 	var b strings.Builder
 	b.WriteString("| setup | site | AWRT improvement: study | ours | difference (pp) | utilisation change: study | ours | difference (pp) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	// pair is the study's figure, ours and the difference, in per cent;
+	// the study's and the difference empty without a reference.
+	pair := func(study *float64, ours float64) string {
+		if study == nil {
+			return fmt.Sprintf(" | %+.2f | ", 100*ours)
+		}
+		return fmt.Sprintf("%+.2f | %+.2f | %+.2f", 100**study, 100*ours, 100*(ours-*study))
+	}
 	for _, r := range rows {
-		if r.StudyAWRTChange == nil {
+		if r.StudyAWRTChange == nil && r.StudyUtilizationChange == nil {
 			continue
 		}
-		sa, su := 100**r.StudyAWRTChange, 100**r.StudyUtilizationChange
-		oa, ou := 100*r.AWRTChange, 100*r.UtilizationChange
-		fmt.Fprintf(&b, "| %s | %s | %+.2f | %+.2f | %+.2f | %+.2f | %+.2f | %+.2f |\n", r.Scenario, r.Site, sa, oa, oa-sa, su, ou, ou-su)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Scenario, r.Site, pair(r.StudyAWRTChange, r.AWRTChange), pair(r.StudyUtilizationChange, r.UtilizationChange))
 	}
 	return b.String()
 }

@@ -267,7 +267,11 @@ func newUnreserveCmd() *cobra.Command {
 					if r.GetName() != "" {
 						k.add("name", "%s", r.GetName())
 					}
-					k.add("freed", "%d procs over %d slot(s) in the plan", r.GetProcs(), len(r.GetInstances()))
+					if p := r.GetProblem(); p != "" {
+						k.add("freed", "nothing: it held no processors (%s)", oneLine(p))
+					} else {
+						k.add("freed", "%d procs over %d slot(s) in the plan", r.GetProcs(), len(r.GetInstances()))
+					}
 					return k.flush()
 				})
 		},
@@ -296,6 +300,9 @@ type fixedResJSON struct {
 	Weekdays  []string     `json:"weekdays"`
 	Site      string       `json:"site"`
 	Instances []windowJSON `json:"instances"`
+	// Problem says why a stored reservation holds nothing (the site
+	// restarted smaller); empty when it is in the plan.
+	Problem string `json:"problem,omitempty"`
 }
 
 type displacedJSON struct {
@@ -335,7 +342,8 @@ func conflictView(c *fedschedv1.ReservationConflict) conflictJSON {
 
 func fixedResView(r *fedschedv1.FixedReservation) fixedResJSON {
 	v := fixedResJSON{ID: r.GetId(), Name: r.GetName(), Procs: r.GetProcs(), Start: tsJSON(r.GetStart()), End: tsJSON(r.GetEnd()),
-		EveryS: r.GetEverySeconds(), Until: tsJSON(r.GetUntil()), Site: r.GetSite(), Weekdays: []string{}, Instances: []windowJSON{}}
+		EveryS: r.GetEverySeconds(), Until: tsJSON(r.GetUntil()), Site: r.GetSite(), Weekdays: []string{}, Instances: []windowJSON{},
+		Problem: r.GetProblem()}
 	for _, d := range r.GetWeekdays() {
 		v.Weekdays = append(v.Weekdays, weekdayShort(d))
 	}
@@ -399,6 +407,9 @@ func printFixedRes(w io.Writer, r *fedschedv1.FixedReservation) error {
 			k.add("instances", "none in the plan yet")
 		}
 	}
+	if p := r.GetProblem(); p != "" {
+		k.add("problem", "%s", oneLine(p))
+	}
 	k.add("site", "%s", orDash(r.GetSite()))
 	return k.flush()
 }
@@ -411,6 +422,9 @@ func printFixedResTable(w io.Writer, rs []*fedschedv1.FixedReservation) error {
 		next := "-"
 		if in := r.GetInstances(); len(in) > 0 {
 			next = tsHuman(in[0].GetStart())
+		}
+		if p := r.GetProblem(); p != "" {
+			next = "not held: " + oneLine(p)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n", oneLine(r.GetId()), orDash(oneLine(r.GetName())), r.GetProcs(),
 			tsHuman(r.GetStart()), tsHuman(r.GetEnd()), repeatsHuman(r), len(r.GetInstances()), next)

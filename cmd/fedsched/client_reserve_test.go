@@ -254,3 +254,23 @@ func TestReserveClientSideErrors(t *testing.T) {
 		t.Errorf("%d reservations sent, want 1", len(f.creates))
 	}
 }
+
+// TestReservationsShowProblem: a stored reservation the site could not put
+// back into its plan (it restarted smaller) says why, in the table, the
+// detail and the JSON; before, it showed only "0 in the plan".
+func TestReservationsShowProblem(t *testing.T) {
+	const why = "not in the plan since the restart: it holds 8 processors and the site now has 4"
+	f := &fakeReserver{res: []*fedschedv1.FixedReservation{{Id: "site-a.r000000000001", Name: "wide", Procs: 8,
+		Start: ts(t0.Add(time.Hour)), End: ts(t0.Add(2 * time.Hour)), Site: "site-a", Problem: why}}}
+	addr := serve(t, f)
+	if out := mustRun(t, "reservations", "--addr", addr); !strings.Contains(out, "not held: "+why) {
+		t.Errorf("reservations:\n%s", out)
+	}
+	var list []fixedResJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "reservations", "--addr", addr, "--json")), &list); err != nil || len(list) != 1 || list[0].Problem != why {
+		t.Errorf("reservations --json: %v %+v", err, list)
+	}
+	if out := mustRun(t, "unreserve", "--addr", addr, "site-a.r000000000001"); !strings.Contains(out, "freed    nothing: it held no processors ("+why+")") {
+		t.Errorf("unreserve:\n%s", out)
+	}
+}

@@ -77,6 +77,8 @@ type crashRun struct {
 	led      ledger
 	// current is the node last started (killed when the test ends).
 	current *nodeProc
+	// extra are more flags for the node.
+	extra []string
 	// seen is every job as the last check saw it.
 	seen map[string]*fedschedv1.Job
 	// counts for the summary
@@ -188,6 +190,7 @@ func (r *crashRun) startNode() *nodeProc {
 		// the test's consent (docs/security.md).
 		args = append(args, "--service-account", "root", "--allow-root-jobs")
 	}
+	args = append(args, r.extra...)
 	cmd := exec.Command(os.Args[0], args...)
 	// The supervisors inherit the environment: they are this binary too.
 	cmd.Env = append(os.Environ(), "FEDSCHED_TEST_RUN_MAIN=1", "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
@@ -417,6 +420,9 @@ func (r *crashRun) check(c killClient, round int) {
 		if runs > 1 {
 			r.duplicated++
 			t.Errorf("round %d: job %s went to RUNNING %d times: %v", round, j.GetId(), runs, j.GetHistory())
+		}
+		if j.GetStartTime() != nil && j.GetEndTime() != nil && j.GetEndTime().AsTime().Before(j.GetStartTime().AsTime()) {
+			t.Errorf("round %d: job %s ended at %v, before it started at %v", round, j.GetId(), j.GetEndTime().AsTime(), j.GetStartTime().AsTime())
 		}
 		if r.executor == "process" && j.GetReason() == fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART {
 			r.lost++

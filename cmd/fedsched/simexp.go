@@ -87,7 +87,7 @@ func runExperiment(cmd *cobra.Command, f simFlags) error {
 
 func hasReference(rows []sim.ExperimentRow) bool {
 	for _, r := range rows {
-		if r.StudyAWRTChange != nil {
+		if r.StudyAWRTChange != nil || r.StudyUtilizationChange != nil {
 			return true
 		}
 	}

@@ -82,6 +82,13 @@ type Spec struct {
 	// reservation. Zero means never. Process: a wall-clock time; Simulated:
 	// a time of the executor's clock.
 	Deadline time.Time
+	// Limit, when not zero, is how long the job may run measured from when
+	// its process started: the kill comes at Deadline or at that start
+	// plus Limit, whichever is later, so that the executor's own start-up
+	// (a busy host forking a supervisor) does not eat into the job's slot.
+	// Process honours it; Simulated starts jobs at once and Slurm counts
+	// from the submission, so both use Deadline alone.
+	Limit time.Duration
 	// Estimate is the user's runtime estimate. Simulated uses it when
 	// Runtime is zero.
 	Estimate time.Duration
@@ -196,10 +203,24 @@ func checkJobID(id string) error {
 }
 
 // StartRecorder is implemented by executors whose jobs outlive the node
-// (Process): Started reports whether a job was handed over and taken, even
-// by an earlier node on the same data. A node that died right after
-// starting a job, before storing that, finds it with Started at restart.
-// Executors whose jobs die with the node (Simulated) need not implement it.
+// (Process, Slurm): Started reports whether a job was handed over and
+// taken, even by an earlier node on the same data, and when it began and
+// will be killed. A node that died right after starting a job, before
+// storing that, finds it with Started at restart and records the job as it
+// really runs. Executors whose jobs die with the node (Simulated) need not
+// implement it.
 type StartRecorder interface {
-	Started(jobID string) (bool, error)
+	Started(jobID string) (StartRecord, error)
+}
+
+// StartRecord is what an executor knows of a job it was handed.
+type StartRecord struct {
+	// Started is true once the executor took the job.
+	Started bool
+	// At is when the job began to run (Slurm: when it was submitted);
+	// zero if not recorded yet.
+	At time.Time
+	// Deadline is the Spec.Deadline the job was started with: when it is
+	// killed if it still runs. Zero means never (or not known).
+	Deadline time.Time
 }

@@ -149,12 +149,14 @@ func syncDir(dir string) error {
 
 // jobSpecFile is spec.json: what the supervisor runs.
 type jobSpecFile struct {
-	JobID     string            `json:"job_id"`
-	Argv      []string          `json:"argv"`
-	Env       map[string]string `json:"env,omitempty"`
-	Workdir   string            `json:"workdir,omitempty"`
-	Deadline  time.Time         `json:"deadline,omitzero"`
-	KillGrace time.Duration     `json:"kill_grace_ns"`
+	JobID    string            `json:"job_id"`
+	Argv     []string          `json:"argv"`
+	Env      map[string]string `json:"env,omitempty"`
+	Workdir  string            `json:"workdir,omitempty"`
+	Deadline time.Time         `json:"deadline,omitzero"`
+	// Limit: see Spec.Limit.
+	Limit     time.Duration `json:"limit_ns,omitempty"`
+	KillGrace time.Duration `json:"kill_grace_ns"`
 	// Stdout and Stderr are the output files; empty means the job
 	// directory's stdout and stderr.
 	Stdout string `json:"stdout,omitempty"`

@@ -168,7 +168,7 @@ func (p *Process) Start(ctx context.Context, spec Spec) error {
 		argv = scriptArgv(dir, spec.Script, spec.Argv)
 	}
 	sf := jobSpecFile{JobID: spec.JobID, Argv: argv, Env: spec.Env, Workdir: spec.Workdir,
-		Deadline: spec.Deadline, KillGrace: p.cfg.KillGrace, Stdout: spec.Stdout, Stderr: spec.Stderr}
+		Deadline: spec.Deadline, Limit: spec.Limit, KillGrace: p.cfg.KillGrace, Stdout: spec.Stdout, Stderr: spec.Stderr}
 	if acc.Switch {
 		sf.RunAs = &runAs{User: acc.Name, UID: acc.UID, GID: acc.GID, Groups: acc.Groups}
 		if sf.Workdir == "" {
@@ -314,9 +314,12 @@ func (p *Process) waitChild(pid int) {
 func (p *Process) Kill(jobID string) error {
 	p.mu.Lock()
 	j, ok := p.jobs[jobID]
-	var sup supervisorState
+	var (
+		sup supervisorState
+		dir string
+	)
 	if ok {
-		sup = j.sup
+		sup, dir = j.sup, j.dir
 	}
 	p.mu.Unlock()
 	if !ok {
@@ -330,6 +333,11 @@ func (p *Process) Kill(jobID string) error {
 			return fmt.Errorf("kill job %s: signal supervisor %d: %w", jobID, sup.PID, err)
 		}
 	}
+	if _, err := os.Stat(filepath.Join(dir, exitFile)); err == nil {
+		// The job ended and its supervisor recorded it (Run reports it):
+		// its process group is gone, and its number may be another's now.
+		return nil
+	}
 	if sup.PGID > 0 {
 		if err := syscall.Kill(-sup.PGID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("kill job %s: signal process group %d: %w", jobID, sup.PGID, err)
@@ -341,11 +349,24 @@ func (p *Process) Kill(jobID string) error {
 
 // Started implements StartRecorder: a supervisor claimed the job's
 // directory.
-func (p *Process) Started(jobID string) (bool, error) {
+func (p *Process) Started(jobID string) (StartRecord, error) {
 	if err := checkJobID(jobID); err != nil {
-		return false, err
+		return StartRecord{}, err
 	}
-	return claimed(p.JobDir(jobID)), nil
+	dir := p.JobDir(jobID)
+	if !claimed(dir) {
+		return StartRecord{}, nil
+	}
+	r := StartRecord{Started: true}
+	var sup supervisorState
+	if readJSON(filepath.Join(dir, supervisorFile), &sup) == nil {
+		r.At = sup.StartedAt
+	}
+	var spec jobSpecFile
+	if readJSON(filepath.Join(dir, specFile), &spec) == nil {
+		r.Deadline = spec.Deadline
+	}
+	return r, nil
 }
 
 var _ StartRecorder = (*Process)(nil)

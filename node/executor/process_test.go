@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -130,6 +131,22 @@ func TestProcessKilledAtDeadline(t *testing.T) {
 	}
 	if d := time.Since(start); d < 250*time.Millisecond || d > 4*time.Second {
 		t.Errorf("ended after %v, deadline was 300ms", d)
+	}
+}
+
+// TestProcessLimitCountsFromTheStart: a job whose Deadline passes while
+// its supervisor is still starting it (a busy host) still runs for Limit
+// from its own start: here its deadline is past before it runs, and it
+// ends by itself.
+func TestProcessLimitCountsFromTheStart(t *testing.T) {
+	p := newProcess(t, t.TempDir(), 5*time.Second)
+	run(t, p)
+	err := p.Start(context.Background(), Spec{JobID: "late", Argv: []string{"sleep", "1"}, Deadline: time.Now().Add(-time.Second), Limit: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := waitExit(t, p); x.Killed || x.ExitCode != 0 {
+		t.Fatalf("exit = %+v, want the job's own end: its limit of 30 s counts from its start", x)
 	}
 }
 
@@ -293,5 +310,47 @@ func TestMergeEnv(t *testing.T) {
 	want := []string{"A=5", "B=3", "C=4"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("mergeEnv = %v, want %v", got, want)
+	}
+}
+
+// TestProcessKillOfEndedJobSparesItsOldGroup: a job whose supervisor
+// recorded its end and exited is killed (a cancel that crossed the end):
+// the kill must not signal the job's old process group, whose number may
+// belong to another process by now. Here it does: a sleeper of this test.
+func TestProcessKillOfEndedJobSparesItsOldGroup(t *testing.T) {
+	p := newProcess(t, t.TempDir(), time.Second)
+	other := exec.Command("sleep", "100")
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }() //nolint:errcheck // cleanup
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dir := p.JobDir("ended")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(filepath.Join(dir, supervisorFile), supervisorState{PID: gone.Process.Pid, PGID: other.Process.Pid, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(filepath.Join(dir, exitFile), exitState{At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reattach("ended"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill("ended"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the process group the ended job once had was signalled: %v", err)
+	}
+	var ws syscall.WaitStatus
+	if pid, _ := syscall.Wait4(other.Process.Pid, &ws, syscall.WNOHANG, nil); pid != 0 {
+		t.Fatalf("the process group the ended job once had was killed: %v", ws)
 	}
 }

@@ -796,19 +796,22 @@ func (s *Slurm) pollCapacity(ctx context.Context) {
 
 // Started implements StartRecorder: the job was handed to Slurm (its Slurm
 // id is recorded, or Slurm knows a job by its name and comment).
-func (s *Slurm) Started(jobID string) (bool, error) {
+func (s *Slurm) Started(jobID string) (StartRecord, error) {
 	if err := checkJobID(jobID); err != nil {
-		return false, err
+		return StartRecord{}, err
 	}
 	dir := s.JobDir(jobID)
 	if _, err := os.Stat(filepath.Join(dir, slurmFile)); err == nil {
-		return true, nil
+		var st slurmState
+		readJSON(filepath.Join(dir, slurmFile), &st) //nolint:errcheck // unreadable: times unknown
+		return StartRecord{Started: true, At: st.Submitted, Deadline: st.Deadline}, nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, specFile)); err != nil {
-		return false, nil
+	var spec jobSpecFile
+	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
+		return StartRecord{}, nil
 	}
 	sid, err := s.findByName(context.Background(), jobID)
-	return sid != "", err
+	return StartRecord{Started: sid != "", Deadline: spec.Deadline}, err
 }
 
 // Describe implements Describer.

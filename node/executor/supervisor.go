@@ -102,6 +102,9 @@ func RunSupervisor(args []string) int {
 		cmd.Wait()
 		return failStart(fmt.Errorf("write %s: %w", supervisorFile, err))
 	}
+	if spec.Limit > 0 && !spec.Deadline.IsZero() && state.StartedAt.Add(spec.Limit).After(spec.Deadline) {
+		spec.Deadline = state.StartedAt.Add(spec.Limit)
+	}
 	log.Info("job started", "job", spec.JobID, "pgid", pgid, "deadline", spec.Deadline)
 	report("ok")
 
