@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -24,6 +25,15 @@ type Quote struct {
 // given fee and penalty: fee − price − PoF × penalty.
 func (q Quote) Profit(fee, penalty float64) float64 {
 	return fee - q.Price - q.PoF*penalty
+}
+
+// StartingAt is a quote for a job to start now (ACF) as the asking site
+// compares it: starting at the asker's now, for as long as the peer
+// offered. Peers read their clocks a moment apart, and a second boundary
+// between two answers must not decide which of them wins.
+func (q Quote) StartingAt(now int64) Quote {
+	q.End, q.Start = now+q.End-q.Start, now
+	return q
 }
 
 // Best returns the index of the quote with the highest expected profit for
@@ -64,6 +74,16 @@ type Candidate struct {
 	Free1h  int
 	Free4h  int
 	Free24h int
+}
+
+// CoarseFree is a count of free processors as gossip carries it: rounded
+// down to a sixteenth of the site's procs (to a processor on small sites),
+// so that small changes do not flood the federation. The node's digest and
+// the simulator's membership view both apply it, so that the two drivers'
+// location policies rank peers by the same figures.
+func CoarseFree(free, procs int) int {
+	q := max(1, procs/16)
+	return free / q * q
 }
 
 // History is what past delegations to a peer achieved, the origin's own
@@ -183,6 +203,34 @@ func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 		res[i] = top[i].c
 	}
 	return res
+}
+
+// Rounds orders the peers a site asks for a job, one round after the
+// other: each preferred peer (ordered spill-over: "our partner first, the
+// others only when it cannot") alone, in the operator's order, if it has
+// the processors and the job has not been there; then the location
+// policy's ranking (Rank, at most MaxCandidates) of the others. self is
+// never asked. The node and the site agent both order their rounds with
+// it.
+func Rounds(cands []Candidate, prefer []string, self string, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand) [][]Candidate {
+	var rounds [][]Candidate
+	for _, p := range prefer {
+		for _, c := range cands {
+			if c.Site == p && p != self && c.Procs >= procs && !route.Visited(p) {
+				rounds = append(rounds, []Candidate{c})
+			}
+		}
+	}
+	rest := make([]Candidate, 0, len(cands))
+	for _, c := range cands {
+		if c.Site != self && !slices.Contains(prefer, c.Site) {
+			rest = append(rest, c)
+		}
+	}
+	if ranked := Rank(rest, procs, route, hist, cfg, rng); len(ranked) > 0 {
+		rounds = append(rounds, ranked)
+	}
+	return rounds
 }
 
 // TransferMode is the transfer policy: when a site tries to delegate.

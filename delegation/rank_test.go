@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -84,5 +85,50 @@ func TestRankMatchesSortedReference(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d: Rank = %v, reference %v", trial, got, want)
 		}
+	}
+}
+
+// TestRounds: preferred peers alone, in the operator's order, whatever
+// their rank or the candidate cap; then the ranking of the others; never
+// the site itself, a peer too small or one the job has been at.
+func TestRounds(t *testing.T) {
+	cands := []Candidate{
+		{Site: "self", Procs: 64, FreeNow: 64},
+		{Site: "big", Procs: 64, FreeNow: 64, Free1h: 64, Free4h: 64, Free24h: 64},
+		{Site: "mid", Procs: 32, FreeNow: 16, Free1h: 16, Free4h: 16, Free24h: 16},
+		{Site: "partner", Procs: 16},
+		{Site: "tiny", Procs: 2, FreeNow: 2},
+		{Site: "seen", Procs: 64, FreeNow: 64},
+	}
+	route := Route{{Site: "seen", Action: ActionDelegated}}
+	names := func(rs [][]Candidate) [][]string {
+		var out [][]string
+		for _, r := range rs {
+			var n []string
+			for _, c := range r {
+				n = append(n, c.Site)
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		prefer []string
+		max    int
+		want   [][]string
+	}{
+		{"no preference", nil, 3, [][]string{{"big", "mid", "partner"}}},
+		{"one candidate", nil, 1, [][]string{{"big"}}},
+		{"partner first even beyond the cap", []string{"partner"}, 1, [][]string{{"partner"}, {"big"}}},
+		{"in the operator's order", []string{"mid", "partner"}, 3, [][]string{{"mid"}, {"partner"}, {"big"}}},
+		{"never self, too small or visited", []string{"self", "tiny", "seen", "partner"}, 3, [][]string{{"partner"}, {"big", "mid"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := names(Rounds(cands, tc.prefer, "self", 4, route, nil, LocationConfig{MaxCandidates: tc.max, Jitter: -1}, nil))
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("rounds %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

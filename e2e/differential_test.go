@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,44 +23,73 @@ import (
 type decision struct {
 	exec       string // site that ran it; "" if rejected
 	overbooked bool
-	wait       int64 // reservation start - submission, seconds
+	start, end int64 // seconds since the replay's time 0; -1 if it never ran
+}
+
+// allowedDifferences is the one list of causes by which a job's decision
+// may differ between the simulator and the live nodes, each with the check
+// that establishes it for a job. A difference none of them explains fails
+// the test. (The causes removed on the way, and what each driver still
+// differs in, are in docs/architecture.md, "What the drivers may differ
+// in".)
+var allowedDifferences = []struct {
+	cause, why string
+	explains   func(d diffCase) bool
+}{
+	{"unquiet", "the stepped replay went on from a step before the sites were quiet: it gives up after 5 s of wall time (a machine too loaded " +
+		"to finish a loop turn, a gossip round or an outcome report in that time), so from then on a site may have met a submission with " +
+		"a plan or a view of its peers that had not caught up with that second",
+		func(d diffCase) bool { return d.unquietFrom >= 0 && d.at >= d.unquietFrom }},
+	{"peer failure", "a peer did not answer a quote or an agree within the quote timeout (wall time: a loaded machine), which the origin's " +
+		"history counts against it (delegation.History.Failures), so from then on the location policy may rank the peers otherwise; the " +
+		"simulator's network loses nothing",
+		func(d diffCase) bool { return d.failedFrom >= 0 && d.at >= d.failedFrom }},
+	{"cascade", "an earlier job decided differently (and explained) was still waiting or running, in either replay, when this one was " +
+		"submitted: the two federations' plans differ from there on",
+		func(d diffCase) bool {
+			for _, e := range d.earlier {
+				if e.sim.end > d.at || e.live.end > d.at || e.sim.end < 0 && e.sim.exec != "" || e.live.end < 0 && e.live.exec != "" {
+					return true
+				}
+			}
+			return false
+		}},
+}
+
+// diffCase is a job whose decision differs, with what the causes check.
+type diffCase struct {
+	at          int64 // submission, seconds since time 0
+	unquietFrom int64 // the replay's first unquiet step (-1: none)
+	failedFrom  int64 // the first live answer of a peer that failed (-1: none)
+
+	earlier []diffJob
+}
+
+type diffJob struct {
+	app       string
+	sim, live decision
 }
 
 // TestSimulatorMatchesNode replays one workload, a KTH slice over three
 // sites with SLAs (deadline = submission + 2 x estimate, fee, penalty =
 // fee), overbooking at two of them and ACF, in the simulator (one
 // site.Agent per site, virtual clock) and in this harness (three real
-// nodes, gRPC, gossip, bbolt, the simulated executor on the scaled clock),
-// and compares every job's decision: the site that ran it, whether it was
-// overbooked, and its start relative to its submission.
+// nodes, gRPC, gossip, bbolt, the simulated executor on the scaled clock,
+// stepped from event to event by ReplayStepped), and compares every job's
+// decision: the site that ran it, whether it was overbooked, and when it
+// started and ended, to the second (no tolerance: the stepped replay holds
+// the clock at every second in which something is due until the sites
+// are quiet, so the live clock's granularity does not show).
 //
-// Tolerance: starts may differ by startTolerance; the live clock is the
-// wall clock times the time scale (100), so one millisecond of loop turn,
-// gRPC round trip or dispatch lag is a tenth of a virtual second, and a
-// submission reaches its site up to a few virtual seconds late (more under
-// -race, which slows the nodes' loops several times).
-//
-// The test holds at least minSame of the jobs to identical decisions and
-// logs every difference. Remaining differences, by cause:
-//   - gossip: the node's location policy ranks peers by the digest, rounded
-//     to 1/16 of a site and seconds old; the simulator's by the exact
-//     outlook (docs/architecture.md), so two peers that both can start a
-//     job may be asked in a different order and the other one wins;
-//   - timing: live submissions and job ends arrive in wall-clock order, a
-//     few virtual seconds off the trace, so a job that the simulator sees
-//     fit exactly (a peer's job ending in the same second) may wait live,
-//     and once one job goes elsewhere the plans diverge;
-//   - the node offers an ACF job after its acceptance is durable, the
-//     agent before admitting it (a job is briefly in the origin's plan).
+// Every job must decide the same unless allowedDifferences explains it.
+// FEDSCHED_DIFF_DUMP=file writes both sides' decisions of every job there
+// (and logs the routes and quote answers of each difference), to find the
+// cause of a new one.
 func TestSimulatorMatchesNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays 150 jobs live")
 	}
 	t.Parallel()
-	const (
-		startTolerance = 30  // virtual seconds
-		minSame        = 0.6 // share of identical decisions (measured: 82 %, 66 % under -race)
-	)
 	sites := []SliceSite{{Name: "alpha", Procs: 64, Share: 0.2}, {Name: "beta", Procs: 32, Share: 0.3}, {Name: "gamma", Procs: 16, Share: 0.5}}
 	ts := TraceSlice{Trace: "kth", Jobs: 150, Span: 3000, MinEstimate: 60, MaxEstimate: 1200, Load: 1.0, Seed: 1, Sites: sites}
 	jobs, _, err := ts.Build()
@@ -67,6 +99,16 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	for i := range jobs {
 		jobs[i].App = fmt.Sprintf("t%d", jobs[i].TraceID) // names the job in both replays
 	}
+	// The simulator's order of submissions due at the same time: by site,
+	// then trace order; the live replay submits in this order, one at a
+	// time.
+	order := map[string]int{}
+	for k, s := range sites {
+		order[s.Name] = k
+	}
+	slices.SortStableFunc(jobs, func(a, b ReplayJob) int {
+		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(order[a.Site], order[b.Site]))
+	})
 	over := map[string]config.Overbooking{
 		"alpha": {Enabled: true, PoFMax: 0.2},
 		"gamma": {Enabled: true, Mode: "comprehensive", RiskTest: "risk"},
@@ -102,9 +144,9 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	}
 	simd := map[string]decision{}
 	for _, r := range res.Records {
-		d := decision{overbooked: r.Decision.Reason == plan.ReasonOverbooked}
+		d := decision{overbooked: r.Decision.Reason == plan.ReasonOverbooked, start: -1, end: -1}
 		if r.Decision.OK() {
-			d.exec, d.wait = cfg.Sites[r.Exec].Name, r.Start-r.Submit
+			d.exec, d.start, d.end = cfg.Sites[r.Exec].Name, r.Start, r.End
 		}
 		simd[r.App] = d
 	}
@@ -116,15 +158,19 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	for _, s := range sites {
 		scs = append(scs, SiteConfig{Name: s.Name, Procs: s.Procs, Overbooking: over[s.Name]})
 	}
-	c := start(t, Options{TimeScale: 100, Federation: f, Sites: scs})
-	ctx := bg(t)
-	rr, err := c.Replay(ctx, jobs, ReplayOptions{Interval: 5 * time.Second, SettleTimeout: 20 * time.Second})
+	// Each site re-advertises its digest every 20 ms (wall), so that the
+	// stepped replay's wait for gossip to show every outlook as of the
+	// second is short.
+	c := start(t, Options{TimeScale: 100, Federation: f, Sites: scs, GossipRefresh: 20 * time.Millisecond})
+	// The stepped replay takes about a minute (under -race); a machine
+	// loaded by other work slows it without changing its result.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	rr, err := c.ReplayStepped(ctx, jobs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rr.Errors > 0 {
-		t.Logf("%d live submissions failed (first: %v): the machine is too loaded for the scaled clock; compared without them", rr.Errors, rr.FirstErr)
-	}
+	t.Logf("live replay: %d steps of the held clock, %d before the sites were quiet", rr.Steps, rr.Unquiet)
 	byApp := map[string]map[string]*fedschedv1.Job{} // app -> site -> record
 	for _, s := range c.Sites() {
 		js, err := listJobs(ctx, s, nil)
@@ -139,47 +185,124 @@ func TestSimulatorMatchesNode(t *testing.T) {
 			byApp[app][s.Name] = j
 		}
 	}
-	compared, same := 0, 0
-	var diffs []string
-	for _, j := range jobs {
-		recs := byApp[j.App]
-		origin := recs[j.Site]
-		if origin == nil {
-			continue // the submission failed
+	if path := os.Getenv("FEDSCHED_DIFF_DUMP"); path != "" {
+		dumpDecisions(t, path, rr.Origin.Unix(), jobs, res, cfg, byApp)
+	}
+	origin := rr.Origin.Unix()
+	rel := func(ts interface{ GetSeconds() int64 }, ok bool) int64 {
+		if !ok {
+			return -1
 		}
-		compared++
-		live := decision{}
-		if origin.GetState() != fedschedv1.JobState_JOB_STATE_REJECTED {
-			live.exec = origin.GetSite()
-			if x := recs[live.exec]; x != nil {
-				live.overbooked = x.GetOverbooked()
-				if x.GetStartTime() != nil {
-					live.wait = x.GetStartTime().AsTime().Unix() - origin.GetSubmitTime().AsTime().Unix()
+		return ts.GetSeconds() - origin
+	}
+	// The first peer failure any origin saw: an unreachable peer's
+	// answer, or an agree it did not confirm.
+	failedFrom := int64(-1)
+	for _, recs := range byApp {
+		for _, x := range recs {
+			for _, a := range x.GetQuoteAnswers() {
+				if a.GetRefusal() == fedschedv1.Reason_REASON_PEER_UNREACHABLE || strings.Contains(x.GetMessage(), "did not confirm") {
+					if at := rel(a.GetTime(), true); failedFrom < 0 || at < failedFrom {
+						failedFrom = at
+					}
 				}
 			}
 		}
+	}
+	if failedFrom >= 0 {
+		t.Logf("a peer failed to answer at %d s", failedFrom)
+	}
+	same := 0
+	var diffs []string
+	var differing []diffJob
+	for _, j := range jobs {
+		recs := byApp[j.App]
+		o := recs[j.Site]
+		if o == nil {
+			t.Fatalf("%s: no record at its site %s", j.App, j.Site)
+		}
+		live := decision{start: -1, end: -1}
+		if o.GetState() != fedschedv1.JobState_JOB_STATE_REJECTED {
+			live.exec = o.GetSite()
+			if x := recs[live.exec]; x != nil {
+				live.overbooked = x.GetOverbooked()
+				live.start, live.end = rel(x.GetStartTime(), x.GetStartTime() != nil), rel(x.GetEndTime(), x.GetEndTime() != nil)
+			}
+		}
 		s := simd[j.App]
-		if s.exec == live.exec && s.overbooked == live.overbooked && abs(s.wait-live.wait) <= startTolerance {
+		if s == live {
 			same++
 			continue
 		}
-		diffs = append(diffs, fmt.Sprintf("%s at %s: sim %+v, live %+v", j.App, j.Site, s, live))
+		dc := diffCase{at: j.At, unquietFrom: rr.FirstUnquiet, failedFrom: failedFrom, earlier: differing}
+		cause := ""
+		for _, a := range allowedDifferences {
+			if a.explains(dc) {
+				cause = a.cause
+				break
+			}
+		}
+		differing = append(differing, diffJob{app: j.App, sim: s, live: live})
+		if cause == "" {
+			t.Errorf("%s at %s, submitted at %d: sim %+v, live %+v: no allowed cause explains the difference", j.App, j.Site, j.At, s, live)
+		} else {
+			diffs = append(diffs, fmt.Sprintf("%s at %s: sim %+v, live %+v: %s", j.App, j.Site, s, live, cause))
+		}
+		if os.Getenv("FEDSCHED_DIFF_DUMP") != "" {
+			for _, r := range res.Records {
+				if r.App == j.App {
+					t.Logf("%s: sim route %+v", j.App, r.Route)
+				}
+			}
+			for _, a := range o.GetQuoteAnswers() {
+				t.Logf("%s: live answer %v", j.App, a)
+			}
+			t.Logf("%s: live route %v", j.App, o.GetRoute())
+		}
 	}
-	t.Logf("TestSimulatorMatchesNode: %d jobs compared, %d identical decisions (%.1f %%)", compared, same, 100*float64(same)/float64(max(compared, 1)))
+	t.Logf("TestSimulatorMatchesNode: %d jobs compared, %d identical decisions (%.1f %%)", len(jobs), same, 100*float64(same)/float64(max(len(jobs), 1)))
 	if len(diffs) > 0 {
-		t.Logf("differences (causes in the test's comment):\n%s", strings.Join(diffs, "\n"))
-	}
-	if compared < len(jobs)*9/10 {
-		t.Fatalf("only %d of %d jobs could be compared", compared, len(jobs))
-	}
-	if float64(same) < minSame*float64(compared) {
-		t.Fatalf("%d of %d decisions identical, want at least %.0f %%", same, compared, 100*minSame)
+		t.Logf("explained differences:\n%s", strings.Join(diffs, "\n"))
 	}
 }
 
-func abs(x int64) int64 {
-	if x < 0 {
-		return -x
+// dumpDecisions writes both sides' decisions of every job, for finding
+// the cause of a difference.
+func dumpDecisions(t *testing.T, path string, virt0 int64, jobs []ReplayJob, res *sim.FedResult, cfg sim.FedConfig, byApp map[string]map[string]*fedschedv1.Job) {
+	simr := map[string]sim.FedRecord{}
+	for _, r := range res.Records {
+		simr[r.App] = r
 	}
-	return x
+	var b strings.Builder
+	fmt.Fprintf(&b, "app\torigin\tat\tprocs\test\trun\tsim_exec\tsim_ob\tsim_start\tsim_end\tlive_exec\tlive_ob\tlive_submit\tlive_start\tlive_end\tlive_state\n")
+	for _, j := range jobs {
+		r := simr[j.App]
+		se := ""
+		if r.Decision.OK() {
+			se = cfg.Sites[r.Exec].Name
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%v\t%d\t%d", j.App, j.Site, j.At, j.Procs, j.Estimate, j.Runtime, se, r.Decision.Reason == plan.ReasonOverbooked, r.Start, r.End)
+		o := byApp[j.App][j.Site]
+		if o == nil {
+			b.WriteString("\n")
+			continue
+		}
+		le, lob, ls, lend := "", false, int64(-1), int64(-1)
+		if o.GetState() != fedschedv1.JobState_JOB_STATE_REJECTED {
+			le = o.GetSite()
+			if x := byApp[j.App][le]; x != nil {
+				lob = x.GetOverbooked()
+				if x.GetStartTime() != nil {
+					ls = x.GetStartTime().AsTime().Unix() - virt0
+				}
+				if x.GetEndTime() != nil {
+					lend = x.GetEndTime().AsTime().Unix() - virt0
+				}
+			}
+		}
+		fmt.Fprintf(&b, "\t%s\t%v\t%d\t%d\t%d\t%s\n", le, lob, o.GetSubmitTime().AsTime().Unix()-virt0, ls, lend, o.GetState())
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

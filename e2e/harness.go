@@ -70,6 +70,9 @@ type Options struct {
 	// TimeScale is how many times faster than the wall clock the shared
 	// clock runs (default 100).
 	TimeScale float64
+	// GossipRefresh, if > 0, is how often each site re-advertises its
+	// digest (default: a second).
+	GossipRefresh time.Duration
 	// Federation is every site's delegation configuration (Peers and Dial
 	// are set by the harness). Zero fields take node's defaults, except
 	// ReportInterval, which defaults to 200 ms here.
@@ -368,14 +371,15 @@ func (c *Cluster) launch(ctx context.Context, s *Site) error {
 			s.store = st
 			s.mu.Unlock()
 		},
-		Logger:     c.log.With("site", s.Name),
-		Listener:   cl,
-		Ready:      ready,
-		GossipAddr: gaddr,
-		HTTPAddr:   httpAddr,
-		Clock:      c.clk,
-		Federation: fed,
-		Dial:       c.dialer(s.Name),
+		Logger:        c.log.With("site", s.Name),
+		Listener:      cl,
+		Ready:         ready,
+		GossipAddr:    gaddr,
+		HTTPAddr:      httpAddr,
+		Clock:         c.clk,
+		GossipRefresh: c.opts.GossipRefresh,
+		Federation:    fed,
+		Dial:          c.dialer(s.Name),
 		GossipTransport: func(dc discovery.Config) (memberlist.Transport, error) {
 			inner, err := discovery.NewNetTransport(dc)
 			if err != nil {

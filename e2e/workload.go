@@ -56,6 +56,16 @@ func (ts TraceSlice) Build() ([]ReplayJob, SliceInfo, error) {
 	return out, info, nil
 }
 
+// spec is the job as submitted at now, with the simulator's SLA terms:
+// deadline = now + 2 x estimate, fee = procs x estimate hours, penalty =
+// fee.
+func (j ReplayJob) spec(now time.Time) *fedschedv1.JobSpec {
+	fm := overbook.FeeModel{PenaltyRatio: 1}
+	return &fedschedv1.JobSpec{Procs: j.Procs, EstimateSeconds: j.Estimate, SimRuntimeSeconds: j.Runtime, User: j.User, App: j.App,
+		Deadline: timestamppb.New(now.Add(time.Duration(2*j.Estimate) * time.Second)),
+		Fee:      fm.Fee(int(j.Procs), j.Estimate), Penalty: fm.Penalty(int(j.Procs), j.Estimate)}
+}
+
 // ReplayProgress is how far a replay has come.
 type ReplayProgress struct {
 	// Total jobs; Submitted so far; Answered by their site (accepted,
@@ -127,7 +137,6 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 	var firstErr error
 	promised := map[string]time.Time{} // under errMu
 	wall0, virt0 := time.Now(), c.clk.Now()
-	fm := overbook.FeeModel{PenaltyRatio: 1}
 	run := fmt.Sprintf("replay-%d", wall0.UnixNano())
 
 	// The progress reporter also decides when everything has settled.
@@ -190,11 +199,7 @@ func (c *Cluster) Replay(ctx context.Context, jobs []ReplayJob, o ReplayOptions)
 				defer func() { <-sem }()
 				// The deadline counts from the submission: deadline =
 				// now + 2 x estimate, on the shared clock.
-				spec := func() *fedschedv1.JobSpec {
-					return &fedschedv1.JobSpec{Procs: j.Procs, EstimateSeconds: j.Estimate, SimRuntimeSeconds: j.Runtime, User: j.User, App: j.App,
-						Deadline: timestamppb.New(c.clk.Now().Add(time.Duration(2*j.Estimate) * time.Second)),
-						Fee:      fm.Fee(int(j.Procs), j.Estimate), Penalty: fm.Penalty(int(j.Procs), j.Estimate)}
-				}
+				spec := func() *fedschedv1.JobSpec { return j.spec(c.clk.Now()) }
 				req := &fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("%s-%d", run, i), Spec: spec()}
 				var r *fedschedv1.SubmitJobResponse
 				var err error

@@ -163,18 +163,10 @@ type inflight struct {
 	reply func(submitResult) // nil after recovery: nobody waits
 	// peer is the site the origin decided to agree with, once persisted.
 	peer, hold string
-	// acf: the job was accepted here and is offered to peers that would
-	// start it now (ACF); left: it has left the local plan for the peer
-	// the origin is agreeing with.
-	acf, left bool
-}
-
-// offerWaiting is ACF at the origin: a job accepted here that the site's
-// own policy would not start now is offered to peers once its acceptance
-// is durable; it stays here unless a peer that would start it now agrees.
-func (n *Node) offerWaiting(lj *liveJob) {
-	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job, acf: true}
-	n.launch = append(n.launch, lj.seq)
+	// acf: the site would accept the job but not start it now; it is
+	// offered, out of the plan, to peers that would start it now (ACF),
+	// and comes back into the plan if none does.
+	acf bool
 }
 
 // startDelegation marks a job as being delegated; the protocol runs after
@@ -211,29 +203,6 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 			o.proceed <- false
 		}
 		return nil
-	}
-	if fl.acf && !fl.left && !o.intent && o.agreed == nil {
-		// No peer would start the job now: it stays where it is.
-		delete(n.inflight, o.seq)
-		return nil
-	}
-	if o.intent && fl.acf && !fl.left {
-		// The job leaves the local plan for the peer, unless it has
-		// started here meanwhile.
-		if lj.job.GetState() != fedschedv1.JobState_JOB_STATE_PENDING || !n.site.Cancel(now, o.seq) {
-			delete(n.inflight, o.seq)
-			return func(error) { o.proceed <- false }
-		}
-		fl.left = true
-		id := lj.job.GetId()
-		n.pending.putRes(id, nil)
-		lj.job.Reservation, lj.job.Pof, lj.job.Overbooked = nil, 0, false
-		if lj.sla {
-			lj.job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED
-			n.pending.putSLA(store.SLARecord{JobID: id, Outcome: fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty})
-		}
-		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED,
-			"this site would not start the job now (ACF): "+o.peer+" would", now)
 	}
 	if o.intent {
 		// Write ahead: the origin records which peer it is about to agree
@@ -298,31 +267,9 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 	}
 }
 
-// spillOver splits ranked candidates into rounds: each preferred peer
-// alone, in the operator's order, then the others in rank order.
-func spillOver(ranked []delegation.Candidate, prefer []string) [][]delegation.Candidate {
-	var rounds [][]delegation.Candidate
-	for _, p := range prefer {
-		for _, c := range ranked {
-			if c.Site == p {
-				rounds = append(rounds, []delegation.Candidate{c})
-			}
-		}
-	}
-	var rest []delegation.Candidate
-	for _, c := range ranked {
-		if !slices.Contains(prefer, c.Site) {
-			rest = append(rest, c)
-		}
-	}
-	if len(rest) > 0 {
-		rounds = append(rounds, rest)
-	}
-	return rounds
-}
-
-// candidates ranks the reachable peers for a job.
-func (n *Node) candidates(job *fedschedv1.Job, seq int64) []delegation.Candidate {
+// candidates orders the reachable peers for a job into the rounds it asks
+// them in (delegation.Rounds, as the site agent does).
+func (n *Node) candidates(job *fedschedv1.Job, seq int64) [][]delegation.Candidate {
 	var cands []delegation.Candidate
 	for _, m := range n.fed.Peers.Members() {
 		if m.Local || m.State != discovery.Alive || m.DigestErr != nil || m.Digest.Leaving || m.Digest.Addr == "" {
@@ -337,7 +284,8 @@ func (n *Node) candidates(job *fedschedv1.Job, seq int64) []delegation.Candidate
 	hist := maps2(n.history)
 	n.histMu.Unlock()
 	rng := rand.New(rand.NewPCG(uint64(seq), 0x5eed))
-	return delegation.Rank(cands, int(job.GetSpec().GetProcs()), route, hist, delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates, Jitter: n.fed.Jitter}, rng)
+	return delegation.Rounds(cands, n.fed.Prefer, n.cfg.Site, int(job.GetSpec().GetProcs()), route, hist,
+		delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates, Jitter: n.fed.Jitter}, rng)
 }
 
 func maps2(m map[string]delegation.History) map[string]delegation.History {
@@ -482,7 +430,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 	}
 	// Ordered spill-over: each preferred peer alone, in order, then the
 	// location policy's ranking of the others.
-	for _, round := range spillOver(cands, n.fed.Prefer) {
+	for _, round := range cands {
 		ask(round)
 		if len(offers) > 0 {
 			break
@@ -500,6 +448,9 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 	for i, o := range offers {
 		qs[i] = delegation.Quote{Site: o.site, HoldID: o.offer.GetHoldId(), Start: o.offer.GetStart().AsTime().Unix(),
 			End: o.offer.GetEnd().AsTime().Unix(), PoF: o.offer.GetPof(), Price: o.offer.GetPrice(), Expires: o.offer.GetExpires().AsTime().Unix()}
+		if fl.acf {
+			qs[i] = qs[i].StartingAt(n.now())
+		}
 	}
 	fee, pen := spec.GetFee(), spec.GetPenalty()
 	best := delegation.Best(qs, fee, pen, 0)

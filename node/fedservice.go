@@ -152,6 +152,11 @@ func (s *fedService) ListMembers(_ context.Context, _ *fedschedv1.ListMembersReq
 		return out, nil
 	}
 	for _, m := range s.n.fed.Peers.Members() {
+		if m.Local {
+			// The site's own digest as it is now; the one gossip
+			// carries is re-advertised every refresh interval.
+			m.Digest = s.n.Digest()
+		}
 		out.Members = append(out.Members, memberMsg(m))
 	}
 	return out, nil

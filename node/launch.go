@@ -46,6 +46,9 @@ type LaunchOptions struct {
 	// GossipTransport wraps memberlist's transport (the e2e harness cuts
 	// links with it); nil uses memberlist's own.
 	GossipTransport func(discovery.Config) (memberlist.Transport, error)
+	// GossipRefresh, if > 0, is how often the site re-advertises its digest
+	// (discovery.Config.RefreshInterval; tests).
+	GossipRefresh time.Duration
 	// Dial opens connections to peers; nil dials plaintext gRPC.
 	Dial Dialer
 	// GossipAddr, if not nil, receives the bound gossip address.
@@ -338,6 +341,9 @@ func startMembership(cfg config.Config, sec *security, n *Node, opt LaunchOption
 	dc.SecretKey, dc.OtherKeys = sec.gossipKey, sec.gossipKeys
 	if dc.BindPort, err = strconv.Atoi(port); err != nil {
 		return nil, fmt.Errorf("gossip port %q: %w: %w", port, ErrInvalidRequest, err)
+	}
+	if opt.GossipRefresh > 0 {
+		dc.RefreshInterval = opt.GossipRefresh
 	}
 	if opt.GossipTransport != nil {
 		if dc.Transport, err = opt.GossipTransport(dc); err != nil {

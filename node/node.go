@@ -344,8 +344,7 @@ func (n *Node) launchDelegations(ctx context.Context) {
 // site so that small changes do not flood the federation.
 func (n *Node) publishDigest(now int64) {
 	o := n.site.Outlook(now, 3600, 4*3600, 24*3600)
-	q := max(1, n.procs/16)
-	round := func(v int) int32 { return int32(v / q * q) }
+	round := func(v int) int32 { return int32(delegation.CoarseFree(v, n.procs)) }
 	d := discovery.Digest{Version: discovery.ProtocolVersion, Site: n.cfg.Site, Addr: n.advertise(), Procs: int32(n.procs), Policy: n.pol.String(),
 		FreeNow: round(o[0]), Free1h: round(o[1]), Free4h: round(o[2]), Free24h: round(o[3]), Overbooking: n.adm != nil}
 	if old := n.digest.Load(); old != nil && *old == d {
@@ -591,7 +590,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	kill := at + d.End - min(d.Start, now)
 	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
 		Deadline: time.Unix(kill+1, 0), Limit: time.Duration(kill+1-at) * time.Second, Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
-		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second}
+		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second, Started: time.Unix(at, 0)}
 	n.batchSpec(&es, lj)
 	err := n.deps.Executor.Start(ctx, es)
 	if errors.Is(err, executor.ErrAlreadyStarted) {

@@ -123,9 +123,21 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		SubmitTime: toTime(now)}
 	job.Route = []*fedschedv1.RouteHop{{Site: n.cfg.Site, Reason: fedschedv1.Reason_REASON_UNSPECIFIED, Message: "submitted", Time: toTime(now)}}
 	rec := store.JobRecord{Job: job, IdempotencyKey: key, BodyHash: hash}
-	// ACF's test, on the plan without the job: would its own policy start
-	// it now?
-	startsNow := n.fed.Transfer == delegation.ACF && n.site.CanStartNow(now, pj)
+	if n.federating() && n.fed.Transfer == delegation.ACF && n.mayDelegate(job.GetRoute()) {
+		// ACF, as the site agent decides it: a job the site would accept
+		// but its own policy would not start now is offered, out of the
+		// plan, to peers that would start it now; it comes back if none
+		// does. The reply waits for the offer (bounded by the quote
+		// timeout).
+		local := n.site.Probe(now, pj)
+		if local.OK() && delegation.ShouldDelegate(delegation.ACF, true, n.site.CanStartNow(now, pj)) {
+			lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
+			n.live[lj.seq] = lj
+			lj.rec = n.setState(job, rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, acfOffering, now)
+			n.inflight[lj.seq] = &inflight{seq: lj.seq, job: job, acf: true}
+			return submitResult{deferred: lj.seq}
+		}
+	}
 	pl := n.site.Submit(now, pj)
 	pl = n.clearOfStanding(now, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
 	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
@@ -144,9 +156,6 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 	}
 	lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
 	n.acceptLocal(lj, pl, now)
-	if n.fed.Transfer == delegation.ACF && n.federating() && !startsNow && pl.Start != now && n.mayDelegate(job.GetRoute()) {
-		n.offerWaiting(lj)
-	}
 	return submitResult{job: proto.Clone(lj.rec.Job).(*fedschedv1.Job)}
 }
 
@@ -174,10 +183,16 @@ func (n *Node) acceptLocal(lj *liveJob, pl plan.Placement, now int64) {
 	n.live[lj.seq] = lj
 }
 
-// readmit puts a job that an ACF offer took out of the plan back into it,
-// as at submission; if it no longer fits, it is rejected.
+// acfOffering is the state message of a job offered under ACF; recovery
+// tells such a job from one that had no local slot by it.
+const acfOffering = "this site would not start the job now (ACF): offering it to peers that would"
+
+// readmit puts a job that ACF offered to peers, none of which took it,
+// into the plan, as at submission; if it no longer fits, it is rejected.
 func (n *Node) readmit(lj *liveJob, now int64) {
 	pl := n.site.Submit(now, lj.pj)
+	pl = n.clearOfStanding(now, pl, func() { n.site.Cancel(now, lj.pj.ID) }, func() plan.Placement { return n.site.Submit(now, lj.pj) })
+	lj.job.OverbookSamples, lj.job.TooFewSamples = pl.Samples, pl.TooFewSamples
 	if !pl.OK() {
 		reason, msg := rejectReason(pl, lj.pj, n.cfg.Site, now)
 		if lj.sla {

@@ -192,8 +192,9 @@ func (h *network) Pop() any {
 }
 
 // exactView is the simulator's membership: every other site, with its
-// exact outlook at the moment of asking (the node's gossip is delayed and
-// rounded; docs/architecture.md lists the difference).
+// outlook at the moment of asking, rounded as the node's gossip rounds it
+// (delegation.CoarseFree); the node's gossip is also seconds old
+// (docs/architecture.md lists the difference).
 type exactView struct {
 	agents []*site.Agent
 	sites  []FedSite
@@ -207,8 +208,10 @@ func (v exactView) Candidates(now int64) []delegation.Candidate {
 			continue
 		}
 		p := a.Site().Plan() // Site.Outlook's figures, without its slice per peer
-		out = append(out, delegation.Candidate{Site: v.sites[k].Name, Procs: v.sites[k].Procs,
-			FreeNow: p.Free(now), Free1h: p.Free(now + 3600), Free4h: p.Free(now + 4*3600), Free24h: p.Free(now + 24*3600)})
+		procs := v.sites[k].Procs
+		free := func(at int64) int { return delegation.CoarseFree(p.Free(at), procs) }
+		out = append(out, delegation.Candidate{Site: v.sites[k].Name, Procs: procs,
+			FreeNow: free(now), Free1h: free(now + 3600), Free4h: free(now + 4*3600), Free24h: free(now + 24*3600)})
 	}
 	return out
 }
@@ -219,8 +222,9 @@ func (v exactView) Candidates(now int64) []delegation.Candidate {
 // in-memory network with cfg.Latency (and cfg.Loss); with Federate off,
 // every site runs alone.
 //
-// Event order at each time t: ends at every site (in record order), then
-// submissions (site order, then each site's job order), then messages due
+// Event order at each time t: ends at every site (in record order), a
+// tick of every site where a job ended (it re-plans, as a node's turn
+// does), then submissions (site order, then each site's job order), then messages due
 // at t in the order they were sent, then a tick of every site that has
 // work (site order); repeated until nothing more is due at t.
 func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
@@ -332,12 +336,25 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			}
 		}
 		for {
+			ended := false
 			pending.popDue(t, gens, func(i int32) {
 				f := &res.Records[i]
 				f.ended(t)
 				agents[f.Exec].End(t, site.JobKey{Site: cfg.Sites[f.Origin].Name, ID: int64(i)}, !f.Killed)
 				drain(f.Exec)
+				ended = true
 			})
+			if ended {
+				// As a node's turn does, a site re-plans after the ends
+				// before it takes the second's submissions and messages.
+				for k, a := range agents {
+					if a.Stepped() {
+						a.Tick(t)
+						drain(k)
+						wakes[k] = a.NextWake(t)
+					}
+				}
+			}
 			for next < len(subs) && subs[next].at == t {
 				s := subs[next]
 				next++

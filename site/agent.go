@@ -339,27 +339,14 @@ func (a *Agent) offer(now int64, jb *job) bool {
 // rounds orders the peers to ask: each preferred peer alone, in the
 // operator's order, then the location policy's ranking of the others.
 func (a *Agent) rounds(now int64, jb *job) [][]string {
-	cands := a.cfg.Peers.Candidates(now)
-	var rounds [][]string
-	rest := make([]delegation.Candidate, 0, len(cands))
-	for _, c := range cands {
-		if c.Site != a.cfg.Name && !slices.Contains(a.cfg.Prefer, c.Site) {
-			rest = append(rest, c)
+	rs := delegation.Rounds(a.cfg.Peers.Candidates(now), a.cfg.Prefer, a.cfg.Name, jb.pj.Procs, jb.route, a.hist, a.cfg.Location,
+		newRand(a.cfg.Seed, uint64(jb.pj.ID)))
+	rounds := make([][]string, len(rs))
+	for i, r := range rs {
+		rounds[i] = make([]string, len(r))
+		for k, c := range r {
+			rounds[i][k] = c.Site
 		}
-	}
-	for _, p := range a.cfg.Prefer {
-		for _, c := range cands {
-			if c.Site == p && c.Procs >= jb.pj.Procs && !jb.route.Visited(p) {
-				rounds = append(rounds, []string{p})
-			}
-		}
-	}
-	if ranked := delegation.Rank(rest, jb.pj.Procs, jb.route, a.hist, a.cfg.Location, newRand(a.cfg.Seed, uint64(jb.pj.ID))); len(ranked) > 0 {
-		names := make([]string, len(ranked))
-		for i, c := range ranked {
-			names[i] = c.Site
-		}
-		rounds = append(rounds, names)
 	}
 	return rounds
 }
@@ -410,7 +397,11 @@ func (a *Agent) choose(now int64, jb *job) {
 			a.send(Message{Kind: KindRelease, To: p, Job: jb.key})
 			continue
 		}
-		quotes = append(quotes, o.Quote)
+		q := o.Quote
+		if jb.startNow {
+			q = q.StartingAt(now)
+		}
+		quotes = append(quotes, q)
 		sites = append(sites, p)
 	}
 	b := delegation.Best(quotes, jb.pj.Fee, jb.pj.Penalty, now)

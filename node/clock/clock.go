@@ -3,6 +3,7 @@ package clock
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,6 +46,15 @@ type ScaledClock struct {
 	origin    time.Time // virtual time at start
 	realStart time.Time // wall time at start (carries the monotonic reading)
 	factor    float64
+	gate      atomic.Pointer[gate] // nil: never held
+}
+
+// gate is a hold of a ScaledClock: its time stops at hold (if held) and
+// the wall time spent stopped, paused, does not count.
+type gate struct {
+	paused time.Duration
+	hold   time.Time
+	held   bool
 }
 
 // Scaled returns a clock whose time is origin at the moment of the call and
@@ -65,7 +75,35 @@ func Scaled(origin time.Time, factor float64) *ScaledClock {
 
 // Now returns the virtual time.
 func (s *ScaledClock) Now() time.Time {
-	return s.origin.Add(s.Virtual(time.Since(s.realStart)))
+	g := s.gate.Load()
+	if g == nil {
+		return s.origin.Add(s.Virtual(time.Since(s.realStart)))
+	}
+	t := s.origin.Add(s.Virtual(time.Since(s.realStart) - g.paused))
+	if g.held && t.After(g.hold) {
+		return g.hold
+	}
+	return t
+}
+
+// HoldAt lets the clock run until at and stop there until the next call:
+// a test harness makes events due at one time happen at that very time,
+// however long they take in wall time. A later at (or a zero one, which
+// lets the clock run on) resumes from where it stopped: the wall time it
+// was stopped does not count. Timers fire by the held time. Not for
+// concurrent callers of HoldAt (Now and timers may run meanwhile).
+func (s *ScaledClock) HoldAt(at time.Time) {
+	var g gate
+	if old := s.gate.Load(); old != nil {
+		g = *old
+		if old.held && s.origin.Add(s.Virtual(time.Since(s.realStart)-old.paused)).After(old.hold) {
+			// Stopped at old.hold: count the wall time since it got
+			// there as paused.
+			g.paused = time.Since(s.realStart) - s.Wall(old.hold.Sub(s.origin))
+		}
+	}
+	g.hold, g.held = at, !at.IsZero()
+	s.gate.Store(&g)
 }
 
 // Factor returns how many times faster than the wall clock the clock runs.
@@ -84,22 +122,59 @@ func (s *ScaledClock) Virtual(wall time.Duration) time.Duration {
 // NewTimer returns a timer that fires after d of virtual time.
 func (s *ScaledClock) NewTimer(d time.Duration) Timer {
 	t := &funcTimer{c: make(chan time.Time, 1)}
-	t.t = time.AfterFunc(s.Wall(d), func() {
+	if s.gate.Load() == nil {
+		t.t = time.AfterFunc(s.Wall(d), func() {
+			select {
+			case t.c <- s.Now():
+			default:
+			}
+		})
+		return t
+	}
+	// A held clock: the wall time may pass before the virtual time does;
+	// the timer waits until the clock itself has reached its time.
+	due := s.Now().Add(d)
+	var fire func()
+	fire = func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.stopped {
+			return
+		}
+		if now := s.Now(); now.Before(due) {
+			t.t = time.AfterFunc(max(s.Wall(due.Sub(now)), time.Millisecond), fire)
+			return
+		}
+		t.stopped = true
 		select {
 		case t.c <- s.Now():
 		default:
 		}
-	})
+	}
+	t.mu.Lock()
+	t.t = time.AfterFunc(s.Wall(d), fire)
+	t.mu.Unlock()
 	return t
 }
 
 type funcTimer struct {
-	t *time.Timer
-	c chan time.Time
+	mu      sync.Mutex // guards t and stopped of a held clock's timer
+	t       *time.Timer
+	stopped bool
+	c       chan time.Time
 }
 
 func (f *funcTimer) C() <-chan time.Time { return f.c }
-func (f *funcTimer) Stop() bool          { return f.t.Stop() }
+
+func (f *funcTimer) Stop() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return false
+	}
+	f.stopped = true
+	return f.t.Stop()
+}
 
 // Manual is a clock that moves only when told to. The zero value is not
 // usable; make one with [NewManual].

@@ -105,3 +105,48 @@ func TestRealClock(t *testing.T) {
 		t.Errorf("Real().Now() off by %v", d)
 	}
 }
+
+// TestScaledHoldAt: a held clock stops at the hold, its timers wait for it,
+// and it resumes from the hold, not from where the wall clock would put it.
+func TestScaledHoldAt(t *testing.T) {
+	origin := time.Unix(1_000_000, 0)
+	c := Scaled(origin, 1000) // 1 virtual second per wall millisecond
+	hold := origin.Add(20 * time.Second)
+	c.HoldAt(hold)
+	tm := c.NewTimer(30 * time.Second) // due after the hold
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Now().Before(hold) {
+		if time.Now().After(deadline) {
+			t.Fatal("the clock never reached its hold")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // 50 virtual seconds, were it running
+	if got := c.Now(); !got.Equal(hold) {
+		t.Fatalf("held clock at %v, want %v", got, hold)
+	}
+	select {
+	case <-tm.C():
+		t.Fatal("a timer due after the hold fired while the clock was held")
+	default:
+	}
+	c.HoldAt(origin.Add(40 * time.Second))
+	if got := c.Now(); got.Before(hold) || got.After(hold.Add(5*time.Second)) {
+		t.Fatalf("resumed clock at %v, want just after the hold %v", got, hold)
+	}
+	select {
+	case at := <-tm.C():
+		if at.Before(origin.Add(30 * time.Second)) {
+			t.Errorf("timer fired at %v, before its time", at)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("timer did not fire after the clock resumed")
+	}
+	if tm.Stop() {
+		t.Error("Stop of a fired timer returned true")
+	}
+	c.HoldAt(time.Time{})
+	if !c.Now().After(hold) {
+		t.Error("released clock did not run on")
+	}
+}

@@ -95,6 +95,12 @@ type Spec struct {
 	// Runtime is how long a Simulated job really runs; zero means Estimate.
 	// Process ignores it.
 	Runtime time.Duration
+	// Started is when the node counts the job as started (its record's
+	// whole second). Simulated measures Runtime from it when it is set and
+	// not later than the executor's clock, so that the job's exit and its
+	// record agree to the second however late the call came; Process and
+	// Slurm ignore it.
+	Started time.Time
 	// Procs is how many processors the job holds (Slurm: its tasks). The
 	// executor adds FEDSCHED_PROCS to the environment. 0 means 1.
 	Procs int

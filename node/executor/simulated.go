@@ -100,8 +100,11 @@ func (s *Simulated) Start(ctx context.Context, spec Spec) error {
 	if _, ok := s.jobs[spec.JobID]; ok {
 		return fmt.Errorf("job %s: %w", spec.JobID, ErrAlreadyStarted)
 	}
-	now := s.clk.Now()
-	s.jobs[spec.JobID] = &simJob{id: spec.JobID, end: now.Add(runtime), deadline: spec.Deadline}
+	start := s.clk.Now()
+	if !spec.Started.IsZero() && spec.Started.Before(start) {
+		start = spec.Started
+	}
+	s.jobs[spec.JobID] = &simJob{id: spec.JobID, end: start.Add(runtime), deadline: spec.Deadline}
 	s.log.Debug("job started", "job", spec.JobID, "runtime", runtime, "deadline", spec.Deadline)
 	s.poke()
 	return nil

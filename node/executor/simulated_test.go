@@ -123,3 +123,26 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met in time")
 }
+
+// TestSimulatedRuntimeFromStarted: a job's runtime counts from the
+// second the node recorded as its start, not from the late call.
+func TestSimulatedRuntimeFromStarted(t *testing.T) {
+	origin := time.Unix(1_000_000, 0)
+	clk := clock.NewManual(origin.Add(1500 * time.Millisecond))
+	s := NewSimulated(SimulatedConfig{Clock: clk})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx) //nolint:errcheck // ends with ctx
+	if err := s.Start(ctx, Spec{JobID: "j", Runtime: 10 * time.Second, Started: origin}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(8500 * time.Millisecond) // origin + 10 s
+	select {
+	case e := <-s.Exits():
+		if !e.At.Equal(origin.Add(10 * time.Second)) {
+			t.Errorf("exit at %v, want %v", e.At, origin.Add(10*time.Second))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no exit 10 s after the recorded start")
+	}
+}
