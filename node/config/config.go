@@ -522,7 +522,7 @@ func (c Config) Validate() error {
 	}
 	switch d.Transfer {
 	case "", "on-reject", "acf":
-		if d.PullInterval != 0 {
+		if d.PullInterval != 0 && c.Gossip.Addr != "" {
 			bad("delegation.pull_interval", "only an rqf site pulls; set delegation.transfer: rqf or leave pull_interval out")
 		}
 	case "rqf":
@@ -534,14 +534,6 @@ func (c Config) Validate() error {
 	}
 	if d.PullInterval < 0 {
 		bad("delegation.pull_interval", "must be >= 0")
-	}
-	if c.Gossip.Addr == "" {
-		if d.Transfer == "rqf" {
-			bad("delegation.transfer", "rqf pulls from peers, but the site has no gossip.addr and so no federation")
-		}
-		if d.DiscloseQueue {
-			bad("delegation.disclose_queue", "the site has no gossip.addr and so no peers to disclose its queue to")
-		}
 	}
 	for _, p := range d.Prefer {
 		if !validSite(p) || p == c.Site {
