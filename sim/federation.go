@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/overbook"
 	"github.com/fedsched/fedsched/plan"
 	"github.com/fedsched/fedsched/site"
 )
@@ -27,7 +28,19 @@ type FedSite struct {
 	Prefer []string
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64
-	Jobs           []Job // sorted by Submit
+	// Failures, if both rates are set, makes the site's processors fail
+	// and be repaired during the replay (failures.go; rates per processor
+	// per hour), drawn from FailureSeed(FedConfig.Seed, the site's index):
+	// the federated replay and the site alone see the same draws.
+	Failures overbook.FailureModel
+	Jobs     []Job // sorted by Submit
+}
+
+// FailureSeed is the seed of the failure draws of site k in a federated
+// replay with the given seed: one independent stream per site, and per
+// replication (whose seeds differ).
+func FailureSeed(seed uint64, k int) uint64 {
+	return splitmix(seed ^ (uint64(k)+1)*0xfa11fa11fa11fa11)
 }
 
 // FedConfig configures a federated replay.
@@ -282,7 +295,8 @@ func (v exactView) Candidates(now int64) []delegation.Candidate {
 //
 // Event order at each time t: ends at every site (in record order), a
 // tick of every site where a job ended (it re-plans, as a node's turn
-// does), then submissions (site order, then each site's job order), then messages due
+// does), then node failures and repairs (site order; FedSite.Failures),
+// then submissions (site order, then each site's job order), then messages due
 // at t in the order they were sent, then a tick of every site that has
 // work (site order); repeated until nothing more is due at t.
 func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
@@ -303,6 +317,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		return nil, fmt.Errorf("sim: latency %d, loss %v: %w", cfg.Latency, cfg.Loss, ErrBadConfig)
 	}
 	agents := make([]*site.Agent, n)
+	fails := make([]*failureProcess, n)
 	byName := make(map[string]int, n)
 	res := &FedResult{Sites: cfg.Sites}
 	var subs []fedSubmit
@@ -316,11 +331,15 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		if cfg.Federate {
 			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
 		}
+		if err := s.Failures.Validate(); err != nil {
+			return nil, fmt.Errorf("sim: site %s: failures: %w", s.Name, err)
+		}
 		a, err := site.New(ac)
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
 		agents[k] = a
+		fails[k] = newFailureProcess(FailureConfig{Lambda: s.Failures.Lambda, Mu: s.Failures.Mu, Seed: FailureSeed(cfg.Seed, k)}, s.Procs)
 		for i, j := range s.Jobs {
 			if i > 0 && j.Submit < s.Jobs[i-1].Submit {
 				return nil, fmt.Errorf("site %s: job %d: %w", s.Name, j.ID, ErrUnsorted)
@@ -358,6 +377,18 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				pending.apply(&f.Record, i, plan.Decision{Kind: plan.DecideStart, JobID: int64(i), Start: d.Start, End: d.End}, t, gens)
 			case site.DecideExtend:
 				pending.apply(&f.Record, i, plan.Decision{Kind: plan.DecideExtend, JobID: int64(i), Start: d.Start, End: d.End}, t, gens)
+			case site.DecideFailed:
+				// As the single-site replay (Run): a running job stops
+				// now, killed; placed again, it runs from the start.
+				f.NodeFailed = true
+				if f.Started {
+					gens[i]++ // its completion will not come
+					f.End, f.Killed = t, true
+					if d.Placement.OK() {
+						f.Restarts++
+						f.Started = false
+					}
+				}
 			}
 		}
 		for _, m := range r.Messages {
@@ -391,6 +422,10 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		if t == plan.Forever {
 			break
 		}
+		// Failures and repairs only happen while there is work to do.
+		for _, fp := range fails {
+			t = min(t, fp.next())
+		}
 		if events++; events&0x3ff == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("sim: %w", err)
@@ -414,6 +449,18 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 						drain(k)
 						wakes[k] = a.NextWake(t)
 					}
+				}
+			}
+			for k, fp := range fails {
+				for fp.due(t) {
+					if fp.isRepair() {
+						agents[k].NodeUp(t)
+						fp.repaired(t)
+						continue
+					}
+					agents[k].NodeDown(t, fp.pick(agents[k].Down()))
+					fp.failed(t)
+					drain(k)
 				}
 			}
 			for next < len(subs) && subs[next].at == t {

@@ -33,6 +33,10 @@ type Overbooking struct {
 	// runtime statistics before the first submission (the node's
 	// overbooking.history).
 	History []PastJob
+	// Failures is the node-failure model the PoF counts (availability at
+	// the start, survival while running); the zero value: nodes never
+	// fail. A driver that injects failures (NodeDown) sets the same rates.
+	Failures overbook.FailureModel
 }
 
 // PastJob is a job that ran before the site's first submission.
@@ -100,9 +104,15 @@ const (
 	DecideExtend
 	// DecideOutcome: the origin learnt how its delegated job ended.
 	DecideOutcome
+	// DecideFailed: a node failure stopped the job (if it was running) or
+	// took its reservation away (NodeDown). With Placement.OK() the job
+	// was placed again inside its window, to run from the start (a
+	// DecideStart follows); otherwise it is lost: the site runs it no
+	// more, and the driver settles its SLA as the provider's failure.
+	DecideFailed
 )
 
-var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome"}
+var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome", "failed"}
 
 func (k DecisionKind) String() string {
 	if k > 0 && int(k) < len(decisionNames) {
@@ -236,7 +246,7 @@ func New(cfg Config) (*Agent, error) {
 				return nil, fmt.Errorf("site agent %s: overbooking history: %w", cfg.Name, err)
 			}
 		}
-		a.adm = &overbook.Admission{Stats: st, Mode: o.Mode, Test: o.Test, Learn: true}
+		a.adm = &overbook.Admission{Stats: st, Mode: o.Mode, Test: o.Test, Failures: o.Failures, Learn: true}
 		pc.Admission = a.adm
 	}
 	s, err := plan.NewSite(pc)
