@@ -291,7 +291,7 @@ func (n *Node) recoverInflight(rec store.JobRecord, now int64) {
 	pj := planJob(spec, int64(seq), j.GetSubmitTime().AsTime().Unix())
 	lj := &liveJob{seq: int64(seq), job: j, rec: rec, pj: pj, sla: spec.GetDeadline() != nil}
 	n.live[lj.seq] = lj
-	fl := &inflight{seq: lj.seq, job: j, acf: j.GetMessage() == acfOffering}
+	fl := &inflight{seq: lj.seq, job: j, acf: j.GetMessage() == acfOffering, take: isHandOver(j)}
 	for _, h := range j.GetRoute() {
 		if h.GetSite() == n.cfg.Site && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
 			fl.peer = h.GetPeerSite()

@@ -562,36 +562,46 @@ func (a *Agent) quote(now int64, m Message) {
 	}
 	pj := m.Spec
 	pj.ID = a.nextID()
-	if m.StartNow && !a.site.CanStartNow(now, pj) {
-		refuse("its own policy would not start the job now")
-		return
-	}
 	hold := a.cfg.HoldSeconds
 	if m.HoldSeconds > 0 {
 		hold = min(hold, m.HoldSeconds)
 	}
-	pl := a.site.Hold(now, pj, now+hold)
-	if !pl.OK() {
-		refuse(pl.Reason.String())
+	pl, why := a.holdFor(now, pj, now+hold, m.StartNow)
+	if why != "" {
+		refuse(why)
 		return
-	}
-	if m.StartNow && pl.Start != now {
-		a.site.Unhold(now, pj.ID)
-		refuse("it would not start now")
-		return
-	}
-	if share := (delegation.CommunityShare{Share: a.cfg.CommunityShare}); share.Share > 0 {
-		free := a.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
-		if !share.Allows(pj.Procs, free, a.cfg.Procs) {
-			a.site.Unhold(now, pj.ID)
-			refuse(fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share))
-			return
-		}
 	}
 	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: now + hold, from: m.From}
 	a.add(jb)
 	a.set(jb, stateHeld)
 	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
+}
+
+// holdFor holds a slot for a peer's job until `until`, the rule of a
+// quote and of an RQF take alike: with startNow, only if this site's own
+// policy would start the job now and the slot starts now; and never into a
+// slot that would leave less than the community share to local users. It
+// returns the held placement, or why it holds none.
+func (a *Agent) holdFor(now int64, pj plan.Job, until int64, startNow bool) (plan.Placement, string) {
+	if startNow && !a.site.CanStartNow(now, pj) {
+		return plan.Placement{}, "its own policy would not start the job now"
+	}
+	pl := a.site.Hold(now, pj, until)
+	if !pl.OK() {
+		return pl, pl.Reason.String()
+	}
+	if startNow && pl.Start != now {
+		a.site.Unhold(now, pj.ID)
+		return pl, "it would not start now"
+	}
+	if share := (delegation.CommunityShare{Share: a.cfg.CommunityShare}); share.Share > 0 {
+		free := a.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
+		if !share.Allows(pj.Procs, free, a.cfg.Procs) {
+			a.site.Unhold(now, pj.ID)
+			return pl, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)
+		}
+	}
+	return pl, ""
 }
 
 func (a *Agent) offerOf(jb *job) *Offer {
