@@ -86,7 +86,8 @@ type fedTotals struct {
 	Delegated float64 `json:"delegated"`
 	// Under a delegation protocol: the sites' offers summed (as each
 	// site's), and the messages the sites sent (mean per replication),
-	// in all and by kind.
+	// in all and by kind (quote_request, quote, agree, agreed, release,
+	// report, report_ack, queue_request, queue, take, taken).
 	Offered              *float64           `json:"offered,omitempty"`
 	Kept                 *float64           `json:"kept,omitempty"`
 	KeptStartableUnasked *float64           `json:"kept_startable_unasked,omitempty"`
@@ -288,7 +289,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		for i, fr := range feds {
 			for kind, c := range fr.Messages {
 				msgs[i] += float64(c)
-				rep.Totals.MessagesByKind[kind] += float64(c) / float64(runs)
+				rep.Totals.MessagesByKind[strings.ReplaceAll(kind, "-", "_")] += float64(c) / float64(runs)
 			}
 		}
 		var m float64
