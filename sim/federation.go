@@ -78,6 +78,10 @@ type FedConfig struct {
 	// (RunShaking). Simulator-only, like Pool.
 	Central *CentralConfig
 	Shaking *ShakingConfig
+	// Lease, when set, replaces the delegation protocol by the study's
+	// resource leasing, BLOS or CLOS (RunLease). Simulator-only, like
+	// Pool.
+	Lease *LeaseConfig
 }
 
 // PoolConfig configures a pooled federation (RunPool).
@@ -93,6 +97,11 @@ type FedRecord struct {
 	Origin int // index of the submitting site
 	Exec   int // index of the executing site
 	Route  delegation.Route
+	// Leased is how many of the job's processors site Lender leased to
+	// its executing site for the job's run (the study's leasing, RunLease:
+	// the job spans the two sites); 0 for none.
+	Leased int
+	Lender int
 }
 
 // FedResult is the outcome of a federated replay.
@@ -113,7 +122,7 @@ type FedResult struct {
 	// byOrigin[k] and byExec[k] index the records submitted at and run at
 	// site k, in record order; built on the first metrics call, so that
 	// per-site metrics do not each scan every record.
-	byOrigin, byExec [][]int32
+	byOrigin, byExec, byLender [][]int32
 }
 
 // OriginMetrics returns the metrics of the jobs submitted at site k,
@@ -124,21 +133,63 @@ func (r *FedResult) OriginMetrics(k int) Metrics {
 }
 
 // ExecMetrics returns the metrics of the jobs executed at site k; its
-// utilisation is that of site k.
+// utilisation is that of site k. A job that ran partly on processors
+// leased from another site counts at each site with the processors it
+// used there (the study's SA_k with the fractions of jobs that ran
+// locally, Eqs. 6.12-6.16), and not at all where it used none.
 func (r *FedResult) ExecMetrics(k int) Metrics {
 	r.index()
-	return ComputeMetrics(r.pick(r.byExec[k]), r.Sites[k].Procs)
+	recs := make([]Record, 0, len(r.byExec[k])+len(r.byLender[k]))
+	for _, x := range r.byExec[k] {
+		f := &r.Records[x]
+		if f.Leased > 0 && f.Leased == f.Procs {
+			continue
+		}
+		rec := f.Record
+		rec.Procs -= f.Leased
+		recs = append(recs, rec)
+	}
+	for _, x := range r.byLender[k] {
+		f := &r.Records[x]
+		rec := f.Record
+		rec.Procs = f.Leased
+		recs = append(recs, rec)
+	}
+	return ComputeMetrics(recs, r.Sites[k].Procs)
+}
+
+// LeasedArea returns the squashed area site k ran on processors it leased
+// from others (in) and that others ran on processors it leased to them
+// (out): the study's SA^λ (Eq. 6.13), in processor-seconds.
+func (r *FedResult) LeasedArea(k int) (in, out float64) {
+	for i := range r.Records {
+		f := &r.Records[i]
+		if f.Leased == 0 || !f.Started {
+			continue
+		}
+		a := float64(f.Leased) * float64(f.Ran())
+		if f.Exec == k {
+			in += a
+		}
+		if f.Lender == k {
+			out += a
+		}
+	}
+	return in, out
 }
 
 func (r *FedResult) index() {
 	if r.byOrigin != nil {
 		return
 	}
-	r.byOrigin, r.byExec = make([][]int32, len(r.Sites)), make([][]int32, len(r.Sites))
+	r.byOrigin, r.byExec, r.byLender = make([][]int32, len(r.Sites)), make([][]int32, len(r.Sites)), make([][]int32, len(r.Sites))
 	for i := range r.Records {
 		f := &r.Records[i]
 		r.byOrigin[f.Origin] = append(r.byOrigin[f.Origin], int32(i))
 		r.byExec[f.Exec] = append(r.byExec[f.Exec], int32(i))
+		if f.Leased > 0 {
+			r.byLender[f.Lender] = append(r.byLender[f.Lender], int32(i))
+		}
 	}
 }
 
@@ -152,7 +203,9 @@ func (r *FedResult) pick(idx []int32) []Record {
 
 // Migrations returns the migration matrices of the digest (Eq. 6.1): M_n[k][l]
 // is the share of jobs submitted at k that ran at l, M_SA[k][l] the same
-// weighted by squashed area.
+// weighted by squashed area. A job that ran partly on processors leased
+// from site l counts in M_n at its executing site, and its leased area in
+// M_SA at l.
 func (r *FedResult) Migrations() (mn, msa [][]float64) {
 	n := len(r.Sites)
 	mn, msa = make([][]float64, n), make([][]float64, n)
@@ -168,6 +221,11 @@ func (r *FedResult) Migrations() (mn, msa [][]float64) {
 		a := float64(f.Procs) * float64(f.Ran())
 		mn[f.Origin][f.Exec]++
 		msa[f.Origin][f.Exec] += a
+		if f.Leased > 0 {
+			la := float64(f.Leased) * float64(f.Ran())
+			msa[f.Origin][f.Exec] -= la
+			msa[f.Origin][f.Lender] += la
+		}
 		cnt[f.Origin]++
 		area[f.Origin] += a
 	}
@@ -261,6 +319,9 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	}
 	if cfg.Federate && cfg.Shaking != nil {
 		return RunShaking(ctx, cfg.Sites, *cfg.Shaking)
+	}
+	if cfg.Federate && cfg.Lease != nil {
+		return RunLease(ctx, cfg.Sites, *cfg.Lease)
 	}
 	n := len(cfg.Sites)
 	if cfg.Latency < 0 || !(cfg.Loss >= 0 && cfg.Loss < 1) {

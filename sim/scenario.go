@@ -34,8 +34,8 @@ type Scenario struct {
 	// Transfer is the transfer policy: "acf" (default), "on-reject" or
 	// "rqf"; or, instead of delegation, one of the federation study's
 	// simulator-only strategies: its central pool ("p-fcfs", "p-easy",
-	// "p-list"), its central coordinator ("central-full", "serf") or
-	// Shaking-G ("shaking-g").
+	// "p-list"), its central coordinator ("central-full", "serf"),
+	// Shaking-G ("shaking-g") or its leasing ("lease-blos", "lease-clos").
 	Transfer string `yaml:"transfer"`
 	// ShakingDepth limits Shaking-G's search (transfer shaking-g only):
 	// 0 no shaking phase (the starting phase alone), 1 direct moves only,
@@ -323,7 +323,7 @@ func (s *Scenario) check() error {
 		return s.bad(fmt.Sprintf("a federation needs at least two sites, got %d", len(s.Sites)), "sites")
 	}
 	if _, err := s.transfer(); err != nil {
-		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, p-fcfs, p-easy, p-list, central-full, serf or shaking-g", s.Transfer), "transfer")
+		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, p-fcfs, p-easy, p-list, central-full, serf, shaking-g, lease-blos or lease-clos", s.Transfer), "transfer")
 	}
 	if err := s.checkPool(); err != nil {
 		return err
@@ -603,12 +603,16 @@ func (s *Scenario) pool() (plan.Policy, bool) {
 // coordinator.
 var centralTransfers = map[string]CentralMode{"central-full": CentralFull, "serf": CentralSERF}
 
+// leaseTransfers are the transfer names of the study's leasing.
+var leaseTransfers = map[string]LeaseMode{"lease-blos": LeaseBLOS, "lease-clos": LeaseCLOS}
+
 // studyStrategy reports whether the scenario runs one of the study's
 // simulator-only strategies instead of delegation.
 func (s *Scenario) studyStrategy() bool {
 	_, pool := s.pool()
 	_, central := centralTransfers[s.Transfer]
-	return pool || central || s.Transfer == "shaking-g"
+	_, lease := leaseTransfers[s.Transfer]
+	return pool || central || lease || s.Transfer == "shaking-g"
 }
 
 func positiveSpan(v string) bool {
@@ -666,6 +670,9 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 	}
 	if m, ok := centralTransfers[s.Transfer]; ok {
 		cfg.Central = &CentralConfig{Mode: m}
+	}
+	if m, ok := leaseTransfers[s.Transfer]; ok {
+		cfg.Lease = &LeaseConfig{Mode: m}
 	}
 	if s.Transfer == "shaking-g" {
 		cfg.Shaking = &ShakingConfig{Depth: DefaultShakingDepth}

@@ -164,7 +164,11 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		if f.offered != 0 || f.deadline != "" || f.span != "" {
 			return fmt.Errorf("InvalidArgument: --offered-load, --deadline-model and --span are for plain replays; SLA experiments (--strategy) set load (--load) and deadlines themselves")
 		}
-		if err := refuseUnusedFlags(cmd, "an SLA experiment (--strategy)", strategySimFlags); err != nil {
+		mode, used := "an SLA experiment (--strategy)", strategySimFlags
+		if st, err := sim.ParseStrategy(f.sla.strategy); err == nil && st.IsLibra() {
+			mode, used = "a Libra experiment (--strategy "+st.String()+": time-shared nodes, no plan, no runtime statistics)", libraSimFlags
+		}
+		if err := refuseUnusedFlags(cmd, mode, used); err != nil {
 			return err
 		}
 		if f.jobsCSV != "" && f.sla.sweep != "" {
