@@ -27,7 +27,12 @@ type FedSite struct {
 	Prefer []string
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64
-	Jobs           []Job // sorted by Submit
+	// Rules are the site's EFS rule bases, one per partner. Under
+	// transfer EFS a site with rule bases applies them and a site without
+	// runs ACF (the study's newcomer, and the partner a site is trained
+	// against); under any other transfer they must be empty.
+	Rules delegation.RuleBases
+	Jobs  []Job // sorted by Submit
 }
 
 // FedConfig configures a federated replay.
@@ -254,6 +259,16 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			CommunityShare: s.CommunityShare, Seed: cfg.Seed}
 		if cfg.Federate {
 			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
+		}
+		if cfg.Transfer == delegation.EFS {
+			if ac.Rules = s.Rules; len(ac.Rules) == 0 {
+				ac.Transfer = delegation.ACF
+			}
+		} else if len(s.Rules) > 0 {
+			return nil, fmt.Errorf("sim: site %s has EFS rule bases but the transfer is %v: %w", s.Name, cfg.Transfer, ErrBadConfig)
+		}
+		if !cfg.Federate {
+			ac.Transfer, ac.Rules = delegation.OnReject, nil
 		}
 		a, err := site.New(ac)
 		if err != nil {
