@@ -177,6 +177,9 @@ func FuzzParseRuleBase(f *testing.F) {
 	f.Add([]byte(goodFile))
 	f.Add([]byte("format: fedsched-efs-rules\nversion: 1\nsite: a\npartner: b\npartner_procs: 1\nrules:\n  - nwp: {center: 1e308, width: 1e-300}\n    njp: {center: -0, width: 5}\n    then: accept\n"))
 	f.Add([]byte("rules: {a: 1}\n"))
+	// A trained file's numbers carry every digit.
+	f.Add([]byte("format: fedsched-efs-rules\nversion: 1\nsite: kth96\npartner: ctc96\npartner_procs: 430\nrules:\n" +
+		"  - nwp: {center: 3.361811218920187, width: 8.831621529117141}\n    njp: {center: 78.45949658564129, width: 53.32124405367769}\n    then: decline\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rb, err := ParseRuleBase("fuzz.yaml", b)
 		if err != nil {

@@ -514,6 +514,8 @@ func (c Config) Validate() error {
 	case "", "on-reject", "acf":
 	case "rqf":
 		bad("delegation.transfer", "rqf (pulling jobs from peers' queues) runs only in the simulator so far (scenario transfer: rqf); use on-reject or acf")
+	case "efs":
+		bad("delegation.transfer", "efs (the federation study's fuzzy transfer policy with trained rule bases) runs only in the simulator so far (scenario transfer: efs); use on-reject or acf")
 	default:
 		bad("delegation.transfer", "%q: want on-reject or acf", d.Transfer)
 	}

@@ -304,6 +304,7 @@ func TestValidate(t *testing.T) {
 		"ca without cert":           {func(c *Config) { c.TLS.CA = "ca.pem" }, "tls.ca"},
 		"unknown transfer policy":   {func(c *Config) { c.Delegation.Transfer = "push" }, "delegation.transfer"},
 		"rqf live":                  {func(c *Config) { c.Delegation.Transfer = "rqf" }, "delegation.transfer"},
+		"efs live":                  {func(c *Config) { c.Delegation.Transfer = "efs" }, "delegation.transfer"},
 		"prefer itself":             {func(c *Config) { c.Delegation.Prefer = []string{c.Site} }, "delegation.prefer"},
 		"prefer a bad name":         {func(c *Config) { c.Delegation.Prefer = []string{"a b"} }, "delegation.prefer"},
 	}
