@@ -168,6 +168,11 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"workload and a site trace", "workload: {trace: kth, jobs: 10, span: 100, min_estimate: 1, max_estimate: 10, load: 1}\n" + site("    share: 1\n    procs: 4\n"), "sites[0].trace: a site names no trace"},
 		{"workload without jobs", "workload: {trace: kth, span: 100, min_estimate: 1, max_estimate: 10, load: 1}\n" + two, "line 1: workload.jobs: must be > 0"},
 		{"community share of 1", site("    community_share: 1\n"), "line 6: sites[1].community_share: must be in [0, 1)"},
+		{"NaN failure rate", site("    failures:\n      failure_rate: .nan\n      repair_rate: 1\n"), "line 7: sites[1].failures.failure_rate: must be a finite number >= 0"},
+		{"negative repair rate", site("    failures:\n      failure_rate: 0.1\n      repair_rate: -1\n"), "line 8: sites[1].failures.repair_rate: must be a finite number >= 0"},
+		{"failures never repaired", site("    failures:\n      failure_rate: 0.1\n"), "line 6: sites[1].failures.repair_rate: required (> 0) with a failure_rate"},
+		{"repairs without failures", site("    failures:\n      repair_rate: 0.5\n"), "line 7: sites[1].failures.repair_rate: has no effect without a failure_rate"},
+		{"failures in a pool", "transfer: p-easy\n" + site("    failures: {failure_rate: 0.1, repair_rate: 0.5}\n"), "line 7: sites[1].failures: has no effect with transfer p-easy"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

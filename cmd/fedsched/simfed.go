@@ -64,6 +64,11 @@ type fedSLAReport struct {
 	AcceptedByOverbookingPeerCI95 *float64 `json:"accepted_by_overbooking_peer_ci95,omitempty"`
 	GainByOverbookingPeer         float64  `json:"gain_by_overbooking_peer"`
 	GainByOverbookingPeerCI95     *float64 `json:"gain_by_overbooking_peer_ci95,omitempty"`
+	// Failed and FailureViolations appear when a site's processors fail.
+	Failed                *float64 `json:"failed,omitempty"`
+	FailedCI95            *float64 `json:"failed_ci95,omitempty"`
+	FailureViolations     *float64 `json:"failure_violations,omitempty"`
+	FailureViolationsCI95 *float64 `json:"failure_violations_ci95,omitempty"`
 }
 
 type fedTotals struct {
@@ -94,7 +99,7 @@ func meanCI(xs []float64) (float64, *float64) {
 	return m, &h
 }
 
-func fedSLAOf(runs []sim.FedSLA) *fedSLAReport {
+func fedSLAOf(runs []sim.FedSLA, failures bool) *fedSLAReport {
 	pick := func(f func(sim.FedSLA) float64) []float64 {
 		xs := make([]float64, len(runs))
 		for i, r := range runs {
@@ -111,13 +116,20 @@ func fedSLAOf(runs []sim.FedSLA) *fedSLAReport {
 	r.Gain, r.GainCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.Gain }))
 	r.AcceptedByOverbookingPeer, r.AcceptedByOverbookingPeerCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.AcceptedByOverbookingPeer) }))
 	r.GainByOverbookingPeer, r.GainByOverbookingPeerCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.GainByOverbookingPeer }))
+	if failures {
+		var f, v float64
+		f, r.FailedCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.Failed) }))
+		v, r.FailureViolationsCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.FailureViolations) }))
+		r.Failed, r.FailureViolations = &f, &v
+	}
 	return &r
 }
 
 func addSLA(a, b sim.FedSLA) sim.FedSLA {
 	return sim.FedSLA{Accepted: a.Accepted + b.Accepted, Rejected: a.Rejected + b.Rejected, Overbooked: a.Overbooked + b.Overbooked,
 		Met: a.Met + b.Met, Violated: a.Violated + b.Violated, Fees: a.Fees + b.Fees, Penalties: a.Penalties + b.Penalties, Gain: a.Gain + b.Gain,
-		AcceptedByOverbookingPeer: a.AcceptedByOverbookingPeer + b.AcceptedByOverbookingPeer, GainByOverbookingPeer: a.GainByOverbookingPeer + b.GainByOverbookingPeer}
+		AcceptedByOverbookingPeer: a.AcceptedByOverbookingPeer + b.AcceptedByOverbookingPeer, GainByOverbookingPeer: a.GainByOverbookingPeer + b.GainByOverbookingPeer,
+		Failed: a.Failed + b.Failed, FailureViolations: a.FailureViolations + b.FailureViolations}
 }
 
 // runScenario replays a federation scenario with and without delegation;
@@ -140,7 +152,8 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		return fmt.Errorf("InvalidArgument: %w", err)
 	}
 	// Each replication runs federated; its baseline (every site alone) is
-	// shared unless the replications differ in their jobs.
+	// shared unless the replications differ in their jobs or failures.
+	own := sc.ReplicationVaries() || sc.HasFailures()
 	feds, alones := make([]*sim.FedResult, runs), make([]*sim.FedResult, runs)
 	errs := make([]error, runs)
 	sem := make(chan struct{}, 2)
@@ -161,7 +174,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 			if feds[i], errs[i] = sim.RunFederation(cmd.Context(), c); errs[i] != nil {
 				return
 			}
-			if i == 0 || sc.ReplicationVaries() {
+			if i == 0 || own {
 				c.Federate = false
 				alones[i], errs[i] = sim.RunFederation(cmd.Context(), c)
 			}
@@ -186,7 +199,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	}
 	rep := fedReport{Scenario: sc.Name, Transfer: transfer, Runs: runs}
 	rep.MigrationsN, rep.MigrationsSA = fed.Migrations()
-	slas := sc.HasSLAs()
+	slas, failures := sc.HasSLAs(), sc.HasFailures()
 	totals := make([]sim.FedSLA, runs)
 	delegated := make([]float64, runs)
 	for k, s := range cfg.Sites {
@@ -220,14 +233,14 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 			r.DelegatedOutShare = r.DelegatedOut / float64(r.Jobs)
 		}
 		if slas {
-			r.SLA = fedSLAOf(perRun)
+			r.SLA = fedSLAOf(perRun, failures)
 		}
 		rep.Totals.Jobs += r.Jobs
 		rep.Sites = append(rep.Sites, r)
 	}
 	rep.Totals.Delegated, _ = meanCI(delegated)
 	if slas {
-		rep.Totals.SLA = fedSLAOf(totals)
+		rep.Totals.SLA = fedSLAOf(totals, failures)
 	}
 	printFedTable(tableOut(cmd, f.jsonOut), rep)
 	if f.utilPlot != "" || f.queuePlot != "" {
@@ -278,12 +291,21 @@ func printFedTable(w io.Writer, r fedReport) {
 	if r.Totals.SLA != nil {
 		fmt.Fprintln(w, "SLAs where the jobs ran (rejected: submitted there, taken by no site; by overbooking peer: submitted there, accepted by a peer only by overbooking)")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "site\taccepted\trejected\toverbooked\tmet\tviolated\tgain\tby overbooking peer\tgain by overbooking peer\t\n")
+		fails := r.Totals.SLA.Failed != nil
+		fmt.Fprintf(tw, "site\taccepted\trejected\toverbooked\tmet\tviolated\tgain\tby overbooking peer\tgain by overbooking peer\t")
+		if fails {
+			fmt.Fprintf(tw, "failed\tfailure violations\t")
+		}
+		fmt.Fprintln(tw)
 		row := func(name string, s *fedSLAReport) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, pm(s.Accepted, s.AcceptedCI95, "%.0f"), pm(s.Rejected, s.RejectedCI95, "%.0f"),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, pm(s.Accepted, s.AcceptedCI95, "%.0f"), pm(s.Rejected, s.RejectedCI95, "%.0f"),
 				pm(s.Overbooked, s.OverbookedCI95, "%.0f"), pm(s.Met, s.MetCI95, "%.0f"), pm(s.Violated, s.ViolatedCI95, "%.0f"),
 				pm(s.Gain, s.GainCI95, "%.0f"), pm(s.AcceptedByOverbookingPeer, s.AcceptedByOverbookingPeerCI95, "%.0f"),
 				pm(s.GainByOverbookingPeer, s.GainByOverbookingPeerCI95, "%.0f"))
+			if fails {
+				fmt.Fprintf(tw, "%s\t%s\t", pm(*s.Failed, s.FailedCI95, "%.0f"), pm(*s.FailureViolations, s.FailureViolationsCI95, "%.0f"))
+			}
+			fmt.Fprintln(tw)
 		}
 		for _, s := range r.Sites {
 			row(s.Name, s.SLA)
