@@ -116,7 +116,7 @@ func awrtWith(t *testing.T, cfg FedConfig, rb *delegation.RuleBase) float64 {
 }
 
 // The training tests' slice.
-var trainDays, trainScale = "12d", "0.3"
+var trainDays, trainScale = "8d", "0.3"
 
 func trainConfig(cfg FedConfig, seed uint64, workers int) EFSTrainConfig {
 	return EFSTrainConfig{Base: cfg, Focus: 0, Partner: 1, Mu: 3, Lambda: 6, Generations: 3, Rules: 4,
