@@ -112,8 +112,9 @@ type FedResult struct {
 	// (site.Kind's names: quote-request, quote, agree, ...), lost or not.
 	Messages map[string]int64
 	// Offered[k] counts the jobs submitted at site k that it offered to
-	// peers (asked at least one for a quote) and Kept[k] those of them it
-	// then ran itself, no quote having won; KeptStartable[k] those of the
+	// peers (asked at least one for a quote: delegated, kept, or refused
+	// by every site) and Kept[k] those of them it then ran itself, no
+	// quote having won; KeptStartable[k] those of the
 	// kept ones that a peer it did not ask could have started at once
 	// (that peer's own policy would have started the job at the moment
 	// the origin kept it: plan.Site.CanStartNow), the cost of asking only
@@ -388,6 +389,9 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 					f.Route = d.Route
 				}
 			case site.DecideReject:
+				if k == f.Origin && offered(d.Route) {
+					res.Offered[k]++ // offered, taken by no peer, and refused here
+				}
 				f.Exec, f.Decision, f.Route = k, d.Placement, d.Route
 			case site.DecideDelegate:
 				f.Route = d.Route
