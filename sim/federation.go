@@ -28,6 +28,8 @@ type FedSite struct {
 	Prefer []string
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64
+	// Pricing prices the site's quotes (nil: free).
+	Pricing delegation.Pricing
 	// Failures, if both rates are set, makes the site's processors fail
 	// and be repaired during the replay (failures.go; rates per processor
 	// per hour), drawn from FailureSeed(FedConfig.Seed, the site's index):
@@ -327,7 +329,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		// was given at start, so running jobs never grow back.
 		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, NoGrowBack: true,
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
-			CommunityShare: s.CommunityShare, Seed: cfg.Seed}
+			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed}
 		if cfg.Federate {
 			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
 		}
