@@ -86,6 +86,7 @@ type Node struct {
 	agreements map[string]*agreementRec
 	byOrigin   map[string]string
 	inflight   map[int64]*inflight
+	holds      holdHeap // the peers' holds by expiry (index.go)
 	launch     []int64
 	histMu     sync.Mutex
 	history    map[string]delegation.History
