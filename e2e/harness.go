@@ -58,6 +58,9 @@ type SiteConfig struct {
 	// Overbooking configures overbooking; Enabled false turns it off.
 	// Empty mode, risk test and PoF threshold take the defaults.
 	Overbooking config.Overbooking
+	// Delegation is the site's own delegation block (its config file's);
+	// Options.Federation's non-zero fields take precedence over it.
+	Delegation config.Delegation
 }
 
 // Options configure a cluster.
@@ -261,6 +264,7 @@ func (c *Cluster) newSite(sc SiteConfig) (*Site, error) {
 		ob.PoFMax = cfg.Overbooking.PoFMax
 	}
 	cfg.Overbooking = ob
+	cfg.Delegation = sc.Delegation
 	cfg.Gossip.Addr = "127.0.0.1:0"
 	if c.opts.Insecure {
 		cfg.Insecure = true

@@ -61,6 +61,16 @@ var (
 	// consent).
 	ErrNoAccount = executor.ErrNoAccount
 
+	// ErrQueueNotDisclosed is returned by PeerQueue and Take when the
+	// site's operator has not opted in to disclose its queue
+	// (delegation.disclose_queue).
+	ErrQueueNotDisclosed = errors.New("queue not disclosed")
+
+	// ErrNotWaiting is returned by Take for a job that no longer waits in
+	// the site's queue (it started, ended, was cancelled or is being
+	// delegated).
+	ErrNotWaiting = errors.New("job no longer waits")
+
 	// ErrLimitReached is returned when a caller reaches one of the site's
 	// limits (pending jobs, watches, idempotency keys).
 	ErrLimitReached = errors.New("limit reached")

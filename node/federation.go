@@ -63,10 +63,19 @@ type FederationConfig struct {
 	// membership) is retried before the site gives up on it (outbox.go);
 	// in the site's clock, default 24 hours.
 	OutboxGiveUp time.Duration
-	// Transfer is the transfer policy: OnReject (default) or ACF (a job
+	// Transfer is the transfer policy: OnReject (default), ACF (a job
 	// accepted here that the site's own policy would not start now is
-	// offered to peers that would start it now; it stays if none does).
+	// offered to peers that would start it now; it stays if none does) or
+	// RQF (no job is offered; an idle site pulls waiting jobs from the
+	// queues of peers that disclose them, rqf.go).
 	Transfer delegation.TransferMode
+	// DiscloseQueue lets peers list this site's waiting jobs and take
+	// those they would start now (RQF); off, queue requests are refused.
+	DiscloseQueue bool
+	// PullInterval is how often, at most, an RQF site with idle
+	// processors and nothing waiting asks its peers for their queues
+	// (wall time, default 5 s).
+	PullInterval time.Duration
 	// Prefer lists peers asked first, one at a time, in this order.
 	Prefer []string
 	// Jitter is the location policy's spread (delegation.LocationConfig;
@@ -93,6 +102,9 @@ func (c *FederationConfig) defaults() {
 	}
 	if c.OutboxGiveUp <= 0 {
 		c.OutboxGiveUp = 24 * time.Hour
+	}
+	if c.PullInterval <= 0 {
+		c.PullInterval = 5 * time.Second
 	}
 }
 
@@ -167,6 +179,10 @@ type inflight struct {
 	// offered, out of the plan, to peers that would start it now (ACF),
 	// and comes back into the plan if none does.
 	acf bool
+	// take: a peer took the job from this site's queue (RQF, rqf.go);
+	// peer and hold name the taker's hold, which the site agrees to; the
+	// job comes back into the plan if the taker does not confirm.
+	take bool
 }
 
 // startDelegation marks a job as being delegated; the protocol runs after
@@ -231,9 +247,12 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 			Quote: delegation.Quote{Site: a.GetPeerSite(), HoldID: a.GetId(), Start: a.GetOffer().GetStart().AsTime().Unix(),
 				End: a.GetOffer().GetEnd().AsTime().Unix(), PoF: a.GetOffer().GetPof(), Price: a.GetOffer().GetPrice()}}}
 		n.putAgreement(ag, now)
-		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_DELEGATED, fedschedv1.Reason_REASON_DELEGATED,
-			fmt.Sprintf("delegated to %s as %s (quotes asked of %v)", a.GetPeerSite(), a.GetPeerJobId(), o.asked), now)
-	} else if fl.acf {
+		msg := fmt.Sprintf("delegated to %s as %s (quotes asked of %v)", a.GetPeerSite(), a.GetPeerJobId(), o.asked)
+		if fl.take {
+			msg = fmt.Sprintf("delegated to %s as %s: it took the job from this site's queue to start it at once (RQF)", a.GetPeerSite(), a.GetPeerJobId())
+		}
+		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_DELEGATED, fedschedv1.Reason_REASON_DELEGATED, msg, now)
+	} else if fl.acf || fl.take {
 		// The peer did not confirm: the job comes back to this site's plan.
 		delete(n.live, o.seq)
 		n.readmit(lj, now)
@@ -270,6 +289,20 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 // candidates orders the reachable peers for a job into the rounds it asks
 // them in (delegation.Rounds, as the site agent does).
 func (n *Node) candidates(job *fedschedv1.Job, seq int64) [][]delegation.Candidate {
+	cands := n.peerCandidates()
+	route := routeOf(job)
+	n.histMu.Lock()
+	hist := maps2(n.history)
+	n.histMu.Unlock()
+	rng := rand.New(rand.NewPCG(uint64(seq), 0x5eed))
+	return delegation.Rounds(cands, n.fed.Prefer, n.cfg.Site, int(job.GetSpec().GetProcs()), route, hist,
+		delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates, Jitter: n.fed.Jitter}, rng)
+}
+
+// peerCandidates are the peers that may be asked now: alive in gossip,
+// not leaving, with a readable digest and an address, as gossip
+// describes them.
+func (n *Node) peerCandidates() []delegation.Candidate {
 	var cands []delegation.Candidate
 	for _, m := range n.fed.Peers.Members() {
 		if m.Local || m.State != discovery.Alive || m.DigestErr != nil || m.Digest.Leaving || m.Digest.Addr == "" {
@@ -279,13 +312,7 @@ func (n *Node) candidates(job *fedschedv1.Job, seq int64) [][]delegation.Candida
 		cands = append(cands, delegation.Candidate{Site: d.Site, Addr: d.Addr, Procs: int(d.Procs), FreeNow: int(d.FreeNow),
 			Free1h: int(d.Free1h), Free4h: int(d.Free4h), Free24h: int(d.Free24h)})
 	}
-	route := routeOf(job)
-	n.histMu.Lock()
-	hist := maps2(n.history)
-	n.histMu.Unlock()
-	rng := rand.New(rand.NewPCG(uint64(seq), 0x5eed))
-	return delegation.Rounds(cands, n.fed.Prefer, n.cfg.Site, int(job.GetSpec().GetProcs()), route, hist,
-		delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates, Jitter: n.fed.Jitter}, rng)
+	return cands
 }
 
 func maps2(m map[string]delegation.History) map[string]delegation.History {
@@ -361,6 +388,10 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 	job := fl.job
 	res := &delegationResult{seq: fl.seq}
 	defer func() { n.send(context.WithoutCancel(ctx), res) }() //nolint:errcheck // the loop stopping ends the delegation anyway
+	if fl.take {
+		res = n.settleTake(ctx, fl, res)
+		return
+	}
 	// After a restart: a peer we were agreeing with is asked, and only it.
 	if fl.peer != "" {
 		a, err := n.findAgreement(ctx, fl.peer, job.GetId())
@@ -483,31 +514,42 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 	// by themselves if this fails).
 	n.bg.Add(1)
 	go func() { defer n.bg.Done(); release(best) }()
+	res = n.agreeWith(ctx, fl, win.site, win.addr, win.offer.GetHoldId(), res)
+}
+
+// agreeWith agrees to a peer's hold for fl's job (a quote it chose, or the
+// hold of a peer that takes the job under RQF): the agreement, a definite
+// refusal (res.err), or, when the peer cannot be reached to tell whether
+// it agreed, a later retry (a result with seq -1: nothing to settle yet).
+func (n *Node) agreeWith(ctx context.Context, fl inflight, site, addr, hold string, res *delegationResult) *delegationResult {
+	job := fl.job
 	actx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
 	defer cancel()
-	cl, err := n.client(actx, win.site, win.addr)
+	cl, err := n.client(actx, site, addr)
 	if err == nil {
 		var r *fedschedv1.AgreeResponse
-		r, err = cl.Agree(actx, &fedschedv1.AgreeRequest{HoldId: win.offer.GetHoldId(), IdempotencyKey: job.GetId(),
+		r, err = cl.Agree(actx, &fedschedv1.AgreeRequest{HoldId: hold, IdempotencyKey: job.GetId(),
 			OriginSite: n.cfg.Site, OriginJobId: job.GetId()})
 		if err == nil {
-			res.agreed, res.peer = r.GetAgreement(), win.site
-			return
+			res.agreed, res.peer = r.GetAgreement(), site
+			return res
 		}
 	}
 	// Agree failed. If the peer may have agreed (the reply was lost), ask;
 	// only a definite answer lets the job go elsewhere or be rejected.
-	a, ferr := n.findAgreement(ctx, win.site, job.GetId())
+	a, ferr := n.findAgreement(ctx, site, job.GetId())
 	switch {
 	case ferr != nil:
-		n.retryDelegation(ctx, inflight{seq: fl.seq, job: job, peer: win.site, hold: win.offer.GetHoldId()})
-		res = &delegationResult{seq: -1}
+		fl.peer, fl.hold = site, hold
+		n.retryDelegation(ctx, fl)
+		return &delegationResult{seq: -1}
 	case a != nil && agreedState(a.GetState()):
-		res.agreed, res.peer = a, win.site
+		res.agreed, res.peer = a, site
 	default:
-		res.err = fmt.Errorf("%s did not confirm its quote: %v", win.site, err)
-		n.observeFailure(win.site)
+		res.err = fmt.Errorf("%s did not confirm its quote: %v", site, err)
+		n.observeFailure(site)
 	}
+	return res
 }
 
 // findAgreement asks a peer for the agreement of an origin job: nil, nil if

@@ -41,6 +41,13 @@ func startFederation(tb testing.TB, factor float64, procs ...int) []*fedSite {
 // federation settings.
 func startFederationWith(tb testing.TB, factor float64, fed node.FederationConfig, procs ...int) []*fedSite {
 	tb.Helper()
+	return startFederationSites(tb, factor, fed, nil, procs...)
+}
+
+// startFederationSites is startFederationWith with each site's
+// configuration changed by mutate (if not nil), given the site's index.
+func startFederationSites(tb testing.TB, factor float64, fed node.FederationConfig, mutate func(i int, c *config.Config), procs ...int) []*fedSite {
+	tb.Helper()
 	clk := clock.Scaled(time.Now(), factor)
 	var sites []*fedSite
 	var seed string
@@ -50,6 +57,12 @@ func startFederationWith(tb testing.TB, factor float64, fed node.FederationConfi
 		cfg.Gossip.Addr, cfg.Insecure = "127.0.0.1:0", true
 		if seed != "" {
 			cfg.Gossip.Join = []string{seed}
+		}
+		if mutate != nil {
+			mutate(i, &cfg)
+			if err := cfg.Validate(); err != nil {
+				tb.Fatal(err)
+			}
 		}
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

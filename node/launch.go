@@ -190,6 +190,8 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	if fed.Prefer == nil {
 		fed.Prefer = d.Prefer
 	}
+	fed.DiscloseQueue = fed.DiscloseQueue || d.DiscloseQueue
+	fed.PullInterval = cmp.Or(fed.PullInterval, d.PullInterval)
 	var members *discovery.Membership
 	peers := &lazyPeers{}
 	if cfg.Gossip.Addr != "" {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,30 +208,119 @@ func TestCancelWithFailedKill(t *testing.T) {
 // serveNode runs n and ex until the test ends and returns a client.
 func serveNode(t *testing.T, n *node.Node, ex executor.Executor) fedschedv1.SiteServiceClient {
 	t.Helper()
+	c, stop := runNode(t, n, ex)
+	t.Cleanup(stop)
+	return c
+}
+
+// runNode runs n, and ex unless it is nil (run by the caller, to outlive
+// the node as a supervisor does), until stop is called.
+func runNode(t *testing.T, n *node.Node, ex executor.Executor) (fedschedv1.SiteServiceClient, func()) {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 3)
-	go func() { done <- ex.Run(ctx) }()
+	runs := 2
+	if ex != nil {
+		runs++
+		go func() { done <- ex.Run(ctx) }()
+	}
 	go func() { done <- n.Run(ctx) }()
 	go func() { done <- n.Serve(ctx, lis, time.Second) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	waitServing(t, conn)
+	return fedschedv1.NewSiteServiceClient(conn), func() {
 		cancel()
-		for range 3 {
+		for range runs {
 			if err := <-done; err != nil {
 				t.Errorf("stop: %v", err)
 			}
 		}
 		conn.Close()
-	})
-	waitServing(t, conn)
-	return fedschedv1.NewSiteServiceClient(conn)
+	}
+}
+
+// flakyKillExecutor is the simulated executor whose first kill of each job
+// fails as a transient fault would (the signal did not reach the job); the
+// job goes on running, and a later kill goes through.
+type flakyKillExecutor struct {
+	*executor.Simulated
+	mu     sync.Mutex
+	failed map[string]bool
+}
+
+func (f *flakyKillExecutor) Kill(id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.failed[id] {
+		f.failed[id] = true
+		return fmt.Errorf("kill job %s: supervisor not answering", id)
+	}
+	return f.Simulated.Kill(id)
+}
+
+// TestCancelledJobKilledAgainAfterRestart: a job cancelled while running
+// whose kill failed still runs when the node restarts; the restarted node
+// kills it again and frees its processors, rather than leave it running
+// until its reservation's end.
+func TestCancelledJobKilledAgainAfterRestart(t *testing.T) {
+	clk := clock.NewManual(monday)
+	cfg := testConfig(t.TempDir())
+	st := store.NewMemStore()
+	sim := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
+	ex := &flakyKillExecutor{Simulated: sim, failed: map[string]bool{}}
+	exCtx, exStop := context.WithCancel(context.Background())
+	exDone := make(chan error, 1)
+	go func() { exDone <- sim.Run(exCtx) }()
+	defer func() {
+		exStop()
+		if err := <-exDone; err != nil {
+			t.Errorf("executor: %v", err)
+		}
+	}()
+	start := func() (*node.Node, fedschedv1.SiteServiceClient, func()) {
+		n, err := node.New(cfg, node.Deps{Store: st, Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, stop := runNode(t, n, nil)
+		return n, c, stop
+	}
+	_, c, stop := start()
+	j := submitAt(t, c, 8, time.Hour, 0, 0)
+	waitState(t, c, j.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING)
+	if _, err := c.CancelJob(context.Background(), &fedschedv1.CancelJobRequest{JobId: j.GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := getJob(t, c, j.GetId()); got.GetState() != fedschedv1.JobState_JOB_STATE_CANCELLED || got.GetEndTime() != nil {
+		t.Fatalf("after a cancel whose kill failed: %v, end %v; want CANCELLED and still running", got.GetState(), got.GetEndTime())
+	}
+	stop()
+
+	_, c, stop = start()
+	defer stop()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		got := getJob(t, c, j.GetId())
+		site, err := c.GetSite(context.Background(), &fedschedv1.GetSiteRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GetEndTime() != nil && site.GetSite().GetFreeProcs() == 8 {
+			if got.GetState() != fedschedv1.JobState_JOB_STATE_CANCELLED {
+				t.Errorf("killed again after the restart: %v, want CANCELLED", got.GetState())
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart the cancelled job still runs (end %v, %d processors free): it was not killed again", got.GetEndTime(), site.GetSite().GetFreeProcs())
+		}
+	}
 }
 
 // TestRestartSmaller: a site restarted with fewer processors says why each

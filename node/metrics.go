@@ -37,6 +37,8 @@ type metrics struct {
 	delegations *prometheus.CounterVec
 	quotesAsked *prometheus.CounterVec
 	quotesGiven *prometheus.CounterVec
+	queuesAsked *prometheus.CounterVec
+	takes       *prometheus.CounterVec
 	pass        prometheus.Histogram
 	commit      prometheus.Histogram
 }
@@ -80,12 +82,16 @@ func newMetrics(n *Node) *metrics {
 		Help: "Quotes this site asked of peers, by peer and answer (offered, a refusal reason, unreachable)."}, []string{"peer", "answer"})
 	m.quotesGiven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fedsched_quotes_served_total",
 		Help: "Quotes peers asked of this site, by origin peer and answer (offered or a refusal reason)."}, []string{"peer", "answer"})
+	m.queuesAsked = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fedsched_rqf_queue_requests_total",
+		Help: "Queue requests this RQF site sent to peers, by peer and answer (ok, refused: the peer does not disclose its queue or did not answer)."}, []string{"peer", "answer"})
+	m.takes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fedsched_rqf_takes_total",
+		Help: "Waiting jobs this RQF site asked peers to hand over, by peer and answer (ok, refused)."}, []string{"peer", "answer"})
 	m.pass = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fedsched_scheduling_pass_seconds",
 		Help: "Duration of one scheduling pass of the event loop, in seconds.", Buckets: latencyBuckets})
 	m.commit = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fedsched_store_commit_seconds",
 		Help: "Duration of one store transaction of the event loop (group commit), in seconds.", Buckets: latencyBuckets})
 	m.reg.MustRegister(m.jobs, m.wait, m.slowdown, m.outcomes, m.fees, m.penalties, m.admissions, m.rejections, m.pof,
-		m.delegations, m.quotesAsked, m.quotesGiven, m.pass, m.commit,
+		m.delegations, m.quotesAsked, m.quotesGiven, m.queuesAsked, m.takes, m.pass, m.commit,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fedsched_loop_queue_depth",
 			Help: "Requests waiting for the event loop."}, func() float64 { return float64(len(n.ops)) }),
 		snapshotCollector{n},

@@ -93,6 +93,7 @@ type Node struct {
 	connMu     sync.Mutex
 	conns      map[string]*grpc.ClientConn
 	kick       chan struct{}
+	pullKick   chan struct{} // wakes the RQF puller (rqf.go)
 	bg         sync.WaitGroup
 	digest     atomic.Pointer[discovery.Digest]
 
@@ -152,7 +153,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs, usable: cfg.Procs,
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), watchers: make(map[int]*watcher),
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
-		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1),
+		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), pullKick: make(chan struct{}, 1),
 		resv: newReservations(deps.StandingHorizon)}
 	n.fed.defaults()
 	n.metrics = newMetrics(n)
@@ -216,6 +217,10 @@ func (n *Node) Run(ctx context.Context) error {
 		go func() { defer n.bg.Done(); n.report(ctx) }()
 		n.bg.Add(1)
 		go func() { defer n.bg.Done(); n.rememberMembers(ctx, 2*time.Second) }()
+		if n.fed.Transfer == delegation.RQF {
+			n.bg.Add(1)
+			go func() { defer n.bg.Done(); n.pull(ctx) }()
+		}
 		for seq := range n.inflight {
 			n.launch = append(n.launch, seq)
 		}
@@ -324,6 +329,7 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		n.launchDelegations(ctx)
 		n.publishDigest(now)
+		n.kickPull(now)
 	}
 }
 

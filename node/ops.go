@@ -141,7 +141,7 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 	pl := n.site.Submit(now, pj)
 	pl = n.clearOfStanding(now, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
 	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
-	if !pl.OK() && n.federating() && n.mayDelegate(job.GetRoute()) && (pl.Reason == plan.ReasonRejectedNoGap || pl.Reason == plan.ReasonRejectedRisk || pl.Reason == plan.ReasonRejectedTooWide) {
+	if !pl.OK() && n.federating() && delegation.ShouldDelegate(n.fed.Transfer, false, false) && n.mayDelegate(job.GetRoute()) && (pl.Reason == plan.ReasonRejectedNoGap || pl.Reason == plan.ReasonRejectedRisk || pl.Reason == plan.ReasonRejectedTooWide) {
 		// Transfer policy: a job the site cannot take goes to the peers.
 		// The reply waits for the protocol (bounded by the quote timeout).
 		lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}

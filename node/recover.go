@@ -106,6 +106,22 @@ func (n *Node) recover(ctx context.Context) error {
 	return n.commit(ctx)
 }
 
+// rekill kills a cancelled job that is still running; a job the executor
+// no longer tracks has ended, and is recorded so.
+func (n *Node) rekill(lj *liveJob, now int64) {
+	id := lj.job.GetId()
+	err := n.deps.Executor.Kill(id)
+	switch {
+	case errors.Is(err, executor.ErrUnknownJob):
+		n.handleExit(executor.Exit{JobID: id, Lost: true}, now)
+	case err != nil:
+		// Its supervisor still kills it at its reservation's end.
+		n.log.Warn("kill of a cancelled job failed again after the restart", "job", id, "err", err)
+	default:
+		n.log.Info("cancelled job still running at the restart: killed again", "job", id)
+	}
+}
+
 func compareIDs(a, b string) int {
 	if len(a) != len(b) {
 		return len(a) - len(b)
@@ -182,6 +198,14 @@ func (n *Node) restore(rec store.JobRecord, now int64) {
 			}
 			n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_LOST_ON_RESTART,
 				"the job was running when the node stopped and its process cannot be found", fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+			return
+		}
+		if lj.cancelled {
+			// Cancelled while running, and still running: the kill the
+			// cancel asked for failed (or never reached the process before
+			// the node stopped). Ask again rather than let it hold its
+			// processors until its reservation's end.
+			n.rekill(lj, now)
 		}
 		return
 	}
@@ -263,7 +287,7 @@ func (n *Node) recoverInflight(rec store.JobRecord, now int64) {
 	pj := planJob(spec, int64(seq), j.GetSubmitTime().AsTime().Unix())
 	lj := &liveJob{seq: int64(seq), job: j, rec: rec, pj: pj, sla: spec.GetDeadline() != nil}
 	n.live[lj.seq] = lj
-	fl := &inflight{seq: lj.seq, job: j, acf: j.GetMessage() == acfOffering}
+	fl := &inflight{seq: lj.seq, job: j, acf: j.GetMessage() == acfOffering, take: isHandOver(j)}
 	for _, h := range j.GetRoute() {
 		if h.GetSite() == n.cfg.Site && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
 			fl.peer = h.GetPeerSite()

@@ -60,6 +60,8 @@ var errorTable = []struct {
 	{ErrOverloaded, codes.ResourceExhausted, "OVERLOADED"},
 	{ErrLimitReached, codes.ResourceExhausted, "LIMIT_REACHED"},
 	{ErrNoAccount, codes.FailedPrecondition, "NO_ACCOUNT"},
+	{ErrQueueNotDisclosed, codes.FailedPrecondition, "QUEUE_NOT_DISCLOSED"},
+	{ErrNotWaiting, codes.FailedPrecondition, "JOB_NOT_WAITING"},
 	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
 	{store.ErrClosed, codes.Unavailable, "UNAVAILABLE"},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, "DEADLINE_EXCEEDED"},

@@ -76,9 +76,15 @@ func (v vsched) ect(procs int, est int64) int64 {
 // empty or the job backfills (ends before the queue head's shadow time, or
 // uses only processors the head leaves spare then).
 func (r *poolRun) canStartNow(t int64, l int, i int32) bool {
-	s := &r.sites[l]
 	f := &r.res.Records[i]
-	if f.Procs > s.free {
+	return r.canStart(t, l, f.Procs, f.Estimate)
+}
+
+// canStart is canStartNow for a job of procs processors and estimate est
+// (a lease, for instance) that is not a record.
+func (r *poolRun) canStart(t int64, l int, procs int, est int64) bool {
+	s := &r.sites[l]
+	if procs > s.free {
 		return false
 	}
 	if len(s.local) == 0 {
@@ -87,10 +93,10 @@ func (r *poolRun) canStartNow(t int64, l int, i int32) bool {
 	head := &r.res.Records[s.local[0]]
 	if head.Procs <= s.free {
 		// The head starts at the next pass: it comes first.
-		return f.Procs <= s.free-head.Procs
+		return procs <= s.free-head.Procs
 	}
 	shadow, extra := s.shadow(head.Procs)
-	return t+f.Estimate <= shadow || f.Procs <= extra
+	return t+est <= shadow || procs <= extra
 }
 
 // easyLocal runs EASY at every site over its own queue.

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/overbook"
 	"github.com/fedsched/fedsched/plan"
 	"github.com/fedsched/fedsched/site"
 )
@@ -27,7 +28,19 @@ type FedSite struct {
 	Prefer []string
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64
-	Jobs           []Job // sorted by Submit
+	// Failures, if both rates are set, makes the site's processors fail
+	// and be repaired during the replay (failures.go; rates per processor
+	// per hour), drawn from FailureSeed(FedConfig.Seed, the site's index):
+	// the federated replay and the site alone see the same draws.
+	Failures overbook.FailureModel
+	Jobs     []Job // sorted by Submit
+}
+
+// FailureSeed is the seed of the failure draws of site k in a federated
+// replay with the given seed: one independent stream per site, and per
+// replication (whose seeds differ).
+func FailureSeed(seed uint64, k int) uint64 {
+	return splitmix(seed ^ (uint64(k)+1)*0xfa11fa11fa11fa11)
 }
 
 // FedConfig configures a federated replay.
@@ -65,6 +78,10 @@ type FedConfig struct {
 	// (RunShaking). Simulator-only, like Pool.
 	Central *CentralConfig
 	Shaking *ShakingConfig
+	// Lease, when set, replaces the delegation protocol by the study's
+	// resource leasing, BLOS or CLOS (RunLease). Simulator-only, like
+	// Pool.
+	Lease *LeaseConfig
 }
 
 // PoolConfig configures a pooled federation (RunPool).
@@ -80,16 +97,32 @@ type FedRecord struct {
 	Origin int // index of the submitting site
 	Exec   int // index of the executing site
 	Route  delegation.Route
+	// Leased is how many of the job's processors site Lender leased to
+	// its executing site for the job's run (the study's leasing, RunLease:
+	// the job spans the two sites); 0 for none.
+	Leased int
+	Lender int
 }
 
 // FedResult is the outcome of a federated replay.
 type FedResult struct {
 	Sites   []FedSite
 	Records []FedRecord // grouped by origin site, in each site's job order
+	// Messages counts the messages the sites sent each other, by kind
+	// (site.Kind's names: quote-request, quote, agree, ...), lost or not.
+	Messages map[string]int64
+	// Offered[k] counts the jobs submitted at site k that it offered to
+	// peers (asked at least one for a quote) and Kept[k] those of them it
+	// then ran itself, no quote having won; KeptStartable[k] those of the
+	// kept ones that a peer it did not ask could have started at once
+	// (that peer's own policy would have started the job at the moment
+	// the origin kept it: plan.Site.CanStartNow), the cost of asking only
+	// max_candidates peers.
+	Offered, Kept, KeptStartable []int
 	// byOrigin[k] and byExec[k] index the records submitted at and run at
 	// site k, in record order; built on the first metrics call, so that
 	// per-site metrics do not each scan every record.
-	byOrigin, byExec [][]int32
+	byOrigin, byExec, byLender [][]int32
 }
 
 // OriginMetrics returns the metrics of the jobs submitted at site k,
@@ -100,21 +133,63 @@ func (r *FedResult) OriginMetrics(k int) Metrics {
 }
 
 // ExecMetrics returns the metrics of the jobs executed at site k; its
-// utilisation is that of site k.
+// utilisation is that of site k. A job that ran partly on processors
+// leased from another site counts at each site with the processors it
+// used there (the study's SA_k with the fractions of jobs that ran
+// locally, Eqs. 6.12-6.16), and not at all where it used none.
 func (r *FedResult) ExecMetrics(k int) Metrics {
 	r.index()
-	return ComputeMetrics(r.pick(r.byExec[k]), r.Sites[k].Procs)
+	recs := make([]Record, 0, len(r.byExec[k])+len(r.byLender[k]))
+	for _, x := range r.byExec[k] {
+		f := &r.Records[x]
+		if f.Leased > 0 && f.Leased == f.Procs {
+			continue
+		}
+		rec := f.Record
+		rec.Procs -= f.Leased
+		recs = append(recs, rec)
+	}
+	for _, x := range r.byLender[k] {
+		f := &r.Records[x]
+		rec := f.Record
+		rec.Procs = f.Leased
+		recs = append(recs, rec)
+	}
+	return ComputeMetrics(recs, r.Sites[k].Procs)
+}
+
+// LeasedArea returns the squashed area site k ran on processors it leased
+// from others (in) and that others ran on processors it leased to them
+// (out): the study's SA^λ (Eq. 6.13), in processor-seconds.
+func (r *FedResult) LeasedArea(k int) (in, out float64) {
+	for i := range r.Records {
+		f := &r.Records[i]
+		if f.Leased == 0 || !f.Started {
+			continue
+		}
+		a := float64(f.Leased) * float64(f.Ran())
+		if f.Exec == k {
+			in += a
+		}
+		if f.Lender == k {
+			out += a
+		}
+	}
+	return in, out
 }
 
 func (r *FedResult) index() {
 	if r.byOrigin != nil {
 		return
 	}
-	r.byOrigin, r.byExec = make([][]int32, len(r.Sites)), make([][]int32, len(r.Sites))
+	r.byOrigin, r.byExec, r.byLender = make([][]int32, len(r.Sites)), make([][]int32, len(r.Sites)), make([][]int32, len(r.Sites))
 	for i := range r.Records {
 		f := &r.Records[i]
 		r.byOrigin[f.Origin] = append(r.byOrigin[f.Origin], int32(i))
 		r.byExec[f.Exec] = append(r.byExec[f.Exec], int32(i))
+		if f.Leased > 0 {
+			r.byLender[f.Lender] = append(r.byLender[f.Lender], int32(i))
+		}
 	}
 }
 
@@ -128,7 +203,9 @@ func (r *FedResult) pick(idx []int32) []Record {
 
 // Migrations returns the migration matrices of the digest (Eq. 6.1): M_n[k][l]
 // is the share of jobs submitted at k that ran at l, M_SA[k][l] the same
-// weighted by squashed area.
+// weighted by squashed area. A job that ran partly on processors leased
+// from site l counts in M_n at its executing site, and its leased area in
+// M_SA at l.
 func (r *FedResult) Migrations() (mn, msa [][]float64) {
 	n := len(r.Sites)
 	mn, msa = make([][]float64, n), make([][]float64, n)
@@ -144,6 +221,11 @@ func (r *FedResult) Migrations() (mn, msa [][]float64) {
 		a := float64(f.Procs) * float64(f.Ran())
 		mn[f.Origin][f.Exec]++
 		msa[f.Origin][f.Exec] += a
+		if f.Leased > 0 {
+			la := float64(f.Leased) * float64(f.Ran())
+			msa[f.Origin][f.Exec] -= la
+			msa[f.Origin][f.Lender] += la
+		}
 		cnt[f.Origin]++
 		area[f.Origin] += a
 	}
@@ -224,7 +306,8 @@ func (v exactView) Candidates(now int64) []delegation.Candidate {
 //
 // Event order at each time t: ends at every site (in record order), a
 // tick of every site where a job ended (it re-plans, as a node's turn
-// does), then submissions (site order, then each site's job order), then messages due
+// does), then node failures and repairs (site order; FedSite.Failures),
+// then submissions (site order, then each site's job order), then messages due
 // at t in the order they were sent, then a tick of every site that has
 // work (site order); repeated until nothing more is due at t.
 func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
@@ -237,13 +320,18 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	if cfg.Federate && cfg.Shaking != nil {
 		return RunShaking(ctx, cfg.Sites, *cfg.Shaking)
 	}
+	if cfg.Federate && cfg.Lease != nil {
+		return RunLease(ctx, cfg.Sites, *cfg.Lease)
+	}
 	n := len(cfg.Sites)
 	if cfg.Latency < 0 || !(cfg.Loss >= 0 && cfg.Loss < 1) {
 		return nil, fmt.Errorf("sim: latency %d, loss %v: %w", cfg.Latency, cfg.Loss, ErrBadConfig)
 	}
 	agents := make([]*site.Agent, n)
+	fails := make([]*failureProcess, n)
 	byName := make(map[string]int, n)
-	res := &FedResult{Sites: cfg.Sites}
+	res := &FedResult{Sites: cfg.Sites, Offered: make([]int, n), Kept: make([]int, n), KeptStartable: make([]int, n)}
+	var sent [site.KindTaken + 1]int64
 	var subs []fedSubmit
 	for k, s := range cfg.Sites {
 		byName[s.Name] = k
@@ -255,11 +343,15 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		if cfg.Federate {
 			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
 		}
+		if err := s.Failures.Validate(); err != nil {
+			return nil, fmt.Errorf("sim: site %s: failures: %w", s.Name, err)
+		}
 		a, err := site.New(ac)
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
 		agents[k] = a
+		fails[k] = newFailureProcess(FailureConfig{Lambda: s.Failures.Lambda, Mu: s.Failures.Mu, Seed: FailureSeed(cfg.Seed, k)}, s.Procs)
 		for i, j := range s.Jobs {
 			if i > 0 && j.Submit < s.Jobs[i-1].Submit {
 				return nil, fmt.Errorf("site %s: job %d: %w", s.Name, j.ID, ErrUnsorted)
@@ -285,6 +377,12 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			f := &res.Records[i]
 			switch d.Kind {
 			case site.DecideAccept:
+				if k == f.Origin && d.Peer == "" && offered(d.Route) {
+					res.Kept[k]++
+					if cfg.Federate && startableUnasked(agents, cfg.Sites, k, d.Route, t, f.planJob()) {
+						res.KeptStartable[k]++
+					}
+				}
 				f.Exec, f.Decision = k, d.Placement
 				if len(f.Route) == 0 || !f.Route.Visited(cfg.Sites[k].Name) {
 					f.Route = d.Route
@@ -297,9 +395,22 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				pending.apply(&f.Record, i, plan.Decision{Kind: plan.DecideStart, JobID: int64(i), Start: d.Start, End: d.End}, t, gens)
 			case site.DecideExtend:
 				pending.apply(&f.Record, i, plan.Decision{Kind: plan.DecideExtend, JobID: int64(i), Start: d.Start, End: d.End}, t, gens)
+			case site.DecideFailed:
+				// As the single-site replay (Run): a running job stops
+				// now, killed; placed again, it runs from the start.
+				f.NodeFailed = true
+				if f.Started {
+					gens[i]++ // its completion will not come
+					f.End, f.Killed = t, true
+					if d.Placement.OK() {
+						f.Restarts++
+						f.Started = false
+					}
+				}
 			}
 		}
 		for _, m := range r.Messages {
+			sent[m.Kind]++
 			if cfg.Loss > 0 && loss.Float64() < cfg.Loss {
 				continue
 			}
@@ -330,6 +441,10 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		if t == plan.Forever {
 			break
 		}
+		// Failures and repairs only happen while there is work to do.
+		for _, fp := range fails {
+			t = min(t, fp.next())
+		}
 		if events++; events&0x3ff == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("sim: %w", err)
@@ -353,6 +468,18 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 						drain(k)
 						wakes[k] = a.NextWake(t)
 					}
+				}
+			}
+			for k, fp := range fails {
+				for fp.due(t) {
+					if fp.isRepair() {
+						agents[k].NodeUp(t)
+						fp.repaired(t)
+						continue
+					}
+					agents[k].NodeDown(t, fp.pick(agents[k].Down()))
+					fp.failed(t)
+					drain(k)
 				}
 			}
 			for next < len(subs) && subs[next].at == t {
@@ -386,7 +513,45 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			}
 		}
 	}
+	res.Messages = make(map[string]int64)
+	for kind, c := range sent {
+		if c > 0 {
+			res.Messages[site.Kind(kind).String()] = c
+		}
+	}
+	for i := range res.Records {
+		if f := &res.Records[i]; f.Origin != f.Exec && offered(f.Route) {
+			res.Offered[f.Origin]++
+		}
+	}
+	for k := range res.Offered {
+		res.Offered[k] += res.Kept[k]
+	}
 	return res, nil
+}
+
+// offered reports whether the origin asked a peer for a quote on the route.
+func offered(r delegation.Route) bool {
+	for _, h := range r {
+		if h.Action == delegation.ActionQuoted || h.Action == delegation.ActionRefused {
+			return true
+		}
+	}
+	return false
+}
+
+// startableUnasked reports whether a peer of site k that the route does
+// not show as asked would start j at now under its own policy.
+func startableUnasked(agents []*site.Agent, sites []FedSite, k int, r delegation.Route, now int64, j plan.Job) bool {
+	for l, a := range agents {
+		if l == k || j.Procs > sites[l].Procs || r.Visited(sites[l].Name) {
+			continue
+		}
+		if a.Site().CanStartNow(now, j) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortSubmits(s []fedSubmit) {

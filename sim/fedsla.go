@@ -15,13 +15,17 @@ type FedSLA struct {
 	// estimate); GainByOverbookingPeer is what they earned the peer.
 	AcceptedByOverbookingPeer int
 	GainByOverbookingPeer     float64
+	// Failed counts the jobs the site ran that a node failure hit while
+	// running or whose reservation it took away (Record.NodeFailed);
+	// FailureViolations those of them whose SLA it violated.
+	Failed, FailureViolations int
 }
 
 // SLA settles the jobs of site k (overbook.Settle decides met or violated,
 // as in the single-site experiments).
 func (r *FedResult) SLA(k int) FedSLA {
 	var ran, byPeer []Record
-	rejected := 0
+	rejected, failed := 0, 0
 	for i := range r.Records {
 		f := &r.Records[i]
 		switch {
@@ -29,6 +33,9 @@ func (r *FedResult) SLA(k int) FedSLA {
 			rejected++
 		case f.Exec == k && f.Decision.OK():
 			ran = append(ran, f.Record)
+			if f.NodeFailed {
+				failed++
+			}
 		}
 		if f.Origin == k && f.Exec != k && f.Decision.Reason == plan.ReasonOverbooked {
 			byPeer = append(byPeer, f.Record)
@@ -37,7 +44,8 @@ func (r *FedResult) SLA(k int) FedSLA {
 	s := Settle(ran, r.Sites[k].Procs)
 	p := Settle(byPeer, r.Sites[k].Procs)
 	return FedSLA{Accepted: s.Accepted, Rejected: rejected, Overbooked: s.Overbooked, Met: s.Met, Violated: s.Violated,
-		Fees: s.Fees, Penalties: s.Penalties, Gain: s.Gain, AcceptedByOverbookingPeer: p.Accepted, GainByOverbookingPeer: p.Gain}
+		Fees: s.Fees, Penalties: s.Penalties, Gain: s.Gain, AcceptedByOverbookingPeer: p.Accepted, GainByOverbookingPeer: p.Gain,
+		Failed: failed, FailureViolations: s.FailureViolations}
 }
 
 // Delegations counts the jobs submitted at site k that ran elsewhere (out)

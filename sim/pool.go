@@ -121,6 +121,9 @@ type poolEnd struct {
 	at   int64
 	site int
 	rec  int32
+	// lease: the end of the processors site leased to job rec's site for
+	// it (RunLease), not of a job.
+	lease bool
 }
 
 // poolEnds is a min-heap of running jobs by end time (then record index,
@@ -129,7 +132,13 @@ type poolEnds []poolEnd
 
 func (h poolEnds) Len() int { return len(h) }
 func (h poolEnds) Less(i, j int) bool {
-	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].rec < h[j].rec
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	if h[i].rec != h[j].rec {
+		return h[i].rec < h[j].rec
+	}
+	return !h[i].lease && h[j].lease
 }
 func (h poolEnds) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *poolEnds) Push(x any)   { *h = append(*h, x.(poolEnd)) }
@@ -169,7 +178,8 @@ func (r *poolRun) poolBefore(a, b int32) int {
 	return cmp.Compare(a, b)
 }
 
-// endDue ends every job due at t.
+// endDue ends every job due at t, and returns the processors leased for
+// it.
 func (r *poolRun) endDue(t int64) {
 	for len(r.ends) > 0 && r.ends[0].at == t {
 		e := heap.Pop(&r.ends).(poolEnd)
@@ -177,6 +187,9 @@ func (r *poolRun) endDue(t int64) {
 		i := slices.IndexFunc(s.running, func(x running) bool { return x.rec == e.rec })
 		s.free += s.running[i].procs
 		s.running = slices.Delete(s.running, i, i+1)
+		if e.lease {
+			continue // the lender has its processors back
+		}
 		r.res.Records[e.rec].ended(t)
 		if r.onEnd != nil {
 			r.onEnd(e.rec)

@@ -34,8 +34,8 @@ type Scenario struct {
 	// Transfer is the transfer policy: "acf" (default), "on-reject" or
 	// "rqf"; or, instead of delegation, one of the federation study's
 	// simulator-only strategies: its central pool ("p-fcfs", "p-easy",
-	// "p-list"), its central coordinator ("central-full", "serf") or
-	// Shaking-G ("shaking-g").
+	// "p-list"), its central coordinator ("central-full", "serf"),
+	// Shaking-G ("shaking-g") or its leasing ("lease-blos", "lease-clos").
 	Transfer string `yaml:"transfer"`
 	// ShakingDepth limits Shaking-G's search (transfer shaking-g only):
 	// 0 no shaking phase (the starting phase alone), 1 direct moves only,
@@ -89,6 +89,8 @@ type ScenarioSite struct {
 	Fixed []ScenarioFixed `yaml:"fixed"`
 	// Prefer lists peers asked first, one at a time (ordered spill-over).
 	Prefer []string `yaml:"prefer"`
+	// Failures makes the site's processors fail and be repaired.
+	Failures ScenarioFailures `yaml:"failures"`
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64 `yaml:"community_share"`
 	// Share is the site's share of the workload's jobs (with workload).
@@ -119,7 +121,19 @@ type ScenarioOverbooking struct {
 	RiskTest       string   `yaml:"risk_test"`
 	PoFMax         *float64 `yaml:"pof_max"`
 	SecurityFactor float64  `yaml:"security_factor"`
+	// AgeFactor and AgeEvery age the runtime statistics, as the node's
+	// settings of these names: 0 means the node's defaults (0.9 and 100),
+	// age_factor 1 never forgets.
+	AgeFactor float64 `yaml:"age_factor"`
+	AgeEvery  int     `yaml:"age_every"`
 }
+
+// The node's defaults of overbooking.age_factor and age_every
+// (node/config), which a scenario mirrors.
+const (
+	defaultAgeFactor = 0.9
+	defaultAgeEvery  = 100
+)
 
 // ScenarioDeadlines sets deadline = submit + factor x estimate.
 type ScenarioDeadlines struct {
@@ -130,6 +144,19 @@ type ScenarioDeadlines struct {
 type ScenarioFees struct {
 	Enabled      bool    `yaml:"enabled"`
 	PenaltyRatio float64 `yaml:"penalty_ratio"`
+}
+
+// ScenarioFailures is a site's node-failure model, named as `fedsched sim
+// --strategy`'s flags (--failure-rate, --repair-rate): rates per processor
+// per hour (the thesis's LANL fit: 1.2904e-4 and 0.4333). The draws are
+// seeded by the scenario's seed (per replication) and the site's index.
+type ScenarioFailures struct {
+	FailureRate float64 `yaml:"failure_rate"`
+	RepairRate  float64 `yaml:"repair_rate"`
+}
+
+func (f ScenarioFailures) model() overbook.FailureModel {
+	return overbook.FailureModel{Lambda: f.FailureRate, Mu: f.RepairRate}
 }
 
 // ScenarioFixed is one fixed reservation.
@@ -187,10 +214,12 @@ func (s *Scenario) slice(seed uint64) ([]loaded, error) {
 	return all, nil
 }
 
-// HasSLAs reports whether any site gives its jobs deadlines or fees.
+// HasSLAs reports whether any site gives its jobs deadlines, fees or
+// overbooking, or has node failures (the SLA report counts the jobs they
+// hit).
 func (s *Scenario) HasSLAs() bool {
 	for _, site := range s.Sites {
-		if site.Deadlines.Factor != 0 || site.Fees.Enabled || site.Overbooking.Enabled {
+		if site.Deadlines.Factor != 0 || site.Fees.Enabled || site.Overbooking.Enabled || site.Failures.FailureRate != 0 {
 			return true
 		}
 	}
@@ -306,7 +335,7 @@ func (s *Scenario) check() error {
 		return s.bad(fmt.Sprintf("a federation needs at least two sites, got %d", len(s.Sites)), "sites")
 	}
 	if _, err := s.transfer(); err != nil {
-		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, p-fcfs, p-easy, p-list, central-full, serf or shaking-g", s.Transfer), "transfer")
+		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, p-fcfs, p-easy, p-list, central-full, serf, shaking-g, lease-blos or lease-clos", s.Transfer), "transfer")
 	}
 	if err := s.checkPool(); err != nil {
 		return err
@@ -383,6 +412,14 @@ func (s *Scenario) check() error {
 			return at(fmt.Sprintf("must be a finite number >= 0, got %v", site.Fees.PenaltyRatio), "fees", "penalty_ratio")
 		case site.Fees.PenaltyRatio != 0 && !site.Fees.Enabled:
 			return at("has no effect without fees.enabled: true", "fees", "penalty_ratio")
+		case !finite(site.Failures.FailureRate) || site.Failures.FailureRate < 0:
+			return at(fmt.Sprintf("must be a finite number >= 0 (failures per processor per hour), got %v", site.Failures.FailureRate), "failures", "failure_rate")
+		case !finite(site.Failures.RepairRate) || site.Failures.RepairRate < 0:
+			return at(fmt.Sprintf("must be a finite number >= 0 (repairs per processor per hour), got %v", site.Failures.RepairRate), "failures", "repair_rate")
+		case site.Failures.FailureRate > 0 && site.Failures.RepairRate == 0:
+			return at("required (> 0) with a failure_rate: a failed processor would never come back", "failures", "repair_rate")
+		case site.Failures.RepairRate > 0 && site.Failures.FailureRate == 0:
+			return at("has no effect without a failure_rate", "failures", "repair_rate")
 		}
 		seen[site.Name] = true
 		pol := plan.EASY
@@ -459,6 +496,8 @@ func (s *Scenario) checkPool() error {
 			return s.bad(sla, "sites", i, "fees")
 		case len(site.Fixed) > 0:
 			return s.bad(sla, "sites", i, "fixed")
+		case site.Failures != ScenarioFailures{}:
+			return s.bad(fmt.Sprintf("has no effect with transfer %s (its engine injects no failures)", s.Transfer), "sites", i, "failures")
 		}
 	}
 	return nil
@@ -498,7 +537,7 @@ func (s *Scenario) checkOverbooking(i int, o ScenarioOverbooking, pol plan.Polic
 		return s.bad(msg, append([]any{"sites", i, "overbooking"}, field...)...)
 	}
 	if !o.Enabled {
-		if o.Mode != "" || o.RiskTest != "" || o.PoFMax != nil || o.SecurityFactor != 0 {
+		if o.Mode != "" || o.RiskTest != "" || o.PoFMax != nil || o.SecurityFactor != 0 || o.AgeFactor != 0 || o.AgeEvery != 0 {
 			return at("set, but overbooking is not enabled (enabled: true)")
 		}
 		return nil
@@ -518,8 +557,30 @@ func (s *Scenario) checkOverbooking(i int, o ScenarioOverbooking, pol plan.Polic
 		return at(fmt.Sprintf("must be a finite number >= 0, got %v", o.SecurityFactor), "security_factor")
 	case o.SecurityFactor != 0 && o.RiskTest != "risk":
 		return at("has no effect without risk_test: risk", "security_factor")
+	case !(o.AgeFactor >= 0 && o.AgeFactor <= 1):
+		return at(fmt.Sprintf("must be in [0, 1] (0: %v), got %v", defaultAgeFactor, o.AgeFactor), "age_factor")
+	case o.AgeEvery < 0:
+		return at(fmt.Sprintf("must be >= 0 (0: %d), got %d", defaultAgeEvery, o.AgeEvery), "age_every")
+	}
+	if f, k := o.ageing(); f < 1 && float64(k)*f/(1-f) < overbook.DefaultAdmissionMinSamples {
+		// The node refuses the same: its statistics could never hold
+		// min_samples of weight, so nothing would ever be overbooked.
+		return at(fmt.Sprintf("with age_every %d the statistics keep only %.1f samples of weight, fewer than the %d an overbooked job needs: nothing would ever be overbooked; raise age_factor or age_every", k, float64(k)*f/(1-f), overbook.DefaultAdmissionMinSamples), "age_factor")
 	}
 	return nil
+}
+
+// ageing is the block's age_factor and age_every with the node's defaults
+// in place of zeros.
+func (o ScenarioOverbooking) ageing() (float64, int) {
+	f, k := o.AgeFactor, o.AgeEvery
+	if f == 0 {
+		f = defaultAgeFactor
+	}
+	if k == 0 {
+		k = defaultAgeEvery
+	}
+	return f, k
 }
 
 // admission builds the site agent's overbooking from the block, as the
@@ -529,6 +590,7 @@ func (o ScenarioOverbooking) admission() *site.Overbooking {
 		return nil
 	}
 	ob := &site.Overbooking{}
+	ob.AgeFactor, ob.AgeEvery = o.ageing()
 	if o.Mode == "comprehensive" {
 		ob.Mode = overbook.Comprehensive
 	}
@@ -576,12 +638,16 @@ func (s *Scenario) pool() (plan.Policy, bool) {
 // coordinator.
 var centralTransfers = map[string]CentralMode{"central-full": CentralFull, "serf": CentralSERF}
 
+// leaseTransfers are the transfer names of the study's leasing.
+var leaseTransfers = map[string]LeaseMode{"lease-blos": LeaseBLOS, "lease-clos": LeaseCLOS}
+
 // studyStrategy reports whether the scenario runs one of the study's
 // simulator-only strategies instead of delegation.
 func (s *Scenario) studyStrategy() bool {
 	_, pool := s.pool()
 	_, central := centralTransfers[s.Transfer]
-	return pool || central || s.Transfer == "shaking-g"
+	_, lease := leaseTransfers[s.Transfer]
+	return pool || central || lease || s.Transfer == "shaking-g"
 }
 
 func positiveSpan(v string) bool {
@@ -609,6 +675,18 @@ func (s *Scenario) Build() (FedConfig, error) { return s.BuildReplication(0) }
 // jobs to sites) and not only in the location policy's jitter.
 func (s *Scenario) ReplicationVaries() bool { return s.Workload != nil && s.Workload.Seed == 0 }
 
+// HasFailures reports whether a site's processors fail: each replication
+// draws its own failures, so each needs its own baseline (every site
+// alone, with the same failures).
+func (s *Scenario) HasFailures() bool {
+	for _, site := range s.Sites {
+		if site.Failures.FailureRate > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // BuildReplication is Build for replication i (from 0) of --runs: its seed
 // is ReplicationSeed(seed, i), and a workload without a seed of its own
 // draws its jobs' sites with it. Replication 0 is Build.
@@ -627,6 +705,9 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 	}
 	if m, ok := centralTransfers[s.Transfer]; ok {
 		cfg.Central = &CentralConfig{Mode: m}
+	}
+	if m, ok := leaseTransfers[s.Transfer]; ok {
+		cfg.Lease = &LeaseConfig{Mode: m}
 	}
 	if s.Transfer == "shaking-g" {
 		cfg.Shaking = &ShakingConfig{Depth: DefaultShakingDepth}
@@ -717,9 +798,10 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 			kept = append(kept, j)
 		}
 		fs := FedSite{Name: site.Name, Procs: l.procs, Policy: pol, Jobs: kept, Overbooking: site.Overbooking.admission(),
-			Prefer: site.Prefer, CommunityShare: site.CommunityShare}
+			Prefer: site.Prefer, CommunityShare: site.CommunityShare, Failures: site.Failures.model()}
 		if fs.Overbooking != nil {
 			fs.Overbooking.History = l.history
+			fs.Overbooking.Failures = fs.Failures // the PoF counts them, as --strategy's
 		}
 		for f, fx := range site.Fixed {
 			fs.Fixed = append(fs.Fixed, plan.FixedSpec{ID: -int64(f + 1), Name: fx.Name, Procs: fx.Procs, Start: fx.Start, End: fx.End})

@@ -33,6 +33,17 @@ type Overbooking struct {
 	// runtime statistics before the first submission (the node's
 	// overbooking.history).
 	History []PastJob
+	// Failures is the node-failure model the PoF counts (availability at
+	// the start, survival while running); the zero value: nodes never
+	// fail. A driver that injects failures (NodeDown) sets the same rates.
+	Failures overbook.FailureModel
+	// AgeFactor and AgeEvery age the runtime statistics as the node's
+	// overbooking.age_factor and age_every do (overbook.StatsConfig):
+	// after every AgeEvery learnt jobs (0: 100) every sample's weight is
+	// multiplied by AgeFactor; 0 or 1 never forgets. (The node's config
+	// turns its own 0 into 0.9; a scenario does the same.)
+	AgeFactor float64
+	AgeEvery  int
 }
 
 // PastJob is a job that ran before the site's first submission.
@@ -100,9 +111,15 @@ const (
 	DecideExtend
 	// DecideOutcome: the origin learnt how its delegated job ended.
 	DecideOutcome
+	// DecideFailed: a node failure stopped the job (if it was running) or
+	// took its reservation away (NodeDown). With Placement.OK() the job
+	// was placed again inside its window, to run from the start (a
+	// DecideStart follows); otherwise it is lost: the site runs it no
+	// more, and the driver settles its SLA as the provider's failure.
+	DecideFailed
 )
 
-var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome"}
+var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome", "failed"}
 
 func (k DecisionKind) String() string {
 	if k > 0 && int(k) < len(decisionNames) {
@@ -227,7 +244,7 @@ func New(cfg Config) (*Agent, error) {
 		if cfg.Policy != plan.Conservative {
 			return nil, fmt.Errorf("site agent %s: overbooking needs the conservative policy (the queue policies keep no reservations to overbook), not %v: %w", cfg.Name, cfg.Policy, ErrInvalid)
 		}
-		st, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime})
+		st, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime, AgeFactor: o.AgeFactor, AgeEvery: o.AgeEvery})
 		if err != nil {
 			return nil, fmt.Errorf("site agent %s: %w", cfg.Name, err)
 		}
@@ -236,7 +253,7 @@ func New(cfg Config) (*Agent, error) {
 				return nil, fmt.Errorf("site agent %s: overbooking history: %w", cfg.Name, err)
 			}
 		}
-		a.adm = &overbook.Admission{Stats: st, Mode: o.Mode, Test: o.Test, Learn: true}
+		a.adm = &overbook.Admission{Stats: st, Mode: o.Mode, Test: o.Test, Failures: o.Failures, Learn: true}
 		pc.Admission = a.adm
 	}
 	s, err := plan.NewSite(pc)
@@ -552,36 +569,46 @@ func (a *Agent) quote(now int64, m Message) {
 	}
 	pj := m.Spec
 	pj.ID = a.nextID()
-	if m.StartNow && !a.site.CanStartNow(now, pj) {
-		refuse("its own policy would not start the job now")
-		return
-	}
 	hold := a.cfg.HoldSeconds
 	if m.HoldSeconds > 0 {
 		hold = min(hold, m.HoldSeconds)
 	}
-	pl := a.site.Hold(now, pj, now+hold)
-	if !pl.OK() {
-		refuse(pl.Reason.String())
+	pl, why := a.holdFor(now, pj, now+hold, m.StartNow)
+	if why != "" {
+		refuse(why)
 		return
-	}
-	if m.StartNow && pl.Start != now {
-		a.site.Unhold(now, pj.ID)
-		refuse("it would not start now")
-		return
-	}
-	if share := (delegation.CommunityShare{Share: a.cfg.CommunityShare}); share.Share > 0 {
-		free := a.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
-		if !share.Allows(pj.Procs, free, a.cfg.Procs) {
-			a.site.Unhold(now, pj.ID)
-			refuse(fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share))
-			return
-		}
 	}
 	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: now + hold, from: m.From}
 	a.add(jb)
 	a.set(jb, stateHeld)
 	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
+}
+
+// holdFor holds a slot for a peer's job until `until`, the rule of a
+// quote and of an RQF take alike: with startNow, only if this site's own
+// policy would start the job now and the slot starts now; and never into a
+// slot that would leave less than the community share to local users. It
+// returns the held placement, or why it holds none.
+func (a *Agent) holdFor(now int64, pj plan.Job, until int64, startNow bool) (plan.Placement, string) {
+	if startNow && !a.site.CanStartNow(now, pj) {
+		return plan.Placement{}, "its own policy would not start the job now"
+	}
+	pl := a.site.Hold(now, pj, until)
+	if !pl.OK() {
+		return pl, pl.Reason.String()
+	}
+	if startNow && pl.Start != now {
+		a.site.Unhold(now, pj.ID)
+		return pl, "it would not start now"
+	}
+	if share := (delegation.CommunityShare{Share: a.cfg.CommunityShare}); share.Share > 0 {
+		free := a.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
+		if !share.Allows(pj.Procs, free, a.cfg.Procs) {
+			a.site.Unhold(now, pj.ID)
+			return pl, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)
+		}
+	}
+	return pl, ""
 }
 
 func (a *Agent) offerOf(jb *job) *Offer {

@@ -61,7 +61,8 @@ func (a *Agent) disclose(now int64, m Message) {
 }
 
 // pick takes, from a peer's queue, every job this site's own policy would
-// start now, holding its slot until the peer hands it over.
+// start now, holding its slot until the peer hands it over: the quote rule
+// with start-now (holdFor), community share included, as the node's pick.
 func (a *Agent) pick(now int64, m Message) {
 	a.pulling = max(0, a.pulling-1)
 	a.seen += len(m.Jobs)
@@ -71,14 +72,8 @@ func (a *Agent) pick(now int64, m Message) {
 		}
 		pj := q.Spec
 		pj.ID = a.nextID()
-		if !a.site.CanStartNow(now, pj) {
-			continue
-		}
-		pl := a.site.Hold(now, pj, now+a.cfg.ReplySeconds)
-		if !pl.OK() || pl.Start != now {
-			if pl.OK() {
-				a.site.Unhold(now, pj.ID)
-			}
+		pl, why := a.holdFor(now, pj, now+a.cfg.ReplySeconds, true)
+		if why != "" {
 			continue
 		}
 		jb := &job{key: q.Job, pj: pj, route: q.Route, place: pl, expires: now + a.cfg.ReplySeconds, from: m.From}

@@ -39,6 +39,16 @@ type fedSiteReport struct {
 	AWRTChangeCI95    *float64 `json:"awrt_change_ci95,omitempty"`
 	DelegatedOutCI95  *float64 `json:"delegated_out_ci95,omitempty"`
 	DelegatedInCI95   *float64 `json:"delegated_in_ci95,omitempty"`
+	// Offers under a delegation protocol (absent for the study's central
+	// strategies): the jobs the site offered to peers, those it kept
+	// after all, and those of the kept ones a peer it did not ask could
+	// have started at once (sim.FedResult.KeptStartable).
+	Offered                  *float64 `json:"offered,omitempty"`
+	OfferedCI95              *float64 `json:"offered_ci95,omitempty"`
+	Kept                     *float64 `json:"kept,omitempty"`
+	KeptCI95                 *float64 `json:"kept_ci95,omitempty"`
+	KeptStartableUnasked     *float64 `json:"kept_startable_unasked,omitempty"`
+	KeptStartableUnaskedCI95 *float64 `json:"kept_startable_unasked_ci95,omitempty"`
 	// SLA appears when the scenario gives jobs deadlines, fees or
 	// overbooking.
 	SLA *fedSLAReport `json:"sla,omitempty"`
@@ -64,12 +74,27 @@ type fedSLAReport struct {
 	AcceptedByOverbookingPeerCI95 *float64 `json:"accepted_by_overbooking_peer_ci95,omitempty"`
 	GainByOverbookingPeer         float64  `json:"gain_by_overbooking_peer"`
 	GainByOverbookingPeerCI95     *float64 `json:"gain_by_overbooking_peer_ci95,omitempty"`
+	// Failed and FailureViolations appear when a site's processors fail.
+	Failed                *float64 `json:"failed,omitempty"`
+	FailedCI95            *float64 `json:"failed_ci95,omitempty"`
+	FailureViolations     *float64 `json:"failure_violations,omitempty"`
+	FailureViolationsCI95 *float64 `json:"failure_violations_ci95,omitempty"`
 }
 
 type fedTotals struct {
-	Jobs      int           `json:"jobs"`
-	Delegated float64       `json:"delegated"`
-	SLA       *fedSLAReport `json:"sla,omitempty"`
+	Jobs      int     `json:"jobs"`
+	Delegated float64 `json:"delegated"`
+	// Under a delegation protocol: the sites' offers summed (as each
+	// site's), and the messages the sites sent (mean per replication),
+	// in all and by kind (quote_request, quote, agree, agreed, release,
+	// report, report_ack, queue_request, queue, take, taken).
+	Offered              *float64           `json:"offered,omitempty"`
+	Kept                 *float64           `json:"kept,omitempty"`
+	KeptStartableUnasked *float64           `json:"kept_startable_unasked,omitempty"`
+	Messages             *float64           `json:"messages,omitempty"`
+	MessagesCI95         *float64           `json:"messages_ci95,omitempty"`
+	MessagesByKind       map[string]float64 `json:"messages_by_kind,omitempty"`
+	SLA                  *fedSLAReport      `json:"sla,omitempty"`
 }
 
 type fedReport struct {
@@ -94,7 +119,7 @@ func meanCI(xs []float64) (float64, *float64) {
 	return m, &h
 }
 
-func fedSLAOf(runs []sim.FedSLA) *fedSLAReport {
+func fedSLAOf(runs []sim.FedSLA, failures bool) *fedSLAReport {
 	pick := func(f func(sim.FedSLA) float64) []float64 {
 		xs := make([]float64, len(runs))
 		for i, r := range runs {
@@ -111,13 +136,20 @@ func fedSLAOf(runs []sim.FedSLA) *fedSLAReport {
 	r.Gain, r.GainCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.Gain }))
 	r.AcceptedByOverbookingPeer, r.AcceptedByOverbookingPeerCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.AcceptedByOverbookingPeer) }))
 	r.GainByOverbookingPeer, r.GainByOverbookingPeerCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.GainByOverbookingPeer }))
+	if failures {
+		var f, v float64
+		f, r.FailedCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.Failed) }))
+		v, r.FailureViolationsCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.FailureViolations) }))
+		r.Failed, r.FailureViolations = &f, &v
+	}
 	return &r
 }
 
 func addSLA(a, b sim.FedSLA) sim.FedSLA {
 	return sim.FedSLA{Accepted: a.Accepted + b.Accepted, Rejected: a.Rejected + b.Rejected, Overbooked: a.Overbooked + b.Overbooked,
 		Met: a.Met + b.Met, Violated: a.Violated + b.Violated, Fees: a.Fees + b.Fees, Penalties: a.Penalties + b.Penalties, Gain: a.Gain + b.Gain,
-		AcceptedByOverbookingPeer: a.AcceptedByOverbookingPeer + b.AcceptedByOverbookingPeer, GainByOverbookingPeer: a.GainByOverbookingPeer + b.GainByOverbookingPeer}
+		AcceptedByOverbookingPeer: a.AcceptedByOverbookingPeer + b.AcceptedByOverbookingPeer, GainByOverbookingPeer: a.GainByOverbookingPeer + b.GainByOverbookingPeer,
+		Failed: a.Failed + b.Failed, FailureViolations: a.FailureViolations + b.FailureViolations}
 }
 
 // runScenario replays a federation scenario with and without delegation;
@@ -140,7 +172,8 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		return fmt.Errorf("InvalidArgument: %w", err)
 	}
 	// Each replication runs federated; its baseline (every site alone) is
-	// shared unless the replications differ in their jobs.
+	// shared unless the replications differ in their jobs or failures.
+	own := sc.ReplicationVaries() || sc.HasFailures()
 	feds, alones := make([]*sim.FedResult, runs), make([]*sim.FedResult, runs)
 	errs := make([]error, runs)
 	sem := make(chan struct{}, 2)
@@ -161,7 +194,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 			if feds[i], errs[i] = sim.RunFederation(cmd.Context(), c); errs[i] != nil {
 				return
 			}
-			if i == 0 || sc.ReplicationVaries() {
+			if i == 0 || own {
 				c.Federate = false
 				alones[i], errs[i] = sim.RunFederation(cmd.Context(), c)
 			}
@@ -186,9 +219,14 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	}
 	rep := fedReport{Scenario: sc.Name, Transfer: transfer, Runs: runs}
 	rep.MigrationsN, rep.MigrationsSA = fed.Migrations()
-	slas := sc.HasSLAs()
+	slas, failures := sc.HasSLAs(), sc.HasFailures()
 	totals := make([]sim.FedSLA, runs)
 	delegated := make([]float64, runs)
+	protocol := fed.Offered != nil
+	var offers [3][]float64 // offered, kept, kept startable unasked: sums over the sites, per replication
+	for i := range offers {
+		offers[i] = make([]float64, runs)
+	}
 	for k, s := range cfg.Sites {
 		r := fedSiteReport{Name: s.Name, Procs: s.Procs, Policy: s.Policy.String(), Jobs: len(s.Jobs),
 			Alone: alone.OriginMetrics(k), Federated: fed.OriginMetrics(k)}
@@ -209,6 +247,20 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 				totals[i] = addSLA(totals[i], perRun[i])
 			}
 		}
+		if protocol {
+			var per [3][]float64
+			for i, fr := range feds {
+				for x, v := range []int{fr.Offered[k], fr.Kept[k], fr.KeptStartable[k]} {
+					per[x] = append(per[x], float64(v))
+					offers[x][i] += float64(v)
+				}
+			}
+			var o, kp, ks float64
+			o, r.OfferedCI95 = meanCI(per[0])
+			kp, r.KeptCI95 = meanCI(per[1])
+			ks, r.KeptStartableUnaskedCI95 = meanCI(per[2])
+			r.Offered, r.Kept, r.KeptStartableUnasked = &o, &kp, &ks
+		}
 		r.AWRTChange, r.AWRTChangeCI95 = meanCI(change)
 		r.DelegatedOut, r.DelegatedOutCI95 = meanCI(out)
 		r.DelegatedIn, r.DelegatedInCI95 = meanCI(in)
@@ -220,14 +272,32 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 			r.DelegatedOutShare = r.DelegatedOut / float64(r.Jobs)
 		}
 		if slas {
-			r.SLA = fedSLAOf(perRun)
+			r.SLA = fedSLAOf(perRun, failures)
 		}
 		rep.Totals.Jobs += r.Jobs
 		rep.Sites = append(rep.Sites, r)
 	}
 	rep.Totals.Delegated, _ = meanCI(delegated)
+	if protocol {
+		var o, kp, ks float64
+		o, _ = meanCI(offers[0])
+		kp, _ = meanCI(offers[1])
+		ks, _ = meanCI(offers[2])
+		rep.Totals.Offered, rep.Totals.Kept, rep.Totals.KeptStartableUnasked = &o, &kp, &ks
+		msgs := make([]float64, runs)
+		rep.Totals.MessagesByKind = make(map[string]float64)
+		for i, fr := range feds {
+			for kind, c := range fr.Messages {
+				msgs[i] += float64(c)
+				rep.Totals.MessagesByKind[strings.ReplaceAll(kind, "-", "_")] += float64(c) / float64(runs)
+			}
+		}
+		var m float64
+		m, rep.Totals.MessagesCI95 = meanCI(msgs)
+		rep.Totals.Messages = &m
+	}
 	if slas {
-		rep.Totals.SLA = fedSLAOf(totals)
+		rep.Totals.SLA = fedSLAOf(totals, failures)
 	}
 	printFedTable(tableOut(cmd, f.jsonOut), rep)
 	if f.utilPlot != "" || f.queuePlot != "" {
@@ -278,18 +348,31 @@ func printFedTable(w io.Writer, r fedReport) {
 	if r.Totals.SLA != nil {
 		fmt.Fprintln(w, "SLAs where the jobs ran (rejected: submitted there, taken by no site; by overbooking peer: submitted there, accepted by a peer only by overbooking)")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "site\taccepted\trejected\toverbooked\tmet\tviolated\tgain\tby overbooking peer\tgain by overbooking peer\t\n")
+		fails := r.Totals.SLA.Failed != nil
+		fmt.Fprintf(tw, "site\taccepted\trejected\toverbooked\tmet\tviolated\tgain\tby overbooking peer\tgain by overbooking peer\t")
+		if fails {
+			fmt.Fprintf(tw, "failed\tfailure violations\t")
+		}
+		fmt.Fprintln(tw)
 		row := func(name string, s *fedSLAReport) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, pm(s.Accepted, s.AcceptedCI95, "%.0f"), pm(s.Rejected, s.RejectedCI95, "%.0f"),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, pm(s.Accepted, s.AcceptedCI95, "%.0f"), pm(s.Rejected, s.RejectedCI95, "%.0f"),
 				pm(s.Overbooked, s.OverbookedCI95, "%.0f"), pm(s.Met, s.MetCI95, "%.0f"), pm(s.Violated, s.ViolatedCI95, "%.0f"),
 				pm(s.Gain, s.GainCI95, "%.0f"), pm(s.AcceptedByOverbookingPeer, s.AcceptedByOverbookingPeerCI95, "%.0f"),
 				pm(s.GainByOverbookingPeer, s.GainByOverbookingPeerCI95, "%.0f"))
+			if fails {
+				fmt.Fprintf(tw, "%s\t%s\t", pm(*s.Failed, s.FailedCI95, "%.0f"), pm(*s.FailureViolations, s.FailureViolationsCI95, "%.0f"))
+			}
+			fmt.Fprintln(tw)
 		}
 		for _, s := range r.Sites {
 			row(s.Name, s.SLA)
 		}
 		row("total", r.Totals.SLA)
 		tw.Flush()
+	}
+	if t := r.Totals; t.Messages != nil {
+		fmt.Fprintf(w, "offers: %.0f jobs offered to peers, %.0f kept at home after all, %.0f of these startable at once by a peer not asked; %s messages sent\n",
+			*t.Offered, *t.Kept, *t.KeptStartableUnasked, pm(*t.Messages, t.MessagesCI95, "%.0f"))
 	}
 	printMatrix(w, "migration matrix M_n (row: submitted at, column: ran at)", r.Sites, r.MigrationsN)
 	printMatrix(w, "migration matrix M_SA (by squashed area)", r.Sites, r.MigrationsSA)

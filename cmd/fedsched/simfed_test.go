@@ -85,3 +85,60 @@ func TestSimScenarioRefusesFlagsWithoutEffect(t *testing.T) {
 		t.Error("--runs 0 accepted")
 	}
 }
+
+// TestSimScenarioFailures: a scenario whose sites' processors fail reports
+// the jobs failures hit (failed, failure_violations) in each site's sla
+// object, with their 95 % half-widths under --runs; a scenario without
+// failure rates has no such keys.
+func TestSimScenarioFailures(t *testing.T) {
+	b, err := os.ReadFile("../../scenarios/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	doc := strings.ReplaceAll(string(b), "    fees:\n      enabled: true\n", "    fees:\n      enabled: true\n    failures: {failure_rate: 0.02, repair_rate: 0.5}\n")
+	path := filepath.Join(dir, "failing.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slaOf := func(path string, runs string) []map[string]float64 {
+		out := filepath.Join(dir, "out.json")
+		if _, err := run(t, "sim", "--scenario", path, "--json", out, "--runs", runs); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Sites []struct {
+				SLA map[string]float64 `json:"sla"`
+			} `json:"sites"`
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		var out2 []map[string]float64
+		for _, s := range rep.Sites {
+			out2 = append(out2, s.SLA)
+		}
+		return out2
+	}
+	failed := 0.0
+	for _, sla := range slaOf(path, "4") {
+		for _, k := range []string{"failed", "failed_ci95", "failure_violations", "failure_violations_ci95"} {
+			if _, ok := sla[k]; !ok {
+				t.Fatalf("sla without %q: %v", k, sla)
+			}
+		}
+		failed += sla["failed"]
+	}
+	if failed == 0 {
+		t.Fatal("no job failed at sites whose processors fail")
+	}
+	for _, sla := range slaOf("../../scenarios/demo.yaml", "1") {
+		if _, ok := sla["failed"]; ok {
+			t.Fatalf("failed reported without failure rates: %v", sla)
+		}
+	}
+}

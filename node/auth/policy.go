@@ -99,6 +99,15 @@ var policy = map[string]rule{
 	fedschedv1.FederationService_PeerJobOutput_FullMethodName: {sites, func(c *call) error {
 		return c.originIsCaller(c.req.(*fedschedv1.PeerJobOutputRequest).GetOriginSite())
 	}},
+	// RQF: a site asks for another's waiting jobs, and to take one, only
+	// in its own name (the site answers only if its operator opted in to
+	// disclose its queue, which the node checks).
+	fedschedv1.FederationService_PeerQueue_FullMethodName: {sites, func(c *call) error {
+		return c.siteIsCaller("site", c.req.(*fedschedv1.PeerQueueRequest).GetSite())
+	}},
+	fedschedv1.FederationService_Take_FullMethodName: {sites, func(c *call) error {
+		return c.siteIsCaller("site", c.req.(*fedschedv1.TakeRequest).GetSite())
+	}},
 }
 
 // authorize decides one call: nil, or a PermissionDenied or
@@ -219,11 +228,14 @@ func checkWatch(c *call) error {
 }
 
 // originIsCaller: a site speaks only for itself.
-func (c *call) originIsCaller(origin string) error {
-	if c.id.Kind == Insecure || origin == c.id.Name {
+func (c *call) originIsCaller(origin string) error { return c.siteIsCaller("origin_site", origin) }
+
+// siteIsCaller: the site a request's field names must be the caller.
+func (c *call) siteIsCaller(field, site string) error {
+	if c.id.Kind == Insecure || site == c.id.Name {
 		return nil
 	}
-	return denied("%v may not speak for origin site %q: origin_site must be the caller's own name", c.id, origin)
+	return denied("%v may not speak for site %q: %s must be the caller's own name", c.id, site, field)
 }
 
 // counterpartyIsCaller: only the other side of an agreement may act on

@@ -337,10 +337,20 @@ type Delegation struct {
 	// the jobs local admission rejects) or "acf" (also offer, right after
 	// accepting it, every job the site's own policy would not start now; a
 	// peer quotes only if its own policy would start it now, and the job
-	// stays here if none does). "rqf" (pulling jobs from peers' queues)
-	// exists only in the simulator so far and is refused. Default:
-	// on-reject.
+	// stays here if none does) or "rqf" (push nothing; while processors
+	// are idle and nothing waits here, pull from the queues of peers that
+	// disclose them the waiting jobs this site's own policy would start
+	// now). Default: on-reject.
 	Transfer string `yaml:"transfer"`
+	// DiscloseQueue lets peers ask for the jobs waiting here (their
+	// specs, users included) and take those they would start now (RQF).
+	// An operator's opt-in: off, the site refuses every queue request.
+	// Default: false.
+	DiscloseQueue bool `yaml:"disclose_queue"`
+	// PullInterval is how often, at most, an RQF site with idle
+	// processors and nothing waiting asks its peers for their queues
+	// (wall time). Only with transfer: rqf. Default 5s.
+	PullInterval time.Duration `yaml:"pull_interval"`
 	// Prefer lists peers in preference order (ordered spill-over): each is
 	// asked alone, in turn, before the location policy ranks the others,
 	// who are asked only when no preferred peer offers. Default: none.
@@ -512,10 +522,18 @@ func (c Config) Validate() error {
 	}
 	switch d.Transfer {
 	case "", "on-reject", "acf":
+		if d.PullInterval != 0 && c.Gossip.Addr != "" {
+			bad("delegation.pull_interval", "only an rqf site pulls; set delegation.transfer: rqf or leave pull_interval out")
+		}
 	case "rqf":
-		bad("delegation.transfer", "rqf (pulling jobs from peers' queues) runs only in the simulator so far (scenario transfer: rqf); use on-reject or acf")
+		if len(d.Prefer) > 0 {
+			bad("delegation.prefer", "an rqf site offers no job to peers, so it has no peer to prefer; leave prefer out or use on-reject or acf")
+		}
 	default:
-		bad("delegation.transfer", "%q: want on-reject or acf", d.Transfer)
+		bad("delegation.transfer", "%q: want on-reject, acf or rqf", d.Transfer)
+	}
+	if d.PullInterval < 0 {
+		bad("delegation.pull_interval", "must be >= 0")
 	}
 	for _, p := range d.Prefer {
 		if !validSite(p) || p == c.Site {

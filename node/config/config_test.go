@@ -303,9 +303,17 @@ func TestValidate(t *testing.T) {
 		"cert without key":          {func(c *Config) { c.TLS.Cert = "c.pem" }, "tls"},
 		"ca without cert":           {func(c *Config) { c.TLS.CA = "ca.pem" }, "tls.ca"},
 		"unknown transfer policy":   {func(c *Config) { c.Delegation.Transfer = "push" }, "delegation.transfer"},
-		"rqf live":                  {func(c *Config) { c.Delegation.Transfer = "rqf" }, "delegation.transfer"},
-		"prefer itself":             {func(c *Config) { c.Delegation.Prefer = []string{c.Site} }, "delegation.prefer"},
-		"prefer a bad name":         {func(c *Config) { c.Delegation.Prefer = []string{"a b"} }, "delegation.prefer"},
+		"rqf without federation":    {func(c *Config) { c.Delegation.Transfer = "rqf" }, "delegation.transfer"},
+		"disclose without gossip":   {func(c *Config) { c.Delegation.DiscloseQueue = true }, "delegation.disclose_queue"},
+		"pull interval without rqf": {func(c *Config) { c.Gossip.Addr = ":7946"; c.Delegation.PullInterval = time.Second }, "delegation.pull_interval"},
+		"negative pull interval": {func(c *Config) {
+			c.Gossip.Addr, c.Delegation.Transfer, c.Delegation.PullInterval = ":7946", "rqf", -time.Second
+		}, "delegation.pull_interval"},
+		"rqf with prefer": {func(c *Config) {
+			c.Gossip.Addr, c.Delegation.Transfer, c.Delegation.Prefer = ":7946", "rqf", []string{"b"}
+		}, "delegation.prefer"},
+		"prefer itself":     {func(c *Config) { c.Delegation.Prefer = []string{c.Site} }, "delegation.prefer"},
+		"prefer a bad name": {func(c *Config) { c.Delegation.Prefer = []string{"a b"} }, "delegation.prefer"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -325,6 +333,23 @@ func TestValidate(t *testing.T) {
 	c.Procs, c.Policy = 0, ""
 	if err := c.Validate(); !strings.Contains(err.Error(), "procs:") || !strings.Contains(err.Error(), "policy:") {
 		t.Fatalf("Validate = %v, want both problems", err)
+	}
+}
+
+// TestRQFValidates: an rqf site and a site that discloses its queue are
+// valid configurations once they federate.
+func TestRQFValidates(t *testing.T) {
+	c := Default()
+	c.Gossip.Addr = ":7946"
+	c.Delegation.Transfer, c.Delegation.PullInterval = "rqf", 2*time.Second
+	if err := c.Validate(); err != nil {
+		t.Fatalf("rqf site: %v", err)
+	}
+	c = Default()
+	c.Gossip.Addr = ":7946"
+	c.Delegation.DiscloseQueue = true
+	if err := c.Validate(); err != nil {
+		t.Fatalf("disclosing site: %v", err)
 	}
 }
 

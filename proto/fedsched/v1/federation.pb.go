@@ -1284,6 +1284,272 @@ func (x *PeerJobOutputRequest) GetOffsetBytes() int64 {
 	return 0
 }
 
+// PeerQueueRequest asks for a site's waiting jobs (RQF).
+type PeerQueueRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The asking site, which must be the caller.
+	Site string `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
+	// Processors free at the asking site now: wider jobs are not listed.
+	FreeProcs     int32 `protobuf:"varint,2,opt,name=free_procs,json=freeProcs,proto3" json:"free_procs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerQueueRequest) Reset() {
+	*x = PeerQueueRequest{}
+	mi := &file_fedsched_v1_federation_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerQueueRequest) ProtoMessage() {}
+
+func (x *PeerQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_federation_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerQueueRequest.ProtoReflect.Descriptor instead.
+func (*PeerQueueRequest) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_federation_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *PeerQueueRequest) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *PeerQueueRequest) GetFreeProcs() int32 {
+	if x != nil {
+		return x.FreeProcs
+	}
+	return 0
+}
+
+// QueuedJob is a job waiting in a site's queue, as RQF discloses it.
+type QueuedJob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job's id at the disclosing site (its origin).
+	JobId string   `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Spec  *JobSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	// The job's route so far.
+	Route         []*RouteHop `protobuf:"bytes,3,rep,name=route,proto3" json:"route,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueuedJob) Reset() {
+	*x = QueuedJob{}
+	mi := &file_fedsched_v1_federation_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueuedJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueuedJob) ProtoMessage() {}
+
+func (x *QueuedJob) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_federation_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueuedJob.ProtoReflect.Descriptor instead.
+func (*QueuedJob) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_federation_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *QueuedJob) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *QueuedJob) GetSpec() *JobSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *QueuedJob) GetRoute() []*RouteHop {
+	if x != nil {
+		return x.Route
+	}
+	return nil
+}
+
+// PeerQueueResponse lists the waiting jobs, in queue order.
+type PeerQueueResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []*QueuedJob           `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerQueueResponse) Reset() {
+	*x = PeerQueueResponse{}
+	mi := &file_fedsched_v1_federation_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerQueueResponse) ProtoMessage() {}
+
+func (x *PeerQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_federation_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerQueueResponse.ProtoReflect.Descriptor instead.
+func (*PeerQueueResponse) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_federation_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PeerQueueResponse) GetJobs() []*QueuedJob {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+// TakeRequest asks the origin of a waiting job to hand it over (RQF).
+type TakeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The taking site, which must be the caller.
+	Site string `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
+	// The job's id at the origin.
+	JobId string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The hold at the taking site that backs the take; the origin agrees
+	// to it (AgreeRequest.hold_id).
+	HoldId        string `protobuf:"bytes,3,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeRequest) Reset() {
+	*x = TakeRequest{}
+	mi := &file_fedsched_v1_federation_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeRequest) ProtoMessage() {}
+
+func (x *TakeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_federation_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeRequest.ProtoReflect.Descriptor instead.
+func (*TakeRequest) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_federation_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *TakeRequest) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *TakeRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *TakeRequest) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+// TakeResponse is empty: the origin has recorded the hand-over and agrees
+// to the hold next.
+type TakeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeResponse) Reset() {
+	*x = TakeResponse{}
+	mi := &file_fedsched_v1_federation_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeResponse) ProtoMessage() {}
+
+func (x *TakeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fedsched_v1_federation_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeResponse.ProtoReflect.Descriptor instead.
+func (*TakeResponse) Descriptor() ([]byte, []int) {
+	return file_fedsched_v1_federation_proto_rawDescGZIP(), []int{22}
+}
+
 var File_fedsched_v1_federation_proto protoreflect.FileDescriptor
 
 const file_fedsched_v1_federation_proto_rawDesc = "" +
@@ -1375,7 +1641,22 @@ const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"\rorigin_job_id\x18\x02 \x01(\tR\voriginJobId\x12\x16\n" +
 	"\x06follow\x18\x03 \x01(\bR\x06follow\x12\x16\n" +
 	"\x06stderr\x18\x04 \x01(\bR\x06stderr\x12!\n" +
-	"\foffset_bytes\x18\x05 \x01(\x03R\voffsetBytes*\xa3\x02\n" +
+	"\foffset_bytes\x18\x05 \x01(\x03R\voffsetBytes\"E\n" +
+	"\x10PeerQueueRequest\x12\x12\n" +
+	"\x04site\x18\x01 \x01(\tR\x04site\x12\x1d\n" +
+	"\n" +
+	"free_procs\x18\x02 \x01(\x05R\tfreeProcs\"y\n" +
+	"\tQueuedJob\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12(\n" +
+	"\x04spec\x18\x02 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\x12+\n" +
+	"\x05route\x18\x03 \x03(\v2\x15.fedsched.v1.RouteHopR\x05route\"?\n" +
+	"\x11PeerQueueResponse\x12*\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x16.fedsched.v1.QueuedJobR\x04jobs\"Q\n" +
+	"\vTakeRequest\x12\x12\n" +
+	"\x04site\x18\x01 \x01(\tR\x04site\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x17\n" +
+	"\ahold_id\x18\x03 \x01(\tR\x06holdId\"\x0e\n" +
+	"\fTakeResponse*\xa3\x02\n" +
 	"\x0eAgreementState\x12\x1f\n" +
 	"\x1bAGREEMENT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17AGREEMENT_STATE_PENDING\x10\x01\x12\x1c\n" +
@@ -1384,7 +1665,7 @@ const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"'AGREEMENT_STATE_PENDING_AND_TERMINATING\x10\x04\x12,\n" +
 	"(AGREEMENT_STATE_OBSERVED_AND_TERMINATING\x10\x05\x12\x1e\n" +
 	"\x1aAGREEMENT_STATE_TERMINATED\x10\x06\x12\x1c\n" +
-	"\x18AGREEMENT_STATE_COMPLETE\x10\a2\xf7\x04\n" +
+	"\x18AGREEMENT_STATE_COMPLETE\x10\a2\x80\x06\n" +
 	"\x11FederationService\x12>\n" +
 	"\x05Quote\x12\x19.fedsched.v1.QuoteRequest\x1a\x1a.fedsched.v1.QuoteResponse\x12>\n" +
 	"\x05Agree\x12\x19.fedsched.v1.AgreeRequest\x1a\x1a.fedsched.v1.AgreeResponse\x12D\n" +
@@ -1393,7 +1674,9 @@ const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"\tTerminate\x12\x1d.fedsched.v1.TerminateRequest\x1a\x1e.fedsched.v1.TerminateResponse\x12V\n" +
 	"\rReportOutcome\x12!.fedsched.v1.ReportOutcomeRequest\x1a\".fedsched.v1.ReportOutcomeResponse\x12P\n" +
 	"\vListMembers\x12\x1f.fedsched.v1.ListMembersRequest\x1a .fedsched.v1.ListMembersResponse\x12Q\n" +
-	"\rPeerJobOutput\x12!.fedsched.v1.PeerJobOutputRequest\x1a\x1b.fedsched.v1.JobOutputChunk0\x01B;Z9github.com/fedsched/fedsched/proto/fedsched/v1;fedschedv1b\x06proto3"
+	"\rPeerJobOutput\x12!.fedsched.v1.PeerJobOutputRequest\x1a\x1b.fedsched.v1.JobOutputChunk0\x01\x12J\n" +
+	"\tPeerQueue\x12\x1d.fedsched.v1.PeerQueueRequest\x1a\x1e.fedsched.v1.PeerQueueResponse\x12;\n" +
+	"\x04Take\x12\x18.fedsched.v1.TakeRequest\x1a\x19.fedsched.v1.TakeResponseB;Z9github.com/fedsched/fedsched/proto/fedsched/v1;fedschedv1b\x06proto3"
 
 var (
 	file_fedsched_v1_federation_proto_rawDescOnce sync.Once
@@ -1408,7 +1691,7 @@ func file_fedsched_v1_federation_proto_rawDescGZIP() []byte {
 }
 
 var file_fedsched_v1_federation_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_fedsched_v1_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_fedsched_v1_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_fedsched_v1_federation_proto_goTypes = []any{
 	(AgreementState)(0),           // 0: fedsched.v1.AgreementState
 	(*QuoteRequest)(nil),          // 1: fedsched.v1.QuoteRequest
@@ -1429,51 +1712,63 @@ var file_fedsched_v1_federation_proto_goTypes = []any{
 	(*Member)(nil),                // 16: fedsched.v1.Member
 	(*ListMembersResponse)(nil),   // 17: fedsched.v1.ListMembersResponse
 	(*PeerJobOutputRequest)(nil),  // 18: fedsched.v1.PeerJobOutputRequest
-	(*JobSpec)(nil),               // 19: fedsched.v1.JobSpec
-	(*RouteHop)(nil),              // 20: fedsched.v1.RouteHop
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
-	(Reason)(0),                   // 22: fedsched.v1.Reason
-	(*Job)(nil),                   // 23: fedsched.v1.Job
-	(*JobOutputChunk)(nil),        // 24: fedsched.v1.JobOutputChunk
+	(*PeerQueueRequest)(nil),      // 19: fedsched.v1.PeerQueueRequest
+	(*QueuedJob)(nil),             // 20: fedsched.v1.QueuedJob
+	(*PeerQueueResponse)(nil),     // 21: fedsched.v1.PeerQueueResponse
+	(*TakeRequest)(nil),           // 22: fedsched.v1.TakeRequest
+	(*TakeResponse)(nil),          // 23: fedsched.v1.TakeResponse
+	(*JobSpec)(nil),               // 24: fedsched.v1.JobSpec
+	(*RouteHop)(nil),              // 25: fedsched.v1.RouteHop
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
+	(Reason)(0),                   // 27: fedsched.v1.Reason
+	(*Job)(nil),                   // 28: fedsched.v1.Job
+	(*JobOutputChunk)(nil),        // 29: fedsched.v1.JobOutputChunk
 }
 var file_fedsched_v1_federation_proto_depIdxs = []int32{
-	19, // 0: fedsched.v1.QuoteRequest.spec:type_name -> fedsched.v1.JobSpec
-	20, // 1: fedsched.v1.QuoteRequest.route:type_name -> fedsched.v1.RouteHop
-	21, // 2: fedsched.v1.Offer.start:type_name -> google.protobuf.Timestamp
-	21, // 3: fedsched.v1.Offer.end:type_name -> google.protobuf.Timestamp
-	21, // 4: fedsched.v1.Offer.expires:type_name -> google.protobuf.Timestamp
+	24, // 0: fedsched.v1.QuoteRequest.spec:type_name -> fedsched.v1.JobSpec
+	25, // 1: fedsched.v1.QuoteRequest.route:type_name -> fedsched.v1.RouteHop
+	26, // 2: fedsched.v1.Offer.start:type_name -> google.protobuf.Timestamp
+	26, // 3: fedsched.v1.Offer.end:type_name -> google.protobuf.Timestamp
+	26, // 4: fedsched.v1.Offer.expires:type_name -> google.protobuf.Timestamp
 	2,  // 5: fedsched.v1.QuoteResponse.offer:type_name -> fedsched.v1.Offer
-	22, // 6: fedsched.v1.QuoteResponse.refusal:type_name -> fedsched.v1.Reason
+	27, // 6: fedsched.v1.QuoteResponse.refusal:type_name -> fedsched.v1.Reason
 	0,  // 7: fedsched.v1.Agreement.state:type_name -> fedsched.v1.AgreementState
 	2,  // 8: fedsched.v1.Agreement.offer:type_name -> fedsched.v1.Offer
-	23, // 9: fedsched.v1.Agreement.job:type_name -> fedsched.v1.Job
-	21, // 10: fedsched.v1.Agreement.update_time:type_name -> google.protobuf.Timestamp
+	28, // 9: fedsched.v1.Agreement.job:type_name -> fedsched.v1.Job
+	26, // 10: fedsched.v1.Agreement.update_time:type_name -> google.protobuf.Timestamp
 	5,  // 11: fedsched.v1.AgreeResponse.agreement:type_name -> fedsched.v1.Agreement
 	5,  // 12: fedsched.v1.GetAgreementResponse.agreement:type_name -> fedsched.v1.Agreement
 	5,  // 13: fedsched.v1.TerminateResponse.agreement:type_name -> fedsched.v1.Agreement
-	23, // 14: fedsched.v1.ReportOutcomeRequest.job:type_name -> fedsched.v1.Job
+	28, // 14: fedsched.v1.ReportOutcomeRequest.job:type_name -> fedsched.v1.Job
 	16, // 15: fedsched.v1.ListMembersResponse.members:type_name -> fedsched.v1.Member
-	1,  // 16: fedsched.v1.FederationService.Quote:input_type -> fedsched.v1.QuoteRequest
-	4,  // 17: fedsched.v1.FederationService.Agree:input_type -> fedsched.v1.AgreeRequest
-	7,  // 18: fedsched.v1.FederationService.Release:input_type -> fedsched.v1.ReleaseRequest
-	9,  // 19: fedsched.v1.FederationService.GetAgreement:input_type -> fedsched.v1.GetAgreementRequest
-	11, // 20: fedsched.v1.FederationService.Terminate:input_type -> fedsched.v1.TerminateRequest
-	13, // 21: fedsched.v1.FederationService.ReportOutcome:input_type -> fedsched.v1.ReportOutcomeRequest
-	15, // 22: fedsched.v1.FederationService.ListMembers:input_type -> fedsched.v1.ListMembersRequest
-	18, // 23: fedsched.v1.FederationService.PeerJobOutput:input_type -> fedsched.v1.PeerJobOutputRequest
-	3,  // 24: fedsched.v1.FederationService.Quote:output_type -> fedsched.v1.QuoteResponse
-	6,  // 25: fedsched.v1.FederationService.Agree:output_type -> fedsched.v1.AgreeResponse
-	8,  // 26: fedsched.v1.FederationService.Release:output_type -> fedsched.v1.ReleaseResponse
-	10, // 27: fedsched.v1.FederationService.GetAgreement:output_type -> fedsched.v1.GetAgreementResponse
-	12, // 28: fedsched.v1.FederationService.Terminate:output_type -> fedsched.v1.TerminateResponse
-	14, // 29: fedsched.v1.FederationService.ReportOutcome:output_type -> fedsched.v1.ReportOutcomeResponse
-	17, // 30: fedsched.v1.FederationService.ListMembers:output_type -> fedsched.v1.ListMembersResponse
-	24, // 31: fedsched.v1.FederationService.PeerJobOutput:output_type -> fedsched.v1.JobOutputChunk
-	24, // [24:32] is the sub-list for method output_type
-	16, // [16:24] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	24, // 16: fedsched.v1.QueuedJob.spec:type_name -> fedsched.v1.JobSpec
+	25, // 17: fedsched.v1.QueuedJob.route:type_name -> fedsched.v1.RouteHop
+	20, // 18: fedsched.v1.PeerQueueResponse.jobs:type_name -> fedsched.v1.QueuedJob
+	1,  // 19: fedsched.v1.FederationService.Quote:input_type -> fedsched.v1.QuoteRequest
+	4,  // 20: fedsched.v1.FederationService.Agree:input_type -> fedsched.v1.AgreeRequest
+	7,  // 21: fedsched.v1.FederationService.Release:input_type -> fedsched.v1.ReleaseRequest
+	9,  // 22: fedsched.v1.FederationService.GetAgreement:input_type -> fedsched.v1.GetAgreementRequest
+	11, // 23: fedsched.v1.FederationService.Terminate:input_type -> fedsched.v1.TerminateRequest
+	13, // 24: fedsched.v1.FederationService.ReportOutcome:input_type -> fedsched.v1.ReportOutcomeRequest
+	15, // 25: fedsched.v1.FederationService.ListMembers:input_type -> fedsched.v1.ListMembersRequest
+	18, // 26: fedsched.v1.FederationService.PeerJobOutput:input_type -> fedsched.v1.PeerJobOutputRequest
+	19, // 27: fedsched.v1.FederationService.PeerQueue:input_type -> fedsched.v1.PeerQueueRequest
+	22, // 28: fedsched.v1.FederationService.Take:input_type -> fedsched.v1.TakeRequest
+	3,  // 29: fedsched.v1.FederationService.Quote:output_type -> fedsched.v1.QuoteResponse
+	6,  // 30: fedsched.v1.FederationService.Agree:output_type -> fedsched.v1.AgreeResponse
+	8,  // 31: fedsched.v1.FederationService.Release:output_type -> fedsched.v1.ReleaseResponse
+	10, // 32: fedsched.v1.FederationService.GetAgreement:output_type -> fedsched.v1.GetAgreementResponse
+	12, // 33: fedsched.v1.FederationService.Terminate:output_type -> fedsched.v1.TerminateResponse
+	14, // 34: fedsched.v1.FederationService.ReportOutcome:output_type -> fedsched.v1.ReportOutcomeResponse
+	17, // 35: fedsched.v1.FederationService.ListMembers:output_type -> fedsched.v1.ListMembersResponse
+	29, // 36: fedsched.v1.FederationService.PeerJobOutput:output_type -> fedsched.v1.JobOutputChunk
+	21, // 37: fedsched.v1.FederationService.PeerQueue:output_type -> fedsched.v1.PeerQueueResponse
+	23, // 38: fedsched.v1.FederationService.Take:output_type -> fedsched.v1.TakeResponse
+	29, // [29:39] is the sub-list for method output_type
+	19, // [19:29] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_fedsched_v1_federation_proto_init() }
@@ -1488,7 +1783,7 @@ func file_fedsched_v1_federation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fedsched_v1_federation_proto_rawDesc), len(file_fedsched_v1_federation_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,8 @@ const (
 	FederationService_ReportOutcome_FullMethodName = "/fedsched.v1.FederationService/ReportOutcome"
 	FederationService_ListMembers_FullMethodName   = "/fedsched.v1.FederationService/ListMembers"
 	FederationService_PeerJobOutput_FullMethodName = "/fedsched.v1.FederationService/PeerJobOutput"
+	FederationService_PeerQueue_FullMethodName     = "/fedsched.v1.FederationService/PeerQueue"
+	FederationService_Take_FullMethodName          = "/fedsched.v1.FederationService/Take"
 )
 
 // FederationServiceClient is the client API for FederationService service.
@@ -72,6 +74,23 @@ type FederationServiceClient interface {
 	// the job may ask: the agreement is found by origin_site and
 	// origin_job_id.
 	PeerJobOutput(ctx context.Context, in *PeerJobOutputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobOutputChunk], error)
+	// PeerQueue (the RQF transfer policy) asks the site for the jobs waiting
+	// in its queue that the asking site could take: jobs submitted here, not
+	// started, that may still be delegated, have not been at the asking site
+	// and need at most free_procs processors, in queue order (at most 64).
+	// A site answers only if its operator opted in to disclose its queue
+	// (delegation.disclose_queue); otherwise FAILED_PRECONDITION. The caller
+	// must be the site it names.
+	PeerQueue(ctx context.Context, in *PeerQueueRequest, opts ...grpc.CallOption) (*PeerQueueResponse, error)
+	// Take (RQF) asks the origin of a waiting job to hand it over to the
+	// asking site, which holds a slot that starts now (hold_id, as a quote's
+	// hold). The origin takes the job out of its plan, records that it agrees
+	// to that hold (durably), answers, and then agrees with Agree as for any
+	// delegation; from then on the job is delegated (outcome reports,
+	// termination and status as usual). FAILED_PRECONDITION when the job no
+	// longer waits there or the site does not disclose its queue. A retried
+	// Take of a job already being handed to the same site succeeds.
+	Take(ctx context.Context, in *TakeRequest, opts ...grpc.CallOption) (*TakeResponse, error)
 }
 
 type federationServiceClient struct {
@@ -171,6 +190,26 @@ func (c *federationServiceClient) PeerJobOutput(ctx context.Context, in *PeerJob
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type FederationService_PeerJobOutputClient = grpc.ServerStreamingClient[JobOutputChunk]
 
+func (c *federationServiceClient) PeerQueue(ctx context.Context, in *PeerQueueRequest, opts ...grpc.CallOption) (*PeerQueueResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PeerQueueResponse)
+	err := c.cc.Invoke(ctx, FederationService_PeerQueue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *federationServiceClient) Take(ctx context.Context, in *TakeRequest, opts ...grpc.CallOption) (*TakeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TakeResponse)
+	err := c.cc.Invoke(ctx, FederationService_Take_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FederationServiceServer is the server API for FederationService service.
 // All implementations must embed UnimplementedFederationServiceServer
 // for forward compatibility.
@@ -206,6 +245,23 @@ type FederationServiceServer interface {
 	// the job may ask: the agreement is found by origin_site and
 	// origin_job_id.
 	PeerJobOutput(*PeerJobOutputRequest, grpc.ServerStreamingServer[JobOutputChunk]) error
+	// PeerQueue (the RQF transfer policy) asks the site for the jobs waiting
+	// in its queue that the asking site could take: jobs submitted here, not
+	// started, that may still be delegated, have not been at the asking site
+	// and need at most free_procs processors, in queue order (at most 64).
+	// A site answers only if its operator opted in to disclose its queue
+	// (delegation.disclose_queue); otherwise FAILED_PRECONDITION. The caller
+	// must be the site it names.
+	PeerQueue(context.Context, *PeerQueueRequest) (*PeerQueueResponse, error)
+	// Take (RQF) asks the origin of a waiting job to hand it over to the
+	// asking site, which holds a slot that starts now (hold_id, as a quote's
+	// hold). The origin takes the job out of its plan, records that it agrees
+	// to that hold (durably), answers, and then agrees with Agree as for any
+	// delegation; from then on the job is delegated (outcome reports,
+	// termination and status as usual). FAILED_PRECONDITION when the job no
+	// longer waits there or the site does not disclose its queue. A retried
+	// Take of a job already being handed to the same site succeeds.
+	Take(context.Context, *TakeRequest) (*TakeResponse, error)
 	mustEmbedUnimplementedFederationServiceServer()
 }
 
@@ -239,6 +295,12 @@ func (UnimplementedFederationServiceServer) ListMembers(context.Context, *ListMe
 }
 func (UnimplementedFederationServiceServer) PeerJobOutput(*PeerJobOutputRequest, grpc.ServerStreamingServer[JobOutputChunk]) error {
 	return status.Error(codes.Unimplemented, "method PeerJobOutput not implemented")
+}
+func (UnimplementedFederationServiceServer) PeerQueue(context.Context, *PeerQueueRequest) (*PeerQueueResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PeerQueue not implemented")
+}
+func (UnimplementedFederationServiceServer) Take(context.Context, *TakeRequest) (*TakeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Take not implemented")
 }
 func (UnimplementedFederationServiceServer) mustEmbedUnimplementedFederationServiceServer() {}
 func (UnimplementedFederationServiceServer) testEmbeddedByValue()                           {}
@@ -398,6 +460,42 @@ func _FederationService_PeerJobOutput_Handler(srv interface{}, stream grpc.Serve
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type FederationService_PeerJobOutputServer = grpc.ServerStreamingServer[JobOutputChunk]
 
+func _FederationService_PeerQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PeerQueueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FederationServiceServer).PeerQueue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FederationService_PeerQueue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FederationServiceServer).PeerQueue(ctx, req.(*PeerQueueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FederationService_Take_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TakeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FederationServiceServer).Take(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FederationService_Take_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FederationServiceServer).Take(ctx, req.(*TakeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // FederationService_ServiceDesc is the grpc.ServiceDesc for FederationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -432,6 +530,14 @@ var FederationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListMembers",
 			Handler:    _FederationService_ListMembers_Handler,
+		},
+		{
+			MethodName: "PeerQueue",
+			Handler:    _FederationService_PeerQueue_Handler,
+		},
+		{
+			MethodName: "Take",
+			Handler:    _FederationService_Take_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,355 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fedsched/fedsched/delegation"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+)
+
+// RQF, the pull transfer policy, live. The rules are the site agent's
+// (site/rqf.go): a site with idle processors and nothing waiting asks the
+// location policy's ranking of its peers for the jobs waiting in their
+// queues; a peer lists the jobs submitted there that wait, may still be
+// delegated, have not been at the asker and fit its free processors, in
+// queue order; the asker holds a slot for each job its own policy would
+// start now (the quote rule with start_now, quote in federation.go) and
+// asks to take it; the peer takes the job out of its plan and hands it
+// over. The hand-over is an ordinary delegation from the peer's side: it
+// records (durably) that it agrees to the taker's hold, agrees with
+// Agree, and from then on outcome reports, termination, status and
+// explain work as for any delegated job. A node answers queue requests
+// only if its operator opted in (delegation.disclose_queue): the answer
+// discloses its waiting jobs.
+
+// maxDisclosed bounds how many waiting jobs one queue answer lists (the
+// site agent's bound).
+const maxDisclosed = 64
+
+// rqfHandingOver starts the state message of a job handed over to a peer
+// that took it from the queue; recovery tells such a job by it.
+const rqfHandingOver = "taken from the queue (RQF) by"
+
+// pull is RQF's trigger: after a loop turn that leaves processors idle
+// with nothing waiting (kicked) and every pull interval, while that holds,
+// it asks the peers for their queues, at most once per pull interval.
+func (n *Node) pull(ctx context.Context) {
+	t := time.NewTicker(n.fed.PullInterval)
+	defer t.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-n.pullKick:
+		}
+		if !last.IsZero() && time.Since(last) < n.fed.PullInterval {
+			continue
+		}
+		o := &idleOp{reply: make(chan int, 1)}
+		if n.send(ctx, o) != nil {
+			continue
+		}
+		free, err := await(ctx, n, (<-chan int)(o.reply))
+		if err != nil || free == 0 {
+			continue
+		}
+		last = time.Now()
+		n.pullRound(ctx, free)
+	}
+}
+
+// kickPull wakes the puller after a turn that left the site idle.
+func (n *Node) kickPull(now int64) {
+	if n.fed.Transfer != delegation.RQF || !n.federating() || n.idle(now) == 0 {
+		return
+	}
+	select {
+	case n.pullKick <- struct{}{}:
+	default:
+	}
+}
+
+// idle is the free processors of a site that has nothing waiting, 0 when
+// it is not idle: the agent's condition for pulling.
+func (n *Node) idle(now int64) int {
+	if n.site.Waiting() > 0 {
+		return 0
+	}
+	return n.site.Plan().Free(now)
+}
+
+type idleOp struct{ reply chan int }
+
+func (o *idleOp) run(n *Node, now int64) func(error) {
+	free := n.idle(now)
+	return func(error) { o.reply <- free }
+}
+
+// pullRound asks the ranked peers, in rank order, for their queues and
+// takes from each what this site would start now.
+func (n *Node) pullRound(ctx context.Context, free int) {
+	n.histMu.Lock()
+	hist := maps2(n.history)
+	n.histMu.Unlock()
+	// The location policy's ranking of peers that can run anything here:
+	// a one-processor job stands for "any job" (as the agent ranks).
+	ranked := delegation.Rank(n.peerCandidates(), 1, nil, hist, delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates, Jitter: n.fed.Jitter},
+		rand.New(rand.NewPCG(uint64(n.now()), 0x5eed)))
+	for _, c := range ranked {
+		qctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
+		cl, err := n.client(qctx, c.Site, c.Addr)
+		var r *fedschedv1.PeerQueueResponse
+		if err == nil {
+			r, err = cl.PeerQueue(qctx, &fedschedv1.PeerQueueRequest{Site: n.cfg.Site, FreeProcs: int32(free)})
+		}
+		cancel()
+		n.metrics.queuesAsked.WithLabelValues(c.Site, queueAnswer(err)).Inc()
+		if err != nil {
+			n.log.Debug("queue request refused or failed", "peer", c.Site, "err", err)
+			continue
+		}
+		if len(r.GetJobs()) == 0 {
+			continue
+		}
+		p := &pickOp{from: c.Site, jobs: r.GetJobs(), reply: make(chan []picked, 1)}
+		if n.send(ctx, p) != nil {
+			return
+		}
+		picks, err := await(ctx, n, (<-chan []picked)(p.reply))
+		if err != nil {
+			return
+		}
+		for _, pk := range picks {
+			n.take(ctx, c.Site, c.Addr, pk)
+		}
+	}
+}
+
+// take asks the origin to hand a job over under this site's hold; if it
+// does not, the hold is dropped at once (it would expire anyway).
+func (n *Node) take(ctx context.Context, site, addr string, pk picked) {
+	tctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)
+	defer cancel()
+	cl, err := n.client(tctx, site, addr)
+	if err == nil {
+		_, err = cl.Take(tctx, &fedschedv1.TakeRequest{Site: n.cfg.Site, JobId: pk.job, HoldId: pk.hold})
+	}
+	n.metrics.takes.WithLabelValues(site, queueAnswer(err)).Inc()
+	if err == nil {
+		n.log.Info("took a waiting job from a peer's queue (RQF)", "peer", site, "job", pk.job, "hold", pk.hold)
+		return
+	}
+	n.log.Debug("take refused or failed; releasing the hold", "peer", site, "job", pk.job, "err", err)
+	// If the origin did record the hand-over and its reply was lost, its
+	// Agree now finds no hold and it keeps the job: never both.
+	o := &releaseOp{id: pk.hold, reply: make(chan error, 1)}
+	if n.send(ctx, o) == nil {
+		await(ctx, n, (<-chan error)(o.reply)) //nolint:errcheck // an unreleased hold expires by itself
+	}
+}
+
+func queueAnswer(err error) string {
+	if err != nil {
+		return "refused"
+	}
+	return "ok"
+}
+
+// picked is a job this site holds a slot for, to take from a peer.
+type picked struct{ job, hold string }
+
+// pickOp holds, for each job of a peer's queue this site's own policy
+// would start now, a slot that starts now (the agent's pick): the quote
+// rule with start_now, so that the same test decides a pulled job and an
+// offered one.
+type pickOp struct {
+	from  string
+	jobs  []*fedschedv1.QueuedJob
+	reply chan []picked
+}
+
+func (o *pickOp) run(n *Node, now int64) func(error) {
+	var out []picked
+	for _, q := range o.jobs {
+		if _, known := n.byOrigin[originKey(o.from, q.GetJobId())]; known || n.site.Plan().Free(now) == 0 {
+			continue
+		}
+		resp, err := n.quote(&fedschedv1.QuoteRequest{OriginSite: o.from, OriginJobId: q.GetJobId(), Spec: q.GetSpec(), Route: q.GetRoute(),
+			HoldSeconds: n.fed.HoldSeconds, StartNow: true}, now)
+		if err != nil || resp.GetOffer() == nil {
+			continue
+		}
+		out = append(out, picked{job: q.GetJobId(), hold: resp.GetOffer().GetHoldId()})
+	}
+	return func(error) { o.reply <- out }
+}
+
+// queueOp answers a peer's queue request.
+type queueOp struct {
+	req   *fedschedv1.PeerQueueRequest
+	reply chan queueResult
+}
+
+type queueResult struct {
+	jobs []*fedschedv1.QueuedJob
+	err  error
+}
+
+func (o *queueOp) run(n *Node, _ int64) func(error) {
+	jobs, err := n.disclose(o.req)
+	return func(error) { o.reply <- queueResult{jobs: jobs, err: err} }
+}
+
+// disclose lists the jobs submitted here that wait and may still be
+// delegated, that have not been at the asking site and fit its free
+// processors, in queue order (the agent's disclose).
+func (n *Node) disclose(req *fedschedv1.PeerQueueRequest) ([]*fedschedv1.QueuedJob, error) {
+	if !n.fed.DiscloseQueue {
+		return nil, fmt.Errorf("site %s does not disclose its queue (delegation.disclose_queue is off): %w", n.cfg.Site, ErrQueueNotDisclosed)
+	}
+	var out []*fedschedv1.QueuedJob
+	for _, id := range n.site.WaitingIDs(nil) {
+		lj := n.live[id]
+		if !n.waitsHere(lj) || lj.pj.Procs > int(req.GetFreeProcs()) || routeOf(lj.job).Visited(req.GetSite()) {
+			continue
+		}
+		out = append(out, &fedschedv1.QueuedJob{JobId: lj.job.GetId(), Spec: proto.Clone(lj.job.GetSpec()).(*fedschedv1.JobSpec),
+			Route: cloneRoute(lj.job.GetRoute())})
+		if len(out) == maxDisclosed {
+			break
+		}
+	}
+	return out, nil
+}
+
+// waitsHere reports whether lj is a job submitted here that waits for its
+// start, not being delegated, and may still be delegated.
+func (n *Node) waitsHere(lj *liveJob) bool {
+	return lj != nil && lj.job.GetOriginSite() == n.cfg.Site && lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING &&
+		!lj.cancelled && n.inflight[lj.seq] == nil && n.mayDelegate(lj.job.GetRoute())
+}
+
+func cloneRoute(r []*fedschedv1.RouteHop) []*fedschedv1.RouteHop {
+	out := make([]*fedschedv1.RouteHop, len(r))
+	for i, h := range r {
+		out[i] = proto.Clone(h).(*fedschedv1.RouteHop)
+	}
+	return out
+}
+
+// takeOp hands a waiting job over to the peer that asks to take it.
+type takeOp struct {
+	req   *fedschedv1.TakeRequest
+	reply chan error
+}
+
+func (o *takeOp) run(n *Node, now int64) func(error) {
+	err := n.handOver(o.req, now)
+	return func(cerr error) {
+		if err == nil && cerr != nil {
+			err = fmt.Errorf("storing the hand-over failed: %w: %w", ErrUnavailable, cerr)
+		}
+		o.reply <- err
+	}
+}
+
+// handOver takes a waiting job out of the plan and records, before the
+// reply, that the site agrees to the taker's hold: the delegation then
+// runs as any other (delegate, settleTake), and survives a restart.
+func (n *Node) handOver(req *fedschedv1.TakeRequest, now int64) error {
+	if !n.fed.DiscloseQueue {
+		return fmt.Errorf("site %s does not disclose its queue (delegation.disclose_queue is off): %w", n.cfg.Site, ErrQueueNotDisclosed)
+	}
+	seq, ok := seqOf(n.cfg.Site, req.GetJobId())
+	if fl := n.inflight[int64(seq)]; ok && fl != nil && fl.take && fl.peer == req.GetSite() && fl.hold == req.GetHoldId() {
+		return nil // a retried take
+	}
+	lj := n.live[int64(seq)]
+	if !ok || !n.waitsHere(lj) || routeOf(lj.job).Visited(req.GetSite()) || !n.site.Cancel(now, lj.seq) {
+		return fmt.Errorf("job %s does not wait at %s for %s to take: %w", req.GetJobId(), n.cfg.Site, req.GetSite(), ErrNotWaiting)
+	}
+	if n.adm != nil {
+		n.adm.Forget(lj.seq) // it never ran here: nothing to learn
+	}
+	id := lj.job.GetId()
+	n.pending.putRes(id, nil)
+	lj.job.Reservation, lj.job.Pof, lj.job.Overbooked = nil, 0, false
+	msg := fmt.Sprintf("%s %s, which would start it now: agreeing to its hold %s", rqfHandingOver, req.GetSite(), req.GetHoldId())
+	lj.job.Route = append(lj.job.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: req.GetSite(), Reason: fedschedv1.Reason_REASON_DELEGATED,
+		Message: msg, Time: toTime(now)})
+	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, msg, now)
+	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job, peer: req.GetSite(), hold: req.GetHoldId(), take: true}
+	n.launch = append(n.launch, lj.seq)
+	return nil
+}
+
+// isHandOver tells a stored job being handed over to a taker.
+func isHandOver(j *fedschedv1.Job) bool { return strings.HasPrefix(j.GetMessage(), rqfHandingOver) }
+
+// settleTake agrees to the taker's hold for a job handed over under RQF.
+// After a restart the hold id is asked of the taker; a taker that no
+// longer holds a slot (or agreed already) settles it.
+func (n *Node) settleTake(ctx context.Context, fl inflight, res *delegationResult) *delegationResult {
+	if fl.hold == "" {
+		a, err := n.findAgreement(ctx, fl.peer, fl.job.GetId())
+		switch {
+		case err != nil:
+			n.retryDelegation(ctx, fl)
+			return &delegationResult{seq: -1}
+		case a != nil && agreedState(a.GetState()):
+			res.agreed, res.peer = a, fl.peer
+			return res
+		case a == nil || a.GetState() != fedschedv1.AgreementState_AGREEMENT_STATE_PENDING:
+			res.err = fmt.Errorf("%s no longer holds a slot for the job", fl.peer)
+			return res
+		}
+		fl.hold = a.GetId()
+	}
+	return n.agreeWith(ctx, fl, fl.peer, n.addrOf(fl.peer), fl.hold, res)
+}
+
+// PeerQueue and Take, the RQF calls of FederationService.
+
+func (s *fedService) PeerQueue(ctx context.Context, req *fedschedv1.PeerQueueRequest) (*fedschedv1.PeerQueueResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if req.GetSite() == "" || req.GetFreeProcs() < 0 {
+		return nil, ToStatus(fmt.Errorf("site is required and free_procs must be >= 0: %w", ErrInvalidRequest))
+	}
+	o := &queueOp{req: req, reply: make(chan queueResult, 1)}
+	if err := s.n.send(ctx, o); err != nil {
+		return nil, ToStatus(err)
+	}
+	r, err := await(ctx, s.n, (<-chan queueResult)(o.reply))
+	if e := firstErr(err, r.err); e != nil {
+		return nil, ToStatus(e)
+	}
+	return &fedschedv1.PeerQueueResponse{Jobs: r.jobs}, nil
+}
+
+func (s *fedService) Take(ctx context.Context, req *fedschedv1.TakeRequest) (*fedschedv1.TakeResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if req.GetSite() == "" || req.GetJobId() == "" || req.GetHoldId() == "" {
+		return nil, ToStatus(fmt.Errorf("site, job_id and hold_id are required: %w", ErrInvalidRequest))
+	}
+	o := &takeOp{req: req, reply: make(chan error, 1)}
+	if err := s.n.send(ctx, o); err != nil {
+		return nil, ToStatus(err)
+	}
+	err, werr := await(ctx, s.n, (<-chan error)(o.reply))
+	if e := firstErr(werr, err); e != nil {
+		return nil, ToStatus(e)
+	}
+	return &fedschedv1.TakeResponse{}, nil
+}

@@ -1,0 +1,189 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/fedsched/fedsched/plan"
+)
+
+// LeaseMode is which of the federation study's leasing strategies runs
+// (Papaspyrou 2013, §6.3; Fölling et al. 2010c).
+type LeaseMode int
+
+const (
+	// LeaseBLOS, Basic Leasing on Submission (the study's Fig. 6.20): a
+	// new job goes to its site's queue; if it does not start and the
+	// site's idle processors are too few for it, the site asks its
+	// partners for a lease of the missing processors (space m_j - idle)
+	// for the job's estimate (time p̄_j); with a lease, the job starts at
+	// once on the idle processors and the leased ones.
+	LeaseBLOS LeaseMode = iota + 1
+	// LeaseCLOS, Chatty Leasing on Submission: at every submission the
+	// same steps for every job of the site's queue, from the head, the
+	// new job included.
+	LeaseCLOS
+)
+
+func (m LeaseMode) String() string {
+	switch m {
+	case LeaseBLOS:
+		return "lease-blos"
+	case LeaseCLOS:
+		return "lease-clos"
+	}
+	return fmt.Sprintf("LeaseMode(%d)", int(m))
+}
+
+// LeaseConfig configures a federation that leases processors (RunLease).
+type LeaseConfig struct {
+	Mode LeaseMode
+}
+
+// RunLease replays a federation under the study's resource leasing (§6.3):
+// sites lend each other processors for a bounded time instead of moving
+// jobs. Every job runs at the site it was submitted to, which runs EASY on
+// its own queue; a job may span two sites, its own and one lender
+// (m_j = m_{j|k} + m_{j∤k}).
+//
+// A lease request carries a number of processors and a time span: the
+// processors a queued job lacks beyond its site's idle ones, for the job's
+// estimate. It goes to the other sites in site order (the study has no
+// location policy for leasing and ran only two sites); the first that
+// grants it lends the processors, and the job starts at once on its site's
+// idle processors (possibly none, under CLOS) and the leased ones: it is
+// prioritised over the site's queue, whose head may then wait longer.
+//
+// The lender's rule, which the study leaves open (only that it applies its
+// own policy to "submission behaviour, current usage and backlog"): a site
+// grants a lease if its EASY would start a job of that many processors and
+// that estimate now (canStart: enough idle processors, and its queue empty
+// or the lease ending before its head's reservation, or using only
+// processors the head leaves spare). So a lease never delays the lender's
+// own queue as its estimates stand, and a busy site refuses.
+//
+// For the lease's time the lender's capacity is smaller by the lease: its
+// EASY sees the lease as a running job ending at the lease's end (the
+// job's start plus its estimate). The borrower gains exactly the leased
+// processors, all of them held by the job (the lease is sized to it), so
+// no other job and no third site can use them: leased processors are never
+// re-granted. A job is killed at its estimate, so it never outlives its
+// lease; the lease returns when the job completes (early if it ends before
+// its estimate), at both sites at once.
+//
+// Event order at each time t: ends at every site (jobs and the leases they
+// held), then an EASY pass at every site over its queue (site order), then
+// submissions (site order, then each site's job order), each followed by
+// an EASY pass at its site and its leasing step; repeated at t while jobs
+// with a zero runtime end.
+func RunLease(ctx context.Context, sites []FedSite, cfg LeaseConfig) (*FedResult, error) {
+	if cfg.Mode != LeaseBLOS && cfg.Mode != LeaseCLOS {
+		return nil, fmt.Errorf("lease: mode %v: want lease-blos or lease-clos: %w", cfg.Mode, ErrBadConfig)
+	}
+	res, ps, subs, err := studyRecords("lease", sites)
+	if err != nil {
+		return nil, err
+	}
+	r := leaseRun{poolRun: poolRun{pol: plan.EASY, res: res, sites: ps}, mode: cfg.Mode}
+	next, events := 0, 0
+	for next < len(subs) || len(r.ends) > 0 {
+		t := plan.Forever
+		if next < len(subs) {
+			t = subs[next].at
+		}
+		if len(r.ends) > 0 {
+			t = min(t, r.ends[0].at)
+		}
+		if events++; events&0x3ff == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("lease: %w", err)
+			}
+		}
+		r.endDue(t)
+		for {
+			r.easyLocal(t)
+			for next < len(subs) && subs[next].at == t {
+				r.submit(t, subs[next].site, subs[next].idx)
+				next++
+			}
+			if len(r.ends) == 0 || r.ends[0].at != t {
+				break
+			}
+			r.endDue(t)
+		}
+	}
+	return res, nil
+}
+
+type leaseRun struct {
+	poolRun
+	mode LeaseMode
+}
+
+// submit enqueues job i at its site k (step 1), lets k's EASY start what it
+// starts, then runs the leasing step: for the new job (BLOS) or for every
+// queued job from the head (CLOS).
+func (r *leaseRun) submit(t int64, k int, i int32) {
+	s := &r.sites[k]
+	s.local = append(s.local, i)
+	if started, _ := r.pass(t, k, s.local); len(started) > 0 {
+		s.local = slices.DeleteFunc(s.local, func(x int32) bool { return r.res.Records[x].Started })
+	}
+	switch r.mode {
+	case LeaseBLOS:
+		if !r.res.Records[i].Started {
+			r.lease(t, k, i)
+		}
+	case LeaseCLOS:
+		for _, q := range slices.Clone(s.local) {
+			r.lease(t, k, q)
+		}
+	}
+}
+
+// lease is steps 2-4 for job i queued at site k: if k's idle processors
+// suffice, nothing (the job waits for its site's EASY); otherwise a request
+// for the missing processors for the job's estimate goes to the other
+// sites in site order, and the first grant starts the job. It reports
+// whether the job started.
+func (r *leaseRun) lease(t int64, k int, i int32) bool {
+	f := &r.res.Records[i]
+	idle := r.sites[k].free
+	if f.Procs <= idle {
+		return false
+	}
+	space := f.Procs - idle
+	for l := range r.sites {
+		if l != k && r.grants(t, l, space, f.Estimate) {
+			r.startLeased(t, k, i, l, space)
+			return true
+		}
+	}
+	return false
+}
+
+// grants is the lender's decision on a request for space processors for
+// est seconds: its EASY would start such a job now.
+func (r *leaseRun) grants(t int64, l int, space int, est int64) bool {
+	return space <= r.sites[l].procs && r.canStart(t, l, space, est)
+}
+
+// startLeased starts job i at site k on k's idle processors and space
+// processors leased from site l, for the job's estimate.
+func (r *leaseRun) startLeased(t int64, k int, i int32, l int, space int) {
+	s := &r.sites[k]
+	s.local = slices.DeleteFunc(s.local, func(x int32) bool { return x == i })
+	f := &r.res.Records[i]
+	f.Leased, f.Lender = space, l
+	r.start(t, k, i)
+	// start took all the job's processors from k: k keeps only its own
+	// share busy; the lender holds the lease until the job ends.
+	s.free += space
+	s.running[len(s.running)-1].procs -= space
+	lender := &r.sites[l]
+	lender.free -= space
+	lender.running = append(lender.running, running{rec: i, estEnd: t + f.Estimate, procs: space})
+	heap.Push(&r.ends, poolEnd{at: t + min(f.Runtime, f.Estimate), site: l, rec: i, lease: true})
+}

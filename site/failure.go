@@ -1,0 +1,62 @@
+package site
+
+import (
+	"github.com/fedsched/fedsched/plan"
+)
+
+// NodeDown takes one of the site's processors out of service at now (a
+// node failure the driver injects; pick chooses which, as in
+// plan.Site.NodeDown). The job running on it, if any, is stopped and placed
+// again from now inside its window, to run from the start (the thesis's
+// restart of disabled jobs); waiting reservations that no longer fit are
+// placed again, and those that cannot be are lost. Every job the failure
+// touched gets a DecideFailed (Placement.OK() when it was placed again);
+// the origin of a lost job delegated here gets a report (not completed).
+// The runtime statistics learn nothing from a failure: it says nothing of
+// how long the job needed.
+func (a *Agent) NodeDown(now int64, pick int) {
+	a.dirty = true
+	hit, lost := a.site.NodeDown(now, pick)
+	if jb := a.byID[hit]; hit != 0 && jb != nil {
+		jb.started = false
+		pj := jb.pj
+		pj.Release = now
+		pl := a.site.Submit(now, pj)
+		if pl.OK() {
+			jb.pj.Release, jb.place = now, pl
+			a.decide(Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route})
+		} else {
+			a.lose(now, jb, pl)
+		}
+	}
+	for _, id := range lost {
+		if jb := a.byID[id]; jb != nil {
+			a.lose(now, jb, plan.Placement{Reason: plan.ReasonRejectedNoGap})
+		}
+	}
+}
+
+// lose gives up a job a failure took away: the driver is told, and the
+// origin of a job delegated here gets its report.
+func (a *Agent) lose(now int64, jb *job, pl plan.Placement) {
+	a.forget(jb)
+	a.decide(Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route})
+	if jb.key.Site != a.cfg.Name {
+		m := Message{Kind: KindReport, To: jb.key.Site, Job: jb.key, Outcome: Outcome{Start: jb.start, End: now}}
+		a.reports[jb.key] = &pendingReport{msg: m, next: now + a.cfg.ReplySeconds}
+		a.send(m)
+	}
+}
+
+// NodeUp returns the longest-failed processor to service at now; it
+// reports false if none is down.
+func (a *Agent) NodeUp(now int64) bool {
+	if !a.site.NodeUp(now) {
+		return false
+	}
+	a.dirty = true
+	return true
+}
+
+// Down is the number of the site's processors out of service.
+func (a *Agent) Down() int { return a.site.Down() }

@@ -1,0 +1,62 @@
+package site
+
+import (
+	"testing"
+
+	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/plan"
+)
+
+// TestNodeDownRestartsAJobThatStillFits: a failure under a running job
+// stops it; with processors left and no deadline it is placed again and
+// starts anew, from the failure, as the single-site replay restarts it.
+func TestNodeDownRestartsAJobThatStillFits(t *testing.T) {
+	f := newFed(t, Config{Name: "a", Procs: 4, Policy: plan.Conservative})
+	f.submit("a", 1, 2, 100)
+	f.now = 10
+	f.agents["a"].NodeDown(f.now, 0) // processor 0 runs job 1
+	f.drain("a")
+	d, ok := f.find(DecideFailed, JobKey{"a", 1})
+	if !ok || !d.Placement.OK() || d.Placement.Start != 10 {
+		t.Fatalf("job 1 after the failure: %+v (found %v), want placed again from 10", d, ok)
+	}
+	delete(f.starts, JobKey{"a", 1})
+	f.settle()
+	if f.starts[JobKey{"a", 1}] != "a" {
+		t.Fatal("job 1 did not start again")
+	}
+	if got := f.agents["a"].Down(); got != 1 {
+		t.Fatalf("%d processors down, want 1", got)
+	}
+	if !f.agents["a"].NodeUp(f.now) || f.agents["a"].Down() != 0 || f.agents["a"].NodeUp(f.now) {
+		t.Fatal("NodeUp does not bring the one failed processor back")
+	}
+}
+
+// TestNodeDownLosesADelegatedJob: a job delegated to a peer that a failure
+// hits and that no longer fits there (its two processors, one of them
+// down until repaired) is lost: the peer says so, and the origin learns
+// from the report that it did not complete.
+func TestNodeDownLosesADelegatedJob(t *testing.T) {
+	f := newFed(t, Config{Name: "small", Procs: 2, Policy: plan.Conservative, Transfer: delegation.ACF},
+		Config{Name: "big", Procs: 2, Policy: plan.Conservative, Transfer: delegation.ACF})
+	f.submit("small", 1, 2, 1000) // starts at home
+	f.submit("small", 2, 2, 1000) // cannot start at home: big takes it
+	if f.starts[JobKey{"small", 2}] != "big" {
+		t.Fatalf("job 2 started at %q, want big", f.starts[JobKey{"small", 2}])
+	}
+	f.now = 50
+	f.agents["big"].NodeDown(f.now, 1)
+	f.drain("big")
+	f.settle()
+	if d, ok := f.find(DecideFailed, JobKey{"small", 2}); !ok || d.Placement.OK() {
+		t.Fatalf("big after the failure: %+v (found %v), want job 2 lost", d, ok)
+	}
+	d, ok := f.find(DecideOutcome, JobKey{"small", 2})
+	if !ok || d.Outcome.Completed || d.Outcome.End != 50 || d.Peer != "big" {
+		t.Fatalf("the origin's outcome of job 2: %+v (found %v), want not completed at 50", d, ok)
+	}
+	if f.agents["big"].End(60, JobKey{"small", 2}, true) {
+		t.Fatal("big still runs the lost job")
+	}
+}
