@@ -108,6 +108,8 @@ type FedRecord struct {
 type FedResult struct {
 	Sites   []FedSite
 	Records []FedRecord // grouped by origin site, in each site's job order
+	// Leasing is each site's leasing (RunLease); nil without leasing.
+	Leasing []LeaseStats
 	// byOrigin[k] and byExec[k] index the records submitted at and run at
 	// site k, in record order; built on the first metrics call, so that
 	// per-site metrics do not each scan every record.
