@@ -159,6 +159,10 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"pof_max out of range", site("    policy: conservative\n    overbooking:\n      enabled: true\n      pof_max: 1.5\n"), "line 9: sites[1].overbooking.pof_max: must be in [0, 1]"},
 		{"bad mode", site("    policy: conservative\n    overbooking:\n      enabled: true\n      mode: wild\n"), "line 9: sites[1].overbooking.mode"},
 		{"security factor without the risk test", site("    policy: conservative\n    overbooking:\n      enabled: true\n      security_factor: 3\n"), "sites[1].overbooking.security_factor: has no effect"},
+		{"age factor above 1", site("    policy: conservative\n    overbooking:\n      enabled: true\n      age_factor: 1.5\n"), "line 9: sites[1].overbooking.age_factor: must be in [0, 1]"},
+		{"negative age period", site("    policy: conservative\n    overbooking:\n      enabled: true\n      age_every: -1\n"), "line 9: sites[1].overbooking.age_every: must be >= 0"},
+		{"ageing forgets below min samples", site("    policy: conservative\n    overbooking:\n      enabled: true\n      age_factor: 0.5\n      age_every: 10\n"), "sites[1].overbooking.age_factor: with age_every 10 the statistics keep only 10.0 samples"},
+		{"ageing without overbooking", site("    policy: conservative\n    overbooking:\n      age_factor: 0.95\n"), "sites[1].overbooking: set, but overbooking is not enabled"},
 		{"deadline factor below 1", site("    deadlines:\n      factor: 0.5\n"), "line 7: sites[1].deadlines.factor: must be a finite number >= 1"},
 		{"penalty ratio without fees", site("    fees:\n      penalty_ratio: 2\n"), "line 7: sites[1].fees.penalty_ratio: has no effect"},
 		{"fixed ends before it starts", site("    fixed:\n      - procs: 1\n        start: 10\n        end: 5\n"), "line 9: sites[1].fixed[0].end: must be after start"},
@@ -193,4 +197,29 @@ func FuzzParseScenario(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ParseScenario(b) //nolint:errcheck // must only never panic
 	})
+}
+
+// TestScenarioAgeingMirrorsTheNode: a scenario's overbooking ages the
+// statistics as a node's config of the same names does: 0 means the node's
+// defaults (0.9 every 100 learnt jobs), 1 never forgets. (The agent's side
+// is site.TestAgentAgesStatisticsAsTheNode.)
+func TestScenarioAgeingMirrorsTheNode(t *testing.T) {
+	for _, c := range []struct {
+		block  string
+		factor float64
+		every  int
+	}{
+		{"{enabled: true}", 0.9, 100},
+		{"{enabled: true, age_factor: 0.95, age_every: 50}", 0.95, 50},
+		{"{enabled: true, age_factor: 1}", 1, 100},
+	} {
+		sc, err := ParseScenario([]byte("sites:\n  - name: a\n    trace: kth\n    policy: conservative\n    overbooking: " + c.block + "\n  - name: b\n    trace: kth\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ob := sc.Sites[0].Overbooking.admission()
+		if ob.AgeFactor != c.factor || ob.AgeEvery != c.every {
+			t.Errorf("%s: agent ages by %v every %d, want %v every %d", c.block, ob.AgeFactor, ob.AgeEvery, c.factor, c.every)
+		}
+	}
 }

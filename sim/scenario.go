@@ -121,7 +121,19 @@ type ScenarioOverbooking struct {
 	RiskTest       string   `yaml:"risk_test"`
 	PoFMax         *float64 `yaml:"pof_max"`
 	SecurityFactor float64  `yaml:"security_factor"`
+	// AgeFactor and AgeEvery age the runtime statistics, as the node's
+	// settings of these names: 0 means the node's defaults (0.9 and 100),
+	// age_factor 1 never forgets.
+	AgeFactor float64 `yaml:"age_factor"`
+	AgeEvery  int     `yaml:"age_every"`
 }
+
+// The node's defaults of overbooking.age_factor and age_every
+// (node/config), which a scenario mirrors.
+const (
+	defaultAgeFactor = 0.9
+	defaultAgeEvery  = 100
+)
 
 // ScenarioDeadlines sets deadline = submit + factor x estimate.
 type ScenarioDeadlines struct {
@@ -525,7 +537,7 @@ func (s *Scenario) checkOverbooking(i int, o ScenarioOverbooking, pol plan.Polic
 		return s.bad(msg, append([]any{"sites", i, "overbooking"}, field...)...)
 	}
 	if !o.Enabled {
-		if o.Mode != "" || o.RiskTest != "" || o.PoFMax != nil || o.SecurityFactor != 0 {
+		if o.Mode != "" || o.RiskTest != "" || o.PoFMax != nil || o.SecurityFactor != 0 || o.AgeFactor != 0 || o.AgeEvery != 0 {
 			return at("set, but overbooking is not enabled (enabled: true)")
 		}
 		return nil
@@ -545,8 +557,30 @@ func (s *Scenario) checkOverbooking(i int, o ScenarioOverbooking, pol plan.Polic
 		return at(fmt.Sprintf("must be a finite number >= 0, got %v", o.SecurityFactor), "security_factor")
 	case o.SecurityFactor != 0 && o.RiskTest != "risk":
 		return at("has no effect without risk_test: risk", "security_factor")
+	case !(o.AgeFactor >= 0 && o.AgeFactor <= 1):
+		return at(fmt.Sprintf("must be in [0, 1] (0: %v), got %v", defaultAgeFactor, o.AgeFactor), "age_factor")
+	case o.AgeEvery < 0:
+		return at(fmt.Sprintf("must be >= 0 (0: %d), got %d", defaultAgeEvery, o.AgeEvery), "age_every")
+	}
+	if f, k := o.ageing(); f < 1 && float64(k)*f/(1-f) < overbook.DefaultAdmissionMinSamples {
+		// The node refuses the same: its statistics could never hold
+		// min_samples of weight, so nothing would ever be overbooked.
+		return at(fmt.Sprintf("with age_every %d the statistics keep only %.1f samples of weight, fewer than the %d an overbooked job needs: nothing would ever be overbooked; raise age_factor or age_every", k, float64(k)*f/(1-f), overbook.DefaultAdmissionMinSamples), "age_factor")
 	}
 	return nil
+}
+
+// ageing is the block's age_factor and age_every with the node's defaults
+// in place of zeros.
+func (o ScenarioOverbooking) ageing() (float64, int) {
+	f, k := o.AgeFactor, o.AgeEvery
+	if f == 0 {
+		f = defaultAgeFactor
+	}
+	if k == 0 {
+		k = defaultAgeEvery
+	}
+	return f, k
 }
 
 // admission builds the site agent's overbooking from the block, as the
@@ -556,6 +590,7 @@ func (o ScenarioOverbooking) admission() *site.Overbooking {
 		return nil
 	}
 	ob := &site.Overbooking{}
+	ob.AgeFactor, ob.AgeEvery = o.ageing()
 	if o.Mode == "comprehensive" {
 		ob.Mode = overbook.Comprehensive
 	}

@@ -37,6 +37,13 @@ type Overbooking struct {
 	// the start, survival while running); the zero value: nodes never
 	// fail. A driver that injects failures (NodeDown) sets the same rates.
 	Failures overbook.FailureModel
+	// AgeFactor and AgeEvery age the runtime statistics as the node's
+	// overbooking.age_factor and age_every do (overbook.StatsConfig):
+	// after every AgeEvery learnt jobs (0: 100) every sample's weight is
+	// multiplied by AgeFactor; 0 or 1 never forgets. (The node's config
+	// turns its own 0 into 0.9; a scenario does the same.)
+	AgeFactor float64
+	AgeEvery  int
 }
 
 // PastJob is a job that ran before the site's first submission.
@@ -237,7 +244,7 @@ func New(cfg Config) (*Agent, error) {
 		if cfg.Policy != plan.Conservative {
 			return nil, fmt.Errorf("site agent %s: overbooking needs the conservative policy (the queue policies keep no reservations to overbook), not %v: %w", cfg.Name, cfg.Policy, ErrInvalid)
 		}
-		st, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime})
+		st, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime, AgeFactor: o.AgeFactor, AgeEvery: o.AgeEvery})
 		if err != nil {
 			return nil, fmt.Errorf("site agent %s: %w", cfg.Name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/overbook"
 	"github.com/fedsched/fedsched/plan"
 )
 
@@ -264,6 +265,48 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestAgentAgesStatisticsAsTheNode: the agent's runtime statistics age as
+// a node's with the same overbooking.age_factor and age_every (the node
+// records every learnt job into overbook.Stats configured so, statsConfig
+// in node/learning.go): the same jobs end, the same weights remain.
+func TestAgentAgesStatisticsAsTheNode(t *testing.T) {
+	for _, f := range []float64{0.5, 1} {
+		a, err := New(Config{Name: "a", Procs: 8, Policy: plan.Conservative,
+			Overbooking: &Overbooking{Test: overbook.Threshold{PoFMax: 0.1}, AgeFactor: f, AgeEvery: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime, AgeFactor: f, AgeEvery: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var now int64
+		for i := range 10 {
+			pj := plan.Job{Procs: 1, Estimate: 100, Release: now, Deadline: plan.Forever, User: "u", App: "x"}
+			a.Submit(now, int64(i+1), pj)
+			a.Tick(now)
+			a.Ready()
+			now += 30 + int64(i)
+			if !a.End(now, JobKey{Site: "a", ID: int64(i + 1)}, true) {
+				t.Fatalf("job %d did not run", i+1)
+			}
+			a.Tick(now)
+			a.Ready()
+			if err := ref.Record(overbook.JobInfo{ID: int64(i + 1), Procs: 1, Estimate: 100, User: "u", App: "x"}, overbook.Observation{Ran: 30 + int64(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		j := overbook.JobInfo{Procs: 1, Estimate: 100}
+		got, want := a.adm.Stats.Histogram(j).N(), ref.Histogram(j).N()
+		if got != want {
+			t.Errorf("age factor %v: the agent's statistics weigh %v, a node's %v", f, got, want)
+		}
+		if f < 1 && got >= 10 {
+			t.Errorf("age factor %v: 10 learnt jobs weigh %v: nothing aged", f, got)
 		}
 	}
 }
