@@ -459,62 +459,72 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 		}
 		wg.Wait()
 	}
+	defer func() {
+		slices.Sort(res.refused)
+		slices.SortFunc(res.answers, func(a, b *fedschedv1.QuoteAnswer) int { return strings.Compare(a.GetPeerSite(), b.GetPeerSite()) })
+	}()
 	// Ordered spill-over: each preferred peer alone, in order, then the
-	// location policy's ranking of the others.
-	for _, round := range cands {
-		ask(round)
-		if len(offers) > 0 {
-			break
+	// location policy's ranking of the others. A round that brings offers
+	// ends the asking; if the peer chosen among them does not confirm, the
+	// next round is asked (as the site agent does), and only when none is
+	// left does the job fall back to this site.
+	rounds := cands
+	for len(rounds) > 0 {
+		offers = offers[:0]
+		for len(rounds) > 0 && len(offers) == 0 {
+			ask(rounds[0])
+			rounds = rounds[1:]
 		}
-	}
-	slices.Sort(res.refused)
-	slices.SortFunc(res.answers, func(a, b *fedschedv1.QuoteAnswer) int { return strings.Compare(a.GetPeerSite(), b.GetPeerSite()) })
-	// Best breaks ties by position: the location policy's rank, whatever
-	// order the replies came in.
-	slices.SortFunc(offers, func(a, b quoted) int { return a.rank - b.rank })
-	if len(offers) == 0 {
-		return
-	}
-	qs := make([]delegation.Quote, len(offers))
-	for i, o := range offers {
-		qs[i] = delegation.Quote{Site: o.site, HoldID: o.offer.GetHoldId(), Start: o.offer.GetStart().AsTime().Unix(),
-			End: o.offer.GetEnd().AsTime().Unix(), PoF: o.offer.GetPof(), Price: o.offer.GetPrice(), Expires: o.offer.GetExpires().AsTime().Unix()}
-		if fl.acf {
-			qs[i] = qs[i].StartingAt(n.now())
+		if len(offers) == 0 {
+			return
 		}
-	}
-	fee, pen := spec.GetFee(), spec.GetPenalty()
-	best := delegation.Best(qs, fee, pen, 0)
-	release := func(skip int) {
+		// Best breaks ties by position: the location policy's rank,
+		// whatever order the replies came in.
+		slices.SortFunc(offers, func(a, b quoted) int { return a.rank - b.rank })
+		qs := make([]delegation.Quote, len(offers))
 		for i, o := range offers {
-			if i == skip {
-				continue
+			qs[i] = delegation.Quote{Site: o.site, HoldID: o.offer.GetHoldId(), Start: o.offer.GetStart().AsTime().Unix(),
+				End: o.offer.GetEnd().AsTime().Unix(), PoF: o.offer.GetPof(), Price: o.offer.GetPrice(), Expires: o.offer.GetExpires().AsTime().Unix()}
+			if fl.acf {
+				qs[i] = qs[i].StartingAt(n.now())
 			}
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.fed.QuoteTimeout)
-			if cl, err := n.client(rctx, o.site, o.addr); err == nil {
-				cl.Release(rctx, &fedschedv1.ReleaseRequest{HoldId: o.offer.GetHoldId()}) //nolint:errcheck // holds expire by themselves
-			}
-			cancel()
 		}
+		best := delegation.Best(qs, spec.GetFee(), spec.GetPenalty(), 0)
+		round := slices.Clone(offers)
+		release := func(skip int) {
+			for i, o := range round {
+				if i == skip {
+					continue
+				}
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.fed.QuoteTimeout)
+				if cl, err := n.client(rctx, o.site, o.addr); err == nil {
+					cl.Release(rctx, &fedschedv1.ReleaseRequest{HoldId: o.offer.GetHoldId()}) //nolint:errcheck // holds expire by themselves
+				}
+				cancel()
+			}
+		}
+		win := round[best]
+		// Persist the choice before agreeing (write-ahead).
+		intent := &delegationResult{seq: fl.seq, intent: true, peer: win.site, offer: win.offer, proceed: make(chan bool, 1)}
+		if err := n.send(ctx, intent); err != nil {
+			release(-1)
+			res = &delegationResult{seq: -1}
+			return
+		}
+		if ok, err := await(ctx, n, (<-chan bool)(intent.proceed)); err != nil || !ok {
+			release(-1)
+			res = &delegationResult{seq: -1}
+			return
+		}
+		// The losers' holds are released off the critical path (they
+		// expire by themselves if this fails).
+		n.bg.Add(1)
+		go func() { defer n.bg.Done(); release(best) }()
+		if res = n.agreeWith(ctx, fl, win.site, win.addr, win.offer.GetHoldId(), res); res.seq == -1 || res.agreed != nil {
+			return
+		}
+		// A definite refusal (res.err): the next round, if any.
 	}
-	win := offers[best]
-	// Persist the choice before agreeing (write-ahead).
-	intent := &delegationResult{seq: fl.seq, intent: true, peer: win.site, offer: win.offer, proceed: make(chan bool, 1)}
-	if err := n.send(ctx, intent); err != nil {
-		release(-1)
-		res = &delegationResult{seq: -1}
-		return
-	}
-	if ok, err := await(ctx, n, (<-chan bool)(intent.proceed)); err != nil || !ok {
-		release(-1)
-		res = &delegationResult{seq: -1}
-		return
-	}
-	// The losers' holds are released off the critical path (they expire
-	// by themselves if this fails).
-	n.bg.Add(1)
-	go func() { defer n.bg.Done(); release(best) }()
-	res = n.agreeWith(ctx, fl, win.site, win.addr, win.offer.GetHoldId(), res)
 }
 
 // agreeWith agrees to a peer's hold for fl's job (a quote it chose, or the
@@ -548,6 +558,15 @@ func (n *Node) agreeWith(ctx context.Context, fl inflight, site, addr, hold stri
 	default:
 		res.err = fmt.Errorf("%s did not confirm its quote: %v", site, err)
 		n.observeFailure(site)
+		if a != nil && a.GetState() == fedschedv1.AgreementState_AGREEMENT_STATE_PENDING {
+			// It still holds the slot: let it go rather than keep it
+			// held until it expires.
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), n.fed.QuoteTimeout)
+			if cl, cerr := n.client(rctx, site, addr); cerr == nil {
+				cl.Release(rctx, &fedschedv1.ReleaseRequest{HoldId: hold}) //nolint:errcheck // holds expire by themselves
+			}
+			rcancel()
+		}
 	}
 	return res
 }

@@ -310,3 +310,33 @@ func TestAgentAgesStatisticsAsTheNode(t *testing.T) {
 		}
 	}
 }
+
+// TestUnconfirmedQuoteAsksTheNextRound: the chosen peer answers agree
+// without an agreement (its hold ran out while the agree was lost); the
+// origin asks the next round, and the job goes to the next preferred peer
+// (the node does the same: e2e.TestUnconfirmedQuoteAsksTheNextRound).
+func TestUnconfirmedQuoteAsksTheNextRound(t *testing.T) {
+	f := newFed(t, Config{Name: "home", Procs: 2, Policy: plan.EASY, Transfer: delegation.ACF, Prefer: []string{"partner", "other"}, ReplySeconds: 10},
+		Config{Name: "partner", Procs: 4, Policy: plan.EASY, HoldSeconds: 5}, Config{Name: "other", Procs: 4, Policy: plan.EASY})
+	f.submit("home", 1, 2, 1000)
+	dropped := 0
+	f.drop = func(m Message) bool {
+		if m.Kind == KindAgree && m.To == "partner" && dropped == 0 {
+			dropped++
+			return true
+		}
+		return false
+	}
+	f.submit("home", 2, 2, 1000)
+	f.now = 10
+	f.settle()
+	if dropped != 1 {
+		t.Fatalf("dropped %d agrees", dropped)
+	}
+	if d, ok := f.find(DecideDelegate, JobKey{"home", 2}); !ok || d.Peer != "other" {
+		t.Fatalf("job 2 after partner did not confirm: %+v, want delegated to other", d)
+	}
+	if h := f.agents["home"].History()["partner"]; h.Failures != 1 {
+		t.Fatalf("partner's failures in home's history: %d, want 1", h.Failures)
+	}
+}
