@@ -711,6 +711,7 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: jobID(n.cfg.Site, uint64(seq)), Start: pl.Start, End: pl.End, PoF: pl.PoF, Price: price, Expires: now + hold}}}
 	a.Updated = now
 	n.agreements[a.ID] = a // a hold: memory only (see agreementRec.stored)
+	n.addHold(a)
 	n.byOrigin[key] = a.ID
 	return &fedschedv1.QuoteResponse{Offer: offerOf(a, n.cfg.Site)}, nil
 }
@@ -846,17 +847,6 @@ func (n *Node) dropHold(a *agreementRec, now int64) {
 	}
 }
 
-// expireHolds marks agreements whose hold ran out as rejected (the core
-// already dropped the holds in its pass).
-func (n *Node) expireAgreements(now int64) {
-	for _, a := range n.agreements {
-		if a.Role == rolePeer && a.State == delegation.Pending && a.Quote.Expires <= now {
-			a.Apply(delegation.EventExpire, now) //nolint:errcheck // pending -> rejected is always allowed
-			n.dropHold(a, now)
-		}
-	}
-}
-
 type getAgreementOp struct {
 	req   *fedschedv1.GetAgreementRequest
 	reply chan agreeResult
@@ -884,13 +874,7 @@ func (o *getAgreementOp) run(n *Node, _ int64) func(error) {
 // agreement completes (or is terminated) and the outcome is queued for the
 // origin.
 func (n *Node) peerJobEnded(lj *liveJob, now int64) {
-	id, ok := n.byOrigin[originKey(lj.job.GetOriginSite(), "")]
-	_ = id
-	_ = ok
-	for _, a := range n.agreements {
-		if a.Role != rolePeer || a.Seq != lj.seq {
-			continue
-		}
+	if a := n.peerAgreement(lj.seq); a != nil {
 		ev := delegation.EventFinish
 		if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED {
 			if a.State == delegation.Observed {
@@ -904,7 +888,6 @@ func (n *Node) peerJobEnded(lj *liveJob, now int64) {
 		a.Pending = "outcome"
 		n.putAgreement(a, now)
 		n.kickReporter()
-		return
 	}
 }
 

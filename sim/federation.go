@@ -110,6 +110,8 @@ type FedRecord struct {
 type FedResult struct {
 	Sites   []FedSite
 	Records []FedRecord // grouped by origin site, in each site's job order
+	// Leasing is each site's leasing (RunLease); nil without leasing.
+	Leasing []LeaseStats
 	// Messages counts the messages the sites sent each other, by kind
 	// (site.Kind's names: quote-request, quote, agree, ...), lost or not.
 	Messages map[string]int64
