@@ -28,6 +28,8 @@ type FedSite struct {
 	Prefer []string
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64
+	// Pricing prices the site's quotes (nil: free).
+	Pricing delegation.Pricing
 	// Failures, if both rates are set, makes the site's processors fail
 	// and be repaired during the replay (failures.go; rates per processor
 	// per hour), drawn from FailureSeed(FedConfig.Seed, the site's index):
@@ -108,6 +110,8 @@ type FedRecord struct {
 type FedResult struct {
 	Sites   []FedSite
 	Records []FedRecord // grouped by origin site, in each site's job order
+	// Leasing is each site's leasing (RunLease); nil without leasing.
+	Leasing []LeaseStats
 	// Messages counts the messages the sites sent each other, by kind
 	// (site.Kind's names: quote-request, quote, agree, ...), lost or not.
 	Messages map[string]int64
@@ -340,7 +344,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		// was given at start, so running jobs never grow back.
 		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, NoGrowBack: true,
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
-			CommunityShare: s.CommunityShare, Seed: cfg.Seed}
+			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed}
 		if cfg.Federate {
 			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
 		}
