@@ -55,6 +55,9 @@ type FederationConfig struct {
 	// remote jobs are not quoted into slots that would leave less free
 	// (default 0).
 	CommunityShare float64
+	// Pricing prices this site's quotes (nil: free); a job whose fee does
+	// not cover the price is refused (delegation.QuotePrice).
+	Pricing delegation.Pricing
 	// ReportInterval is how often unacknowledged outcomes and
 	// terminations are retried (default 1 s of wall time).
 	ReportInterval time.Duration
@@ -459,62 +462,72 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 		}
 		wg.Wait()
 	}
+	defer func() {
+		slices.Sort(res.refused)
+		slices.SortFunc(res.answers, func(a, b *fedschedv1.QuoteAnswer) int { return strings.Compare(a.GetPeerSite(), b.GetPeerSite()) })
+	}()
 	// Ordered spill-over: each preferred peer alone, in order, then the
-	// location policy's ranking of the others.
-	for _, round := range cands {
-		ask(round)
-		if len(offers) > 0 {
-			break
+	// location policy's ranking of the others. A round that brings offers
+	// ends the asking; if the peer chosen among them does not confirm, the
+	// next round is asked (as the site agent does), and only when none is
+	// left does the job fall back to this site.
+	rounds := cands
+	for len(rounds) > 0 {
+		offers = offers[:0]
+		for len(rounds) > 0 && len(offers) == 0 {
+			ask(rounds[0])
+			rounds = rounds[1:]
 		}
-	}
-	slices.Sort(res.refused)
-	slices.SortFunc(res.answers, func(a, b *fedschedv1.QuoteAnswer) int { return strings.Compare(a.GetPeerSite(), b.GetPeerSite()) })
-	// Best breaks ties by position: the location policy's rank, whatever
-	// order the replies came in.
-	slices.SortFunc(offers, func(a, b quoted) int { return a.rank - b.rank })
-	if len(offers) == 0 {
-		return
-	}
-	qs := make([]delegation.Quote, len(offers))
-	for i, o := range offers {
-		qs[i] = delegation.Quote{Site: o.site, HoldID: o.offer.GetHoldId(), Start: o.offer.GetStart().AsTime().Unix(),
-			End: o.offer.GetEnd().AsTime().Unix(), PoF: o.offer.GetPof(), Price: o.offer.GetPrice(), Expires: o.offer.GetExpires().AsTime().Unix()}
-		if fl.acf {
-			qs[i] = qs[i].StartingAt(n.now())
+		if len(offers) == 0 {
+			return
 		}
-	}
-	fee, pen := spec.GetFee(), spec.GetPenalty()
-	best := delegation.Best(qs, fee, pen, 0)
-	release := func(skip int) {
+		// Best breaks ties by position: the location policy's rank,
+		// whatever order the replies came in.
+		slices.SortFunc(offers, func(a, b quoted) int { return a.rank - b.rank })
+		qs := make([]delegation.Quote, len(offers))
 		for i, o := range offers {
-			if i == skip {
-				continue
+			qs[i] = delegation.Quote{Site: o.site, HoldID: o.offer.GetHoldId(), Start: o.offer.GetStart().AsTime().Unix(),
+				End: o.offer.GetEnd().AsTime().Unix(), PoF: o.offer.GetPof(), Price: o.offer.GetPrice(), Expires: o.offer.GetExpires().AsTime().Unix()}
+			if fl.acf {
+				qs[i] = qs[i].StartingAt(n.now())
 			}
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.fed.QuoteTimeout)
-			if cl, err := n.client(rctx, o.site, o.addr); err == nil {
-				cl.Release(rctx, &fedschedv1.ReleaseRequest{HoldId: o.offer.GetHoldId()}) //nolint:errcheck // holds expire by themselves
-			}
-			cancel()
 		}
+		best := delegation.Best(qs, spec.GetFee(), spec.GetPenalty(), 0)
+		round := slices.Clone(offers)
+		release := func(skip int) {
+			for i, o := range round {
+				if i == skip {
+					continue
+				}
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.fed.QuoteTimeout)
+				if cl, err := n.client(rctx, o.site, o.addr); err == nil {
+					cl.Release(rctx, &fedschedv1.ReleaseRequest{HoldId: o.offer.GetHoldId()}) //nolint:errcheck // holds expire by themselves
+				}
+				cancel()
+			}
+		}
+		win := round[best]
+		// Persist the choice before agreeing (write-ahead).
+		intent := &delegationResult{seq: fl.seq, intent: true, peer: win.site, offer: win.offer, proceed: make(chan bool, 1)}
+		if err := n.send(ctx, intent); err != nil {
+			release(-1)
+			res = &delegationResult{seq: -1}
+			return
+		}
+		if ok, err := await(ctx, n, (<-chan bool)(intent.proceed)); err != nil || !ok {
+			release(-1)
+			res = &delegationResult{seq: -1}
+			return
+		}
+		// The losers' holds are released off the critical path (they
+		// expire by themselves if this fails).
+		n.bg.Add(1)
+		go func() { defer n.bg.Done(); release(best) }()
+		if res = n.agreeWith(ctx, fl, win.site, win.addr, win.offer.GetHoldId(), res); res.seq == -1 || res.agreed != nil {
+			return
+		}
+		// A definite refusal (res.err): the next round, if any.
 	}
-	win := offers[best]
-	// Persist the choice before agreeing (write-ahead).
-	intent := &delegationResult{seq: fl.seq, intent: true, peer: win.site, offer: win.offer, proceed: make(chan bool, 1)}
-	if err := n.send(ctx, intent); err != nil {
-		release(-1)
-		res = &delegationResult{seq: -1}
-		return
-	}
-	if ok, err := await(ctx, n, (<-chan bool)(intent.proceed)); err != nil || !ok {
-		release(-1)
-		res = &delegationResult{seq: -1}
-		return
-	}
-	// The losers' holds are released off the critical path (they expire
-	// by themselves if this fails).
-	n.bg.Add(1)
-	go func() { defer n.bg.Done(); release(best) }()
-	res = n.agreeWith(ctx, fl, win.site, win.addr, win.offer.GetHoldId(), res)
 }
 
 // agreeWith agrees to a peer's hold for fl's job (a quote it chose, or the
@@ -548,6 +561,15 @@ func (n *Node) agreeWith(ctx context.Context, fl inflight, site, addr, hold stri
 	default:
 		res.err = fmt.Errorf("%s did not confirm its quote: %v", site, err)
 		n.observeFailure(site)
+		if a != nil && a.GetState() == fedschedv1.AgreementState_AGREEMENT_STATE_PENDING {
+			// It still holds the slot: let it go rather than keep it
+			// held until it expires.
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), n.fed.QuoteTimeout)
+			if cl, cerr := n.client(rctx, site, addr); cerr == nil {
+				cl.Release(rctx, &fedschedv1.ReleaseRequest{HoldId: hold}) //nolint:errcheck // holds expire by themselves
+			}
+			rcancel()
+		}
 	}
 	return res
 }
@@ -677,13 +699,19 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 			return refuse(fedschedv1.Reason_REASON_REJECTED_COMMUNITY_SHARE, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)), nil
 		}
 	}
+	price, affordable := delegation.QuotePrice(n.fed.Pricing, n.site.Plan().Profile(), pj, pl, now)
+	if !affordable {
+		n.site.Unhold(now, seq)
+		return refuse(fedschedv1.Reason_REASON_REJECTED_BUDGET, delegation.BudgetRefusal(price, pj.Fee)), nil
+	}
 	specB, _ := proto.Marshal(spec)
 	routeB, _ := proto.Marshal(&fedschedv1.Job{Route: req.GetRoute()})
 	a := &agreementRec{Role: rolePeer, Seq: seq, Spec: specB, Route: routeB, Agreement: delegation.Agreement{
 		ID: jobID(n.cfg.Site, uint64(seq)), JobID: req.GetOriginJobId(), Origin: req.GetOriginSite(), Peer: n.cfg.Site, State: delegation.Pending,
-		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: jobID(n.cfg.Site, uint64(seq)), Start: pl.Start, End: pl.End, PoF: pl.PoF, Expires: now + hold}}}
+		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: jobID(n.cfg.Site, uint64(seq)), Start: pl.Start, End: pl.End, PoF: pl.PoF, Price: price, Expires: now + hold}}}
 	a.Updated = now
 	n.agreements[a.ID] = a // a hold: memory only (see agreementRec.stored)
+	n.addHold(a)
 	n.byOrigin[key] = a.ID
 	return &fedschedv1.QuoteResponse{Offer: offerOf(a, n.cfg.Site)}, nil
 }
@@ -819,17 +847,6 @@ func (n *Node) dropHold(a *agreementRec, now int64) {
 	}
 }
 
-// expireHolds marks agreements whose hold ran out as rejected (the core
-// already dropped the holds in its pass).
-func (n *Node) expireAgreements(now int64) {
-	for _, a := range n.agreements {
-		if a.Role == rolePeer && a.State == delegation.Pending && a.Quote.Expires <= now {
-			a.Apply(delegation.EventExpire, now) //nolint:errcheck // pending -> rejected is always allowed
-			n.dropHold(a, now)
-		}
-	}
-}
-
 type getAgreementOp struct {
 	req   *fedschedv1.GetAgreementRequest
 	reply chan agreeResult
@@ -857,13 +874,7 @@ func (o *getAgreementOp) run(n *Node, _ int64) func(error) {
 // agreement completes (or is terminated) and the outcome is queued for the
 // origin.
 func (n *Node) peerJobEnded(lj *liveJob, now int64) {
-	id, ok := n.byOrigin[originKey(lj.job.GetOriginSite(), "")]
-	_ = id
-	_ = ok
-	for _, a := range n.agreements {
-		if a.Role != rolePeer || a.Seq != lj.seq {
-			continue
-		}
+	if a := n.peerAgreement(lj.seq); a != nil {
 		ev := delegation.EventFinish
 		if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED {
 			if a.State == delegation.Observed {
@@ -877,7 +888,6 @@ func (n *Node) peerJobEnded(lj *liveJob, now int64) {
 		a.Pending = "outcome"
 		n.putAgreement(a, now)
 		n.kickReporter()
-		return
 	}
 }
 

@@ -231,6 +231,60 @@ func (e *ExperimentFile) Run(ctx context.Context) ([]ExperimentRow, error) {
 	return out, nil
 }
 
+// NumCells is how many cells Run replays (the grid's product times the
+// replications): the cells a dispatched run (RunCell) numbers from 0.
+func (e *ExperimentFile) NumCells() (int, error) {
+	cells, err := e.cells()
+	return len(cells), err
+}
+
+// RunCell replays cell i (from 0, in Run's order) alone, federated and
+// alone: one task of a grid dispatched over several machines (fedsched sim
+// --experiment --slurm). Its rows are those Run gives for the cell.
+func (e *ExperimentFile) RunCell(ctx context.Context, i int) ([]ExperimentRow, error) {
+	cells, err := e.cells()
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 || i >= len(cells) {
+		return nil, fmt.Errorf("experiment %s: cell %d: the grid has cells 0 to %d: %w", e.Name, i, len(cells)-1, ErrBadConfig)
+	}
+	rows, err := e.runCell(ctx, cells[i])
+	if err != nil {
+		return nil, fmt.Errorf("experiment %s: cell %d (%s): %w", e.Name, i, cells[i].file, err)
+	}
+	return rows, nil
+}
+
+// MergeCells puts the rows of every cell, replayed elsewhere by RunCell
+// and read back, in Run's order (cell order, then site order), checking
+// that part i holds cell i's rows (its scenario, replication and seed).
+func (e *ExperimentFile) MergeCells(parts [][]ExperimentRow) ([]ExperimentRow, error) {
+	cells, err := e.cells()
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) != len(cells) {
+		return nil, fmt.Errorf("experiment %s: %d parts for %d cells: %w", e.Name, len(parts), len(cells), ErrBadConfig)
+	}
+	var out []ExperimentRow
+	for i, rows := range parts {
+		c := cells[i]
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("experiment %s: cell %d (%s): no rows: %w", e.Name, i, c.file, ErrBadConfig)
+		}
+		for _, r := range rows {
+			if r.Experiment != e.Name || r.Scenario != c.sc.Name || r.Run != c.run || r.Seed != c.seed {
+				return nil, fmt.Errorf("experiment %s: part %d holds a row of %s/%s run %d seed %d, not of cell %d (%s run %d seed %d): %w",
+					e.Name, i, r.Experiment, r.Scenario, r.Run, r.Seed, i, c.sc.Name, c.run, c.seed, ErrBadConfig)
+			}
+			r.group = c.group
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 func (e *ExperimentFile) runCell(ctx context.Context, c expCell) ([]ExperimentRow, error) {
 	cfg, err := c.sc.Build()
 	if err != nil {

@@ -176,3 +176,50 @@ func BenchmarkStudyStrategies(b *testing.B) {
 		})
 	}
 }
+
+// TestRunCellMergesAsRun: every cell replayed on its own (RunCell, what
+// each task of a Slurm array runs) and merged gives Run's rows exactly,
+// summary included; parts in another order, a missing one or a cell out
+// of range are refused.
+func TestRunCellMergesAsRun(t *testing.T) {
+	e, err := LoadExperiment(writeExperiment(t, "  transfers: [acf, p-easy]\n  seeds: [1, 2]\n", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Runs = 2
+	ctx := context.Background()
+	want, err := e.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.NumCells()
+	if err != nil || n != 8 {
+		t.Fatalf("NumCells = %d, %v; want 8", n, err)
+	}
+	parts := make([][]ExperimentRow, n)
+	for i := range n {
+		if parts[i], err = e.RunCell(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+		for k := range parts[i] {
+			parts[i][k].group = -1 // as read back from JSON: the merge restores it
+		}
+	}
+	got, err := e.MergeCells(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) || Summary(got) != Summary(want) {
+		t.Fatalf("merged cells differ from Run:\n%v\n%v", got, want)
+	}
+	swapped := append([][]ExperimentRow{parts[1], parts[0]}, parts[2:]...)
+	if _, err := e.MergeCells(swapped); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("parts out of order: %v", err)
+	}
+	if _, err := e.MergeCells(parts[:n-1]); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("a part missing: %v", err)
+	}
+	if _, err := e.RunCell(ctx, n); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("cell %d of %d: %v", n, n, err)
+	}
+}

@@ -33,6 +33,8 @@ type FedSite struct {
 	// runs ACF (the study's newcomer, and the partner a site is trained
 	// against); under any other transfer they must be empty.
 	Rules delegation.RuleBases
+	// Pricing prices the site's quotes (nil: free).
+	Pricing delegation.Pricing
 	// Failures, if both rates are set, makes the site's processors fail
 	// and be repaired during the replay (failures.go; rates per processor
 	// per hour), drawn from FailureSeed(FedConfig.Seed, the site's index):
@@ -128,6 +130,20 @@ type FedRecord struct {
 type FedResult struct {
 	Sites   []FedSite
 	Records []FedRecord // grouped by origin site, in each site's job order
+	// Leasing is each site's leasing (RunLease); nil without leasing.
+	Leasing []LeaseStats
+	// Messages counts the messages the sites sent each other, by kind
+	// (site.Kind's names: quote-request, quote, agree, ...), lost or not.
+	Messages map[string]int64
+	// Offered[k] counts the jobs submitted at site k that it offered to
+	// peers (asked at least one for a quote: delegated, kept, or refused
+	// by every site) and Kept[k] those of them it then ran itself, no
+	// quote having won; KeptStartable[k] those of the
+	// kept ones that a peer it did not ask could have started at once
+	// (that peer's own policy would have started the job at the moment
+	// the origin kept it: plan.Site.CanStartNow), the cost of asking only
+	// max_candidates peers.
+	Offered, Kept, KeptStartable []int
 	// byOrigin[k] and byExec[k] index the records submitted at and run at
 	// site k, in record order; built on the first metrics call, so that
 	// per-site metrics do not each scan every record.
@@ -339,7 +355,8 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	agents := make([]*site.Agent, n)
 	fails := make([]*failureProcess, n)
 	byName := make(map[string]int, n)
-	res := &FedResult{Sites: cfg.Sites}
+	res := &FedResult{Sites: cfg.Sites, Offered: make([]int, n), Kept: make([]int, n), KeptStartable: make([]int, n)}
+	var sent [site.KindTaken + 1]int64
 	var subs []fedSubmit
 	for k, s := range cfg.Sites {
 		byName[s.Name] = k
@@ -347,7 +364,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		// was given at start, so running jobs never grow back.
 		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, NoGrowBack: true,
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
-			CommunityShare: s.CommunityShare, Seed: cfg.Seed}
+			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed}
 		if cfg.Federate {
 			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
 		}
@@ -396,11 +413,20 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			f := &res.Records[i]
 			switch d.Kind {
 			case site.DecideAccept:
+				if k == f.Origin && d.Peer == "" && offered(d.Route) {
+					res.Kept[k]++
+					if cfg.Federate && startableUnasked(agents, cfg.Sites, k, d.Route, t, f.planJob()) {
+						res.KeptStartable[k]++
+					}
+				}
 				f.Exec, f.Decision = k, d.Placement
 				if len(f.Route) == 0 || !f.Route.Visited(cfg.Sites[k].Name) {
 					f.Route = d.Route
 				}
 			case site.DecideReject:
+				if k == f.Origin && offered(d.Route) {
+					res.Offered[k]++ // offered, taken by no peer, and refused here
+				}
 				f.Exec, f.Decision, f.Route = k, d.Placement, d.Route
 			case site.DecideDelegate:
 				f.Route = d.Route
@@ -423,6 +449,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			}
 		}
 		for _, m := range r.Messages {
+			sent[m.Kind]++
 			if cfg.Loss > 0 && loss.Float64() < cfg.Loss {
 				continue
 			}
@@ -530,7 +557,45 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			}
 		}
 	}
+	res.Messages = make(map[string]int64)
+	for kind, c := range sent {
+		if c > 0 {
+			res.Messages[site.Kind(kind).String()] = c
+		}
+	}
+	for i := range res.Records {
+		if f := &res.Records[i]; f.Origin != f.Exec && offered(f.Route) {
+			res.Offered[f.Origin]++
+		}
+	}
+	for k := range res.Offered {
+		res.Offered[k] += res.Kept[k]
+	}
 	return res, nil
+}
+
+// offered reports whether the origin asked a peer for a quote on the route.
+func offered(r delegation.Route) bool {
+	for _, h := range r {
+		if h.Action == delegation.ActionQuoted || h.Action == delegation.ActionRefused {
+			return true
+		}
+	}
+	return false
+}
+
+// startableUnasked reports whether a peer of site k that the route does
+// not show as asked would start j at now under its own policy.
+func startableUnasked(agents []*site.Agent, sites []FedSite, k int, r delegation.Route, now int64, j plan.Job) bool {
+	for l, a := range agents {
+		if l == k || j.Procs > sites[l].Procs || r.Visited(sites[l].Name) {
+			continue
+		}
+		if a.Site().CanStartNow(now, j) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortSubmits(s []fedSubmit) {

@@ -159,6 +159,10 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"pof_max out of range", site("    policy: conservative\n    overbooking:\n      enabled: true\n      pof_max: 1.5\n"), "line 9: sites[1].overbooking.pof_max: must be in [0, 1]"},
 		{"bad mode", site("    policy: conservative\n    overbooking:\n      enabled: true\n      mode: wild\n"), "line 9: sites[1].overbooking.mode"},
 		{"security factor without the risk test", site("    policy: conservative\n    overbooking:\n      enabled: true\n      security_factor: 3\n"), "sites[1].overbooking.security_factor: has no effect"},
+		{"age factor above 1", site("    policy: conservative\n    overbooking:\n      enabled: true\n      age_factor: 1.5\n"), "line 9: sites[1].overbooking.age_factor: must be in [0, 1]"},
+		{"negative age period", site("    policy: conservative\n    overbooking:\n      enabled: true\n      age_every: -1\n"), "line 9: sites[1].overbooking.age_every: must be >= 0"},
+		{"ageing forgets below min samples", site("    policy: conservative\n    overbooking:\n      enabled: true\n      age_factor: 0.5\n      age_every: 10\n"), "sites[1].overbooking.age_factor: with age_every 10 the statistics keep only 10.0 samples"},
+		{"ageing without overbooking", site("    policy: conservative\n    overbooking:\n      age_factor: 0.95\n"), "sites[1].overbooking: set, but overbooking is not enabled"},
 		{"deadline factor below 1", site("    deadlines:\n      factor: 0.5\n"), "line 7: sites[1].deadlines.factor: must be a finite number >= 1"},
 		{"penalty ratio without fees", site("    fees:\n      penalty_ratio: 2\n"), "line 7: sites[1].fees.penalty_ratio: has no effect"},
 		{"fixed ends before it starts", site("    fixed:\n      - procs: 1\n        start: 10\n        end: 5\n"), "line 9: sites[1].fixed[0].end: must be after start"},
@@ -172,6 +176,10 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"negative repair rate", site("    failures:\n      failure_rate: 0.1\n      repair_rate: -1\n"), "line 8: sites[1].failures.repair_rate: must be a finite number >= 0"},
 		{"failures never repaired", site("    failures:\n      failure_rate: 0.1\n"), "line 6: sites[1].failures.repair_rate: required (> 0) with a failure_rate"},
 		{"repairs without failures", site("    failures:\n      repair_rate: 0.5\n"), "line 7: sites[1].failures.repair_rate: has no effect without a failure_rate"},
+		{"pricing without a model", site("    pricing: {beta: 0.1}\n"), "line 6: sites[1].pricing: pricing parameters"},
+		{"libra+$ without a base price", site("    pricing: {model: libra+$, alpha: 1}\n"), "line 6: sites[1].pricing: libra+$ pricing"},
+		{"unknown pricing model", site("    pricing: {model: auction}\n"), "line 6: sites[1].pricing: pricing model \"auction\""},
+		{"pricing under rqf", "transfer: rqf\n" + site("    pricing: {model: libra+$, pbase: 1, alpha: 1}\n"), "sites[1].pricing: has no effect with transfer rqf"},
 		{"failures in a pool", "transfer: p-easy\n" + site("    failures: {failure_rate: 0.1, repair_rate: 0.5}\n"), "line 7: sites[1].failures: has no effect with transfer p-easy"},
 	}
 	for _, c := range bad {
@@ -181,6 +189,11 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 				t.Fatalf("ParseScenario = %v, want ErrBadConfig saying %q", err, c.want)
 			}
 		})
+	}
+	if sc, err := ParseScenario([]byte(site("    pricing: {model: libra+$, pbase: 0.5, alpha: 1, beta: 0.1}\n"))); err != nil {
+		t.Fatalf("a priced site is refused: %v", err)
+	} else if cfg, err := sc.Build(); err != nil || cfg.Sites[1].Pricing != (delegation.LibraPlus{PBase: 0.5, Alpha: 1, Beta: 0.1}) || cfg.Sites[0].Pricing != (delegation.Free{}) {
+		t.Fatalf("pricing built as %v, %v (%v)", cfg.Sites[0].Pricing, cfg.Sites[1].Pricing, err)
 	}
 	if _, err := ParseScenario([]byte(site("    policy: conservative\n    overbooking:\n      enabled: true\n      risk_test: risk\n      security_factor: 3\n    deadlines:\n      factor: 2\n    fees:\n      enabled: true\n      penalty_ratio: 2\n    prefer: [a]\n"))); err != nil {
 		t.Fatalf("a valid SLA site is refused: %v", err)
@@ -193,4 +206,29 @@ func FuzzParseScenario(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ParseScenario(b) //nolint:errcheck // must only never panic
 	})
+}
+
+// TestScenarioAgeingMirrorsTheNode: a scenario's overbooking ages the
+// statistics as a node's config of the same names does: 0 means the node's
+// defaults (0.9 every 100 learnt jobs), 1 never forgets. (The agent's side
+// is site.TestAgentAgesStatisticsAsTheNode.)
+func TestScenarioAgeingMirrorsTheNode(t *testing.T) {
+	for _, c := range []struct {
+		block  string
+		factor float64
+		every  int
+	}{
+		{"{enabled: true}", 0.9, 100},
+		{"{enabled: true, age_factor: 0.95, age_every: 50}", 0.95, 50},
+		{"{enabled: true, age_factor: 1}", 1, 100},
+	} {
+		sc, err := ParseScenario([]byte("sites:\n  - name: a\n    trace: kth\n    policy: conservative\n    overbooking: " + c.block + "\n  - name: b\n    trace: kth\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ob := sc.Sites[0].Overbooking.admission()
+		if ob.AgeFactor != c.factor || ob.AgeEvery != c.every {
+			t.Errorf("%s: agent ages by %v every %d, want %v every %d", c.block, ob.AgeFactor, ob.AgeEvery, c.factor, c.every)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -94,6 +95,8 @@ type ScenarioSite struct {
 	Failures ScenarioFailures `yaml:"failures"`
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64 `yaml:"community_share"`
+	// Pricing prices the site's quotes (the node's delegation.pricing).
+	Pricing ScenarioPricing `yaml:"pricing"`
 	// Share is the site's share of the workload's jobs (with workload).
 	Share float64 `yaml:"share"`
 	// Rules lists the site's EFS rule-base files (transfer efs only), one
@@ -125,7 +128,19 @@ type ScenarioOverbooking struct {
 	RiskTest       string   `yaml:"risk_test"`
 	PoFMax         *float64 `yaml:"pof_max"`
 	SecurityFactor float64  `yaml:"security_factor"`
+	// AgeFactor and AgeEvery age the runtime statistics, as the node's
+	// settings of these names: 0 means the node's defaults (0.9 and 100),
+	// age_factor 1 never forgets.
+	AgeFactor float64 `yaml:"age_factor"`
+	AgeEvery  int     `yaml:"age_every"`
 }
+
+// The node's defaults of overbooking.age_factor and age_every
+// (node/config), which a scenario mirrors.
+const (
+	defaultAgeFactor = 0.9
+	defaultAgeEvery  = 100
+)
 
 // ScenarioDeadlines sets deadline = submit + factor x estimate.
 type ScenarioDeadlines struct {
@@ -149,6 +164,22 @@ type ScenarioFailures struct {
 
 func (f ScenarioFailures) model() overbook.FailureModel {
 	return overbook.FailureModel{Lambda: f.FailureRate, Mu: f.RepairRate}
+}
+
+// ScenarioPricing is a site's price model: model free (the default) or
+// libra+$ with its parameters (delegation.LibraPlus).
+type ScenarioPricing struct {
+	Model                string `yaml:"model"`
+	delegation.LibraPlus `yaml:",inline"`
+}
+
+func (p ScenarioPricing) pricing() (delegation.Pricing, error) {
+	return delegation.ParsePricing(p.Model, p.LibraPlus)
+}
+
+func pricingErr(p ScenarioPricing) error {
+	_, err := p.pricing()
+	return err
 }
 
 // ScenarioFixed is one fixed reservation.
@@ -398,6 +429,10 @@ func (s *Scenario) check() error {
 			return at(fmt.Sprintf("must be a finite number > 0 (0 means 1), got %v", site.TimeScale), "time_scale")
 		case !finite(site.CommunityShare) || site.CommunityShare < 0 || site.CommunityShare >= 1:
 			return at(fmt.Sprintf("must be in [0, 1), got %v", site.CommunityShare), "community_share")
+		case site.Pricing != ScenarioPricing{} && !slices.Contains([]string{"", "on-reject", "acf"}, strings.ToLower(s.Transfer)):
+			return at(fmt.Sprintf("has no effect with transfer %s: only the quotes of on-reject and acf carry prices", s.Transfer), "pricing")
+		case pricingErr(site.Pricing) != nil:
+			return at(pricingErr(site.Pricing).Error(), "pricing")
 		case !finite(site.Deadlines.Factor) || site.Deadlines.Factor != 0 && site.Deadlines.Factor < 1:
 			return at(fmt.Sprintf("must be a finite number >= 1 (deadline = submit + factor x estimate), got %v", site.Deadlines.Factor), "deadlines", "factor")
 		case !finite(site.Fees.PenaltyRatio) || site.Fees.PenaltyRatio < 0:
@@ -540,7 +575,7 @@ func (s *Scenario) checkOverbooking(i int, o ScenarioOverbooking, pol plan.Polic
 		return s.bad(msg, append([]any{"sites", i, "overbooking"}, field...)...)
 	}
 	if !o.Enabled {
-		if o.Mode != "" || o.RiskTest != "" || o.PoFMax != nil || o.SecurityFactor != 0 {
+		if o.Mode != "" || o.RiskTest != "" || o.PoFMax != nil || o.SecurityFactor != 0 || o.AgeFactor != 0 || o.AgeEvery != 0 {
 			return at("set, but overbooking is not enabled (enabled: true)")
 		}
 		return nil
@@ -560,8 +595,30 @@ func (s *Scenario) checkOverbooking(i int, o ScenarioOverbooking, pol plan.Polic
 		return at(fmt.Sprintf("must be a finite number >= 0, got %v", o.SecurityFactor), "security_factor")
 	case o.SecurityFactor != 0 && o.RiskTest != "risk":
 		return at("has no effect without risk_test: risk", "security_factor")
+	case !(o.AgeFactor >= 0 && o.AgeFactor <= 1):
+		return at(fmt.Sprintf("must be in [0, 1] (0: %v), got %v", defaultAgeFactor, o.AgeFactor), "age_factor")
+	case o.AgeEvery < 0:
+		return at(fmt.Sprintf("must be >= 0 (0: %d), got %d", defaultAgeEvery, o.AgeEvery), "age_every")
+	}
+	if f, k := o.ageing(); f < 1 && float64(k)*f/(1-f) < overbook.DefaultAdmissionMinSamples {
+		// The node refuses the same: its statistics could never hold
+		// min_samples of weight, so nothing would ever be overbooked.
+		return at(fmt.Sprintf("with age_every %d the statistics keep only %.1f samples of weight, fewer than the %d an overbooked job needs: nothing would ever be overbooked; raise age_factor or age_every", k, float64(k)*f/(1-f), overbook.DefaultAdmissionMinSamples), "age_factor")
 	}
 	return nil
+}
+
+// ageing is the block's age_factor and age_every with the node's defaults
+// in place of zeros.
+func (o ScenarioOverbooking) ageing() (float64, int) {
+	f, k := o.AgeFactor, o.AgeEvery
+	if f == 0 {
+		f = defaultAgeFactor
+	}
+	if k == 0 {
+		k = defaultAgeEvery
+	}
+	return f, k
 }
 
 // admission builds the site agent's overbooking from the block, as the
@@ -571,6 +628,7 @@ func (o ScenarioOverbooking) admission() *site.Overbooking {
 		return nil
 	}
 	ob := &site.Overbooking{}
+	ob.AgeFactor, ob.AgeEvery = o.ageing()
 	if o.Mode == "comprehensive" {
 		ob.Mode = overbook.Comprehensive
 	}
@@ -777,8 +835,9 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 			}
 			kept = append(kept, j)
 		}
+		pr, _ := site.Pricing.pricing() // validated
 		fs := FedSite{Name: site.Name, Procs: l.procs, Policy: pol, Jobs: kept, Overbooking: site.Overbooking.admission(),
-			Prefer: site.Prefer, CommunityShare: site.CommunityShare, Failures: site.Failures.model()}
+			Prefer: site.Prefer, CommunityShare: site.CommunityShare, Failures: site.Failures.model(), Pricing: pr}
 		for r, path := range site.Rules {
 			rb, err := delegation.LoadRuleBase(path)
 			if err != nil {

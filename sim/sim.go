@@ -20,10 +20,13 @@ type Job struct {
 	Deadline int64 // latest end; plan.Forever for none
 	Fee      float64
 	Penalty  float64
-	User     string
-	Group    string
-	App      string
-	Queue    string // the trace's queue; only runtime forecasts use it
+	// Hard marks a HARD deadline (Yeo's high urgency class); only the
+	// LibraSLA strategy treats it differently.
+	Hard  bool
+	User  string
+	Group string
+	App   string
+	Queue string // the trace's queue; only runtime forecasts use it
 }
 
 func (j Job) planJob() plan.Job {

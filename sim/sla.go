@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"sync"
 
@@ -33,9 +34,17 @@ const (
 	// HeuristicOverbook overbooks with the heuristic PoF and re-plans on
 	// every job end; overbooked jobs may grow back to their estimate.
 	HeuristicOverbook
+	// Libra is Yeo's (2008) deadline-proportional-share admission on
+	// time-shared nodes (package libra): the baseline of the two below.
+	Libra
+	// LibraSLA is Yeo's penalty-aware admission (returns, HARD and SOFT
+	// deadlines).
+	LibraSLA
+	// LibraRiskD is Yeo's zero-risk-of-deadline-delay admission.
+	LibraRiskD
 )
 
-var strategyNames = [...]string{"backfill", "heuristic-plan", "comprehensive-overbook", "heuristic-overbook"}
+var strategyNames = [...]string{"backfill", "heuristic-plan", "comprehensive-overbook", "heuristic-overbook", "libra", "libra-sla", "libra-riskd"}
 
 func (s Strategy) String() string {
 	if s >= 0 && int(s) < len(strategyNames) {
@@ -64,6 +73,8 @@ func (s Strategy) Baseline() Strategy {
 		return Backfill
 	case HeuristicOverbook:
 		return HeuristicPlan
+	case LibraSLA, LibraRiskD:
+		return Libra
 	}
 	return s
 }
@@ -155,6 +166,11 @@ type SLAConfig struct {
 	// Standing are standing reservations laid over every run (anchored at
 	// the run's time 0).
 	Standing []plan.Standing
+	// Urgency, if set, draws each job's SLA terms from Yeo's two urgency
+	// classes (deadline, fee = budget, penalty, HARD for high urgency)
+	// instead of DeadlineFactor and PenaltyRatio, seeded by FailureSeed
+	// (each run its own, as Experiment sets it).
+	Urgency *overbook.UrgencyModel
 }
 
 // TrainNone is the TrainJobs of a run without a training prefix.
@@ -177,6 +193,9 @@ type SLARun struct {
 	Met, Violated                  int
 	Fees, Penalties, Gain          float64
 	Metrics                        Metrics
+	// Utility is Yeo's Σ B_i − DY_i·PR_i over the accepted jobs (Libra
+	// strategies only; nil otherwise).
+	Utility *float64
 	// StartErrors are actual - planned start of the run's jobs that
 	// started with a promise, sorted (StartErrors).
 	StartErrors []int64
@@ -234,15 +253,31 @@ func PrepareRun(run []Job, cfg SLAConfig) []Job {
 		factor = area / (float64(cfg.Procs) * float64(t1-t0) * cfg.Load)
 	}
 	terms := overbook.FeeModel{PenaltyRatio: cfg.PenaltyRatio}
+	var rng *rand.Rand
+	if cfg.Urgency != nil {
+		rng = rand.New(rand.NewPCG(cfg.FailureSeed, urgencyStream))
+	}
 	for i := range out {
 		j := &out[i]
 		j.Submit = int64(math.Round(float64(j.Submit-t0) * factor))
 		j.Deadline = j.Submit + int64(math.Ceil(cfg.DeadlineFactor*float64(j.Estimate)))
 		j.Fee = terms.Fee(j.Procs, j.Estimate)
 		j.Penalty = terms.Penalty(j.Procs, j.Estimate)
+		if rng == nil {
+			continue
+		}
+		// A job the model cannot price (no estimate) keeps the terms
+		// above; admission rejects it anyway.
+		if t, err := cfg.Urgency.Terms(rng, overbook.JobInfo{Procs: j.Procs, Estimate: j.Estimate}, j.Submit); err == nil {
+			j.Deadline, j.Fee, j.Penalty, j.Hard = t.Deadline, t.Fee, t.Penalty, t.Hard
+		}
 	}
 	return out
 }
+
+// urgencyStream is the second PCG word of the urgency draws (the first is
+// the run's seed), so that they are not the failure draws.
+const urgencyStream = 0x75726765
 
 // finisher tells the admission test of finished jobs, so that it forgets
 // them and, if it learns online, updates its statistics.
@@ -344,6 +379,12 @@ func RunSLAForecast(ctx context.Context, jobs []Job, cfg SLAConfig, history []Jo
 }
 
 func runSLA(ctx context.Context, jobs []Job, cfg SLAConfig, trained *overbook.Stats, fc *OnlineForecast) (SLARun, []Record, error) {
+	if cfg.Strategy.IsLibra() {
+		if len(cfg.Standing) > 0 || cfg.Failures.Lambda > 0 {
+			return SLARun{}, nil, fmt.Errorf("strategy %s: time-shared nodes have no standing reservations or node failures: %w", cfg.Strategy, ErrBadConfig)
+		}
+		return runLibra(ctx, jobs, cfg)
+	}
 	sc, obs, err := siteConfig(cfg, trained, fc)
 	if err != nil {
 		return SLARun{}, nil, err
@@ -414,7 +455,7 @@ func Experiment(ctx context.Context, jobs []Job, cfg SLAConfig) ([]SLARun, error
 	}
 	var trained *overbook.Stats
 	forecasts := cfg.StatsSource == StatsForecast && cfg.Strategy.Overbooks()
-	if !forecasts {
+	if !forecasts && !cfg.Strategy.IsLibra() {
 		if trained, err = Train(train, cfg.Stats); err != nil {
 			return nil, err
 		}

@@ -37,6 +37,13 @@ type Overbooking struct {
 	// the start, survival while running); the zero value: nodes never
 	// fail. A driver that injects failures (NodeDown) sets the same rates.
 	Failures overbook.FailureModel
+	// AgeFactor and AgeEvery age the runtime statistics as the node's
+	// overbooking.age_factor and age_every do (overbook.StatsConfig):
+	// after every AgeEvery learnt jobs (0: 100) every sample's weight is
+	// multiplied by AgeFactor; 0 or 1 never forgets. (The node's config
+	// turns its own 0 into 0.9; a scenario does the same.)
+	AgeFactor float64
+	AgeEvery  int
 }
 
 // PastJob is a job that ran before the site's first submission.
@@ -84,6 +91,9 @@ type Config struct {
 	// CommunityShare is the share of processors kept for local users:
 	// remote jobs are not quoted into slots that would leave less free.
 	CommunityShare float64
+	// Pricing prices this site's quotes (nil: free); a job whose fee
+	// does not cover the price is refused (Libra+$'s budget check).
+	Pricing delegation.Pricing
 	// Seed seeds the location policy's jitter; each job draws from its
 	// own stream (Seed, job id), so a decision can be replayed.
 	Seed uint64
@@ -183,9 +193,10 @@ type job struct {
 	started bool
 	start   int64
 	place   plan.Placement
-	expires int64 // hold expiry
-	queued  bool  // EFS: taken into the queue at agree, no hold
-	at      int64 // EFS: when the peer's transfer policy took it
+	expires int64   // hold expiry
+	price   float64 // the quote's price (delegation.QuotePrice)
+	queued  bool    // EFS: taken into the queue at agree, no hold
+	at      int64   // EFS: when the peer's transfer policy took it
 }
 
 // Agent is one site's decision core.
@@ -247,7 +258,7 @@ func New(cfg Config) (*Agent, error) {
 		if cfg.Policy != plan.Conservative {
 			return nil, fmt.Errorf("site agent %s: overbooking needs the conservative policy (the queue policies keep no reservations to overbook), not %v: %w", cfg.Name, cfg.Policy, ErrInvalid)
 		}
-		st, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime})
+		st, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime, AgeFactor: o.AgeFactor, AgeEvery: o.AgeEvery})
 		if err != nil {
 			return nil, fmt.Errorf("site agent %s: %w", cfg.Name, err)
 		}
@@ -595,7 +606,13 @@ func (a *Agent) quote(now int64, m Message) {
 		refuse(why)
 		return
 	}
-	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: now + hold, from: m.From}
+	price, affordable := delegation.QuotePrice(a.cfg.Pricing, a.site.Plan().Profile(), pj, pl, now)
+	if !affordable {
+		a.site.Unhold(now, pj.ID)
+		refuse(delegation.BudgetRefusal(price, pj.Fee))
+		return
+	}
+	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: now + hold, from: m.From, price: price}
 	a.add(jb)
 	a.set(jb, stateHeld)
 	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
@@ -634,7 +651,7 @@ func (a *Agent) offerOf(jb *job) *Offer {
 			Expires: jb.expires}, Queued: true}
 	}
 	return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.key.String(), Start: jb.place.Start, End: jb.place.End,
-		PoF: jb.place.PoF, Expires: jb.expires}, Overbooked: jb.place.Reason == plan.ReasonOverbooked}
+		PoF: jb.place.PoF, Price: jb.price, Expires: jb.expires}, Overbooked: jb.place.Reason == plan.ReasonOverbooked}
 }
 
 // agree confirms a hold: the job is accepted here.

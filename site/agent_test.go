@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/overbook"
 	"github.com/fedsched/fedsched/plan"
 )
 
@@ -265,5 +266,98 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		if _, err := New(c); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestPriceDecides: with Libra+$ prices the origin takes the cheaper
+// quote (delegation.Best weighs fee − price − PoF × penalty): zzz ranks
+// first (two processors free now, as the job needs, and more later) but
+// six of its eight processors are taken over the job's window, so its
+// price is four times aaa's. Free, the ranking decides.
+func TestPriceDecides(t *testing.T) {
+	for _, c := range []struct {
+		pricing delegation.Pricing
+		want    string
+	}{{delegation.LibraPlus{PBase: 1, Alpha: 1, Beta: 1}, "aaa"}, {nil, "zzz"}} {
+		f := newFed(t, Config{Name: "origin", Procs: 2, Policy: plan.EASY, Transfer: delegation.ACF},
+			Config{Name: "aaa", Procs: 8, Policy: plan.EASY, Pricing: c.pricing, Fixed: []plan.FixedSpec{{ID: -1, Procs: 7, Start: 1000, End: 100000}}},
+			Config{Name: "zzz", Procs: 8, Policy: plan.EASY, Pricing: c.pricing, Fixed: []plan.FixedSpec{{ID: -1, Procs: 6, Start: 0, End: 900}}})
+		f.submit("origin", 1, 2, 900)
+		f.submit("origin", 2, 2, 900)
+		if got := f.starts[JobKey{"origin", 2}]; got != c.want {
+			t.Fatalf("pricing %v: job went to %q, want %s", c.pricing, got, c.want)
+		}
+	}
+}
+
+// TestAgentAgesStatisticsAsTheNode: the agent's runtime statistics age as
+// a node's with the same overbooking.age_factor and age_every (the node
+// records every learnt job into overbook.Stats configured so, statsConfig
+// in node/learning.go): the same jobs end, the same weights remain.
+func TestAgentAgesStatisticsAsTheNode(t *testing.T) {
+	for _, f := range []float64{0.5, 1} {
+		a, err := New(Config{Name: "a", Procs: 8, Policy: plan.Conservative,
+			Overbooking: &Overbooking{Test: overbook.Threshold{PoFMax: 0.1}, AgeFactor: f, AgeEvery: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime, AgeFactor: f, AgeEvery: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var now int64
+		for i := range 10 {
+			pj := plan.Job{Procs: 1, Estimate: 100, Release: now, Deadline: plan.Forever, User: "u", App: "x"}
+			a.Submit(now, int64(i+1), pj)
+			a.Tick(now)
+			a.Ready()
+			now += 30 + int64(i)
+			if !a.End(now, JobKey{Site: "a", ID: int64(i + 1)}, true) {
+				t.Fatalf("job %d did not run", i+1)
+			}
+			a.Tick(now)
+			a.Ready()
+			if err := ref.Record(overbook.JobInfo{ID: int64(i + 1), Procs: 1, Estimate: 100, User: "u", App: "x"}, overbook.Observation{Ran: 30 + int64(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		j := overbook.JobInfo{Procs: 1, Estimate: 100}
+		got, want := a.adm.Stats.Histogram(j).N(), ref.Histogram(j).N()
+		if got != want {
+			t.Errorf("age factor %v: the agent's statistics weigh %v, a node's %v", f, got, want)
+		}
+		if f < 1 && got >= 10 {
+			t.Errorf("age factor %v: 10 learnt jobs weigh %v: nothing aged", f, got)
+		}
+	}
+}
+
+// TestUnconfirmedQuoteAsksTheNextRound: the chosen peer answers agree
+// without an agreement (its hold ran out while the agree was lost); the
+// origin asks the next round, and the job goes to the next preferred peer
+// (the node does the same: e2e.TestUnconfirmedQuoteAsksTheNextRound).
+func TestUnconfirmedQuoteAsksTheNextRound(t *testing.T) {
+	f := newFed(t, Config{Name: "home", Procs: 2, Policy: plan.EASY, Transfer: delegation.ACF, Prefer: []string{"partner", "other"}, ReplySeconds: 10},
+		Config{Name: "partner", Procs: 4, Policy: plan.EASY, HoldSeconds: 5}, Config{Name: "other", Procs: 4, Policy: plan.EASY})
+	f.submit("home", 1, 2, 1000)
+	dropped := 0
+	f.drop = func(m Message) bool {
+		if m.Kind == KindAgree && m.To == "partner" && dropped == 0 {
+			dropped++
+			return true
+		}
+		return false
+	}
+	f.submit("home", 2, 2, 1000)
+	f.now = 10
+	f.settle()
+	if dropped != 1 {
+		t.Fatalf("dropped %d agrees", dropped)
+	}
+	if d, ok := f.find(DecideDelegate, JobKey{"home", 2}); !ok || d.Peer != "other" {
+		t.Fatalf("job 2 after partner did not confirm: %+v, want delegated to other", d)
+	}
+	if h := f.agents["home"].History()["partner"]; h.Failures != 1 {
+		t.Fatalf("partner's failures in home's history: %d, want 1", h.Failures)
 	}
 }

@@ -32,14 +32,19 @@ type simFlags struct {
 	// experiment is an experiment file (a grid of scenarios), expCSV its
 	// tidy CSV.
 	experiment, expCSV, expPlot string
-	fixed                       []string
-	deadline                    string
-	forecast                    string
-	offered                     float64
-	span                        string
-	cpuprof                     string
-	accPlot                     string
-	gantt                       string
+	// slurm dispatches an experiment's cells as a Slurm job array
+	// (simslurm.go); cell runs one cell, as an array task does.
+	slurm                    bool
+	slurmDir, slurmPartition string
+	cell                     int
+	fixed                    []string
+	deadline                 string
+	forecast                 string
+	offered                  float64
+	span                     string
+	cpuprof                  string
+	accPlot                  string
+	gantt                    string
 	// utilPlot and queuePlot draw a replay's utilisation and queue length
 	// over time, in bins of plotBin.
 	utilPlot, queuePlot, plotBin string
@@ -88,6 +93,10 @@ predicts each job at its submission from the jobs completed before it
 	fl.StringVar(&f.scenario, "scenario", "", "replay a federation scenario (YAML; see docs/simulation.md) with and without delegation")
 	fl.StringVar(&f.experiment, "experiment", "", "run an experiment file (YAML; see docs/simulation.md): a grid of scenarios x transfers x parameters x seeds on all cores")
 	fl.StringVar(&f.expCSV, "csv", "", "with --experiment: write the tidy table (one row per cell and site) to this file")
+	fl.BoolVar(&f.slurm, "slurm", false, "with --experiment: dispatch the cells as a Slurm job array (sbatch --array; one cell per task, each running this binary with --cell) and merge their rows in cell order: the same CSV as a local run")
+	fl.StringVar(&f.slurmDir, "slurm-dir", "", "with --slurm: the directory, shared with the compute nodes, for the array's script, logs and each cell's rows (default: a new fedsched-slurm-* directory here, removed after a successful merge)")
+	fl.StringVar(&f.slurmPartition, "slurm-partition", "", "with --slurm: the partition to submit to (default: Slurm's default partition)")
+	fl.IntVar(&f.cell, "cell", 0, "with --experiment and --json: replay only this cell (from 0, in the CSV's order) and write its rows as JSON: what each task of --slurm runs")
 	fl.StringVar(&f.expPlot, "plot", "", "with --experiment: draw each site's AWRT and utilisation change, beside the references, as an SVG plot to this file")
 	fl.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the replay to this file (read it with go tool pprof)")
 	fl.StringArrayVar(&f.fixed, "fixed-reservations", nil, "standing reservations EVERY,LENGTH[,SHARE] (e.g. 6h,1h or 24h,4h,0.5 for half the machine), anchored at the trace's time 0; repeatable")
@@ -156,7 +165,11 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		if f.offered != 0 || f.deadline != "" || f.span != "" {
 			return fmt.Errorf("InvalidArgument: --offered-load, --deadline-model and --span are for plain replays; SLA experiments (--strategy) set load (--load) and deadlines themselves")
 		}
-		if err := refuseUnusedFlags(cmd, "an SLA experiment (--strategy)", strategySimFlags); err != nil {
+		mode, used := "an SLA experiment (--strategy)", strategySimFlags
+		if st, err := sim.ParseStrategy(f.sla.strategy); err == nil && st.IsLibra() {
+			mode, used = "a Libra experiment (--strategy "+st.String()+": time-shared nodes, no plan, no runtime statistics)", libraSimFlags
+		}
+		if err := refuseUnusedFlags(cmd, mode, used); err != nil {
 			return err
 		}
 		if f.jobsCSV != "" && f.sla.sweep != "" {

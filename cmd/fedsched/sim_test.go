@@ -164,3 +164,33 @@ func TestSimTrainJobsNone(t *testing.T) {
 		}
 	}
 }
+
+// TestSimLibraStrategies runs Yeo's baselines as SLA experiments: each
+// against Libra, with Yeo's utility, no runtime statistics and no start
+// accuracy; the planning strategies' flags are refused.
+func TestSimLibraStrategies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "libra.json")
+	out, err := simCLI("--trace", "kth", "--strategy", "libra-sla", "--urgency", "libra-sla", "--runs", "2", "--jobs", "300", "--json", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "time-shared nodes") || !strings.Contains(out, "urgency classes") {
+		t.Fatalf("output:\n%s", out)
+	}
+	site := readSimJSON(t, path)
+	sla, _ := site["sla"].(map[string]any)
+	base, _ := sla["baseline"].(map[string]any)
+	if site["policy"] != "time-shared" || sla["strategy"] != "libra-sla" || base["strategy"] != "libra" ||
+		sla["utility"] == nil || sla["stats"] != nil || sla["start_accuracy"] != nil || sla["accepted"].(float64) <= 0 {
+		t.Fatalf("site %v", site)
+	}
+	for _, args := range [][]string{
+		{"--strategy", "libra-riskd", "--pof-max", "0.2"},
+		{"--strategy", "libra", "--fixed-reservations", "6h,1h"},
+		{"--strategy", "libra", "--urgency", "panic"},
+	} {
+		if _, err := simCLI(append([]string{"--trace", "kth"}, args...)...); err == nil || !strings.HasPrefix(err.Error(), "InvalidArgument") {
+			t.Fatalf("%v: %v, want InvalidArgument", args, err)
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 
 // experimentSimFlags are the flags an experiment file uses: the file says
 // everything else.
-var experimentSimFlags = []string{"experiment", "csv", "plot", "runs"}
+var experimentSimFlags = []string{"experiment", "csv", "plot", "runs", "slurm", "slurm-dir", "slurm-partition", "cell"}
 
 // runExperiment runs an experiment file's grid on all cores and writes its
 // tidy CSV (--csv), its rows as JSON (--json) and, for the rows with a
@@ -24,7 +24,13 @@ func runExperiment(cmd *cobra.Command, f simFlags) error {
 	if f.jobsCSV != "" {
 		return fmt.Errorf("InvalidArgument: --jobs-csv does not go with --experiment (one row per job of every cell); run a cell's scenario with --scenario --jobs-csv")
 	}
-	if f.expCSV == "" && f.jsonOut == "" {
+	cell := cmd.Flags().Changed("cell")
+	switch {
+	case (f.slurmDir != "" || f.slurmPartition != "") && !f.slurm:
+		return fmt.Errorf("InvalidArgument: --slurm-dir and --slurm-partition go with --slurm")
+	case cell && (f.slurm || f.expCSV != "" || f.expPlot != "" || f.jsonOut == ""):
+		return fmt.Errorf("InvalidArgument: --cell replays one cell into --json OUT (as a task of --slurm does); it goes with neither --slurm, --csv nor --plot")
+	case f.expCSV == "" && f.jsonOut == "":
 		return fmt.Errorf("InvalidArgument: --experiment needs --csv FILE (the tidy table) or --json OUT")
 	}
 	e, err := sim.LoadExperiment(f.experiment)
@@ -37,7 +43,19 @@ func runExperiment(cmd *cobra.Command, f simFlags) error {
 		}
 		e.Runs = f.sla.runs
 	}
-	rows, err := e.Run(cmd.Context())
+	var rows []sim.ExperimentRow
+	switch {
+	case cell:
+		rows, err = e.RunCell(cmd.Context(), f.cell)
+		if err != nil {
+			return err
+		}
+		return writeJSON(cmd.OutOrStdout(), f.jsonOut, rows)
+	case f.slurm:
+		rows, err = runSlurmCells(cmd, f, e)
+	default:
+		rows, err = e.Run(cmd.Context())
+	}
 	if err != nil {
 		return err
 	}

@@ -39,9 +39,23 @@ type fedSiteReport struct {
 	AWRTChangeCI95    *float64 `json:"awrt_change_ci95,omitempty"`
 	DelegatedOutCI95  *float64 `json:"delegated_out_ci95,omitempty"`
 	DelegatedInCI95   *float64 `json:"delegated_in_ci95,omitempty"`
+	// Offers under a delegation protocol (absent for the study's central
+	// strategies): the jobs the site offered to peers, those it kept
+	// after all, and those of the kept ones a peer it did not ask could
+	// have started at once (sim.FedResult.KeptStartable).
+	Offered                  *float64 `json:"offered,omitempty"`
+	OfferedCI95              *float64 `json:"offered_ci95,omitempty"`
+	Kept                     *float64 `json:"kept,omitempty"`
+	KeptCI95                 *float64 `json:"kept_ci95,omitempty"`
+	KeptStartableUnasked     *float64 `json:"kept_startable_unasked,omitempty"`
+	KeptStartableUnaskedCI95 *float64 `json:"kept_startable_unasked_ci95,omitempty"`
 	// SLA appears when the scenario gives jobs deadlines, fees or
 	// overbooking.
 	SLA *fedSLAReport `json:"sla,omitempty"`
+	// Lease appears with the study's leasing (lease-blos, lease-clos):
+	// the site's lease requests, leases and peaks (the first
+	// replication's).
+	Lease *sim.LeaseStats `json:"lease,omitempty"`
 }
 
 // fedSLAReport is the SLA outcome at a site (sim.FedSLA: counted where the
@@ -72,9 +86,19 @@ type fedSLAReport struct {
 }
 
 type fedTotals struct {
-	Jobs      int           `json:"jobs"`
-	Delegated float64       `json:"delegated"`
-	SLA       *fedSLAReport `json:"sla,omitempty"`
+	Jobs      int     `json:"jobs"`
+	Delegated float64 `json:"delegated"`
+	// Under a delegation protocol: the sites' offers summed (as each
+	// site's), and the messages the sites sent (mean per replication),
+	// in all and by kind (quote_request, quote, agree, agreed, release,
+	// report, report_ack, queue_request, queue, take, taken).
+	Offered              *float64           `json:"offered,omitempty"`
+	Kept                 *float64           `json:"kept,omitempty"`
+	KeptStartableUnasked *float64           `json:"kept_startable_unasked,omitempty"`
+	Messages             *float64           `json:"messages,omitempty"`
+	MessagesCI95         *float64           `json:"messages_ci95,omitempty"`
+	MessagesByKind       map[string]float64 `json:"messages_by_kind,omitempty"`
+	SLA                  *fedSLAReport      `json:"sla,omitempty"`
 }
 
 type fedReport struct {
@@ -202,6 +226,11 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	slas, failures := sc.HasSLAs(), sc.HasFailures()
 	totals := make([]sim.FedSLA, runs)
 	delegated := make([]float64, runs)
+	protocol := fed.Offered != nil
+	var offers [3][]float64 // offered, kept, kept startable unasked: sums over the sites, per replication
+	for i := range offers {
+		offers[i] = make([]float64, runs)
+	}
 	for k, s := range cfg.Sites {
 		r := fedSiteReport{Name: s.Name, Procs: s.Procs, Policy: s.Policy.String(), Jobs: len(s.Jobs),
 			Alone: alone.OriginMetrics(k), Federated: fed.OriginMetrics(k)}
@@ -222,6 +251,20 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 				totals[i] = addSLA(totals[i], perRun[i])
 			}
 		}
+		if protocol {
+			var per [3][]float64
+			for i, fr := range feds {
+				for x, v := range []int{fr.Offered[k], fr.Kept[k], fr.KeptStartable[k]} {
+					per[x] = append(per[x], float64(v))
+					offers[x][i] += float64(v)
+				}
+			}
+			var o, kp, ks float64
+			o, r.OfferedCI95 = meanCI(per[0])
+			kp, r.KeptCI95 = meanCI(per[1])
+			ks, r.KeptStartableUnaskedCI95 = meanCI(per[2])
+			r.Offered, r.Kept, r.KeptStartableUnasked = &o, &kp, &ks
+		}
 		r.AWRTChange, r.AWRTChangeCI95 = meanCI(change)
 		r.DelegatedOut, r.DelegatedOutCI95 = meanCI(out)
 		r.DelegatedIn, r.DelegatedInCI95 = meanCI(in)
@@ -235,10 +278,31 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		if slas {
 			r.SLA = fedSLAOf(perRun, failures)
 		}
+		if fed.Leasing != nil {
+			r.Lease = &fed.Leasing[k]
+		}
 		rep.Totals.Jobs += r.Jobs
 		rep.Sites = append(rep.Sites, r)
 	}
 	rep.Totals.Delegated, _ = meanCI(delegated)
+	if protocol {
+		var o, kp, ks float64
+		o, _ = meanCI(offers[0])
+		kp, _ = meanCI(offers[1])
+		ks, _ = meanCI(offers[2])
+		rep.Totals.Offered, rep.Totals.Kept, rep.Totals.KeptStartableUnasked = &o, &kp, &ks
+		msgs := make([]float64, runs)
+		rep.Totals.MessagesByKind = make(map[string]float64)
+		for i, fr := range feds {
+			for kind, c := range fr.Messages {
+				msgs[i] += float64(c)
+				rep.Totals.MessagesByKind[strings.ReplaceAll(kind, "-", "_")] += float64(c) / float64(runs)
+			}
+		}
+		var m float64
+		m, rep.Totals.MessagesCI95 = meanCI(msgs)
+		rep.Totals.Messages = &m
+	}
 	if slas {
 		rep.Totals.SLA = fedSLAOf(totals, failures)
 	}
@@ -312,6 +376,27 @@ func printFedTable(w io.Writer, r fedReport) {
 		}
 		row("total", r.Totals.SLA)
 		tw.Flush()
+	}
+	if len(r.Sites) > 0 && r.Sites[0].Lease != nil {
+		fmt.Fprintln(w, "leasing (requests: one per partner asked; peak: most processors leased at one time; area: SA^λ as a share of the squashed area the site submitted)")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "site\trequests\trefused\tjobs with a lease\tleases granted\tpeak leased in\tpeak leased out\tarea leased in\tarea leased out\t\n")
+		for _, s := range r.Sites {
+			l, own := s.Lease, s.Federated.SquashedArea
+			share := func(a float64) string {
+				if own == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%.1f %%", 100*a/own)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", s.Name, l.Requests, l.Refused, l.Leases, l.Lent, l.PeakIn, l.PeakOut,
+				share(l.AreaIn), share(l.AreaOut))
+		}
+		tw.Flush()
+	}
+	if t := r.Totals; t.Messages != nil {
+		fmt.Fprintf(w, "offers: %.0f jobs offered to peers, %.0f kept at home after all, %.0f of these startable at once by a peer not asked; %s messages sent\n",
+			*t.Offered, *t.Kept, *t.KeptStartableUnasked, pm(*t.Messages, t.MessagesCI95, "%.0f"))
 	}
 	printMatrix(w, "migration matrix M_n (row: submitted at, column: ran at)", r.Sites, r.MigrationsN)
 	printMatrix(w, "migration matrix M_SA (by squashed area)", r.Sites, r.MigrationsSA)

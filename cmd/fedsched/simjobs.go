@@ -107,7 +107,8 @@ func fedRows(runs []*sim.FedResult) func(func(jobRow) bool) {
 var (
 	commonSimFlags   = []string{"json", "jobs-csv", "cpuprofile"}
 	plainSimFlags    = []string{"trace", "procs", "policy", "sanitize", "rule4", "skip-malformed", "fixed-reservations", "deadline-model", "forecast", "offered-load", "span", "gantt", "utilisation-plot", "queue-plot", "plot-bin", "from", "to", "start-accuracy-plot", "seed"}
-	strategySimFlags = []string{"trace", "procs", "sanitize", "rule4", "skip-malformed", "fixed-reservations", "strategy", "pof-max", "risk-test", "security-factor", "penalty-ratio", "load", "runs", "jobs", "train-jobs", "min-samples", "failure-rate", "repair-rate", "seed", "classes", "learn", "stats", "gap-choice", "sweep", "start-accuracy-plot"}
+	strategySimFlags = []string{"trace", "procs", "sanitize", "rule4", "skip-malformed", "fixed-reservations", "strategy", "pof-max", "risk-test", "security-factor", "penalty-ratio", "load", "runs", "jobs", "train-jobs", "min-samples", "failure-rate", "repair-rate", "seed", "classes", "learn", "stats", "gap-choice", "sweep", "start-accuracy-plot", "urgency"}
+	libraSimFlags    = []string{"trace", "procs", "sanitize", "rule4", "skip-malformed", "strategy", "penalty-ratio", "load", "runs", "jobs", "seed", "urgency"}
 	scenarioSimFlags = []string{"scenario", "runs", "utilisation-plot", "queue-plot", "plot-bin", "from", "to"}
 )
 

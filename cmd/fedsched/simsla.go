@@ -44,10 +44,12 @@ type slaFlags struct {
 	stats        string
 	gapChoice    string
 	sweep        string
+	urgency      string
 }
 
 func (f *slaFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&f.strategy, "strategy", "", "run an SLA experiment: backfill, heuristic-plan, comprehensive-overbook or heuristic-overbook (implies --sanitize and the conservative policy)")
+	fl.StringVar(&f.strategy, "strategy", "", "run an SLA experiment: backfill, heuristic-plan, comprehensive-overbook or heuristic-overbook (implies --sanitize and the conservative policy), or Yeo's time-shared baselines libra, libra-sla or libra-riskd (docs/overbooking.md)")
+	fl.StringVar(&f.urgency, "urgency", "none", "SLA terms: none (deadline = release + 2 x estimate, fee = procs x estimate in hours, penalty = ratio x fee, every deadline SOFT) or Yeo's two urgency classes, libra-sla (Table 4.1) or bid-based (Table 6.6): deadline, budget (the fee) and penalty drawn per job with --seed, high-urgency jobs HARD")
 	fl.Float64Var(&f.pofMax, "pof-max", 0.1, "threshold test: accept an overbooked placement when PoF < this")
 	fl.BoolVar(&f.riskTest, "risk-test", false, "use the risk test PoS x fee > PoF x penalty x SF instead of the threshold")
 	fl.Float64Var(&f.sf, "security-factor", 0, "security factor SF of the risk test (default 2 heuristic, 4 comprehensive)")
@@ -93,6 +95,17 @@ func (f *slaFlags) config(procs int) (sim.SLAConfig, error) {
 		cfg.Choice = overbook.BestPoS
 	default:
 		return cfg, fmt.Errorf("InvalidArgument: --gap-choice %q: want first or best", f.gapChoice)
+	}
+	switch f.urgency {
+	case "none":
+	case "libra-sla":
+		m := overbook.LibraSLAUrgency()
+		cfg.Urgency = &m
+	case "bid-based":
+		m := overbook.BidBasedUrgency()
+		cfg.Urgency = &m
+	default:
+		return cfg, fmt.Errorf("InvalidArgument: --urgency %q: want none, libra-sla or bid-based", f.urgency)
 	}
 	cfg.Failures = overbook.FailureModel{Lambda: f.failureRate, Mu: f.repairRate}
 	cfg.FailureSeed = f.seed
@@ -146,7 +159,7 @@ func parseTrainJobs(s string) (int, error) {
 // are means per run; gain_runs lists every run's gain in order.
 type slaReport struct {
 	Strategy   string  `json:"strategy"`
-	Stats      string  `json:"stats"`
+	Stats      string  `json:"stats,omitempty"` // absent for the Libra strategies, which use none
 	Runs       int     `json:"runs"`
 	Accepted   float64 `json:"accepted"`
 	Rejected   float64 `json:"rejected"`
@@ -163,6 +176,10 @@ type slaReport struct {
 	// Profitability is gain over fees; reliability is met over accepted.
 	Profitability float64 `json:"profitability"`
 	Reliability   float64 `json:"reliability"`
+	// Utility is Yeo's Σ B − DY·PR per run (Libra strategies only):
+	// budget minus the penalty rate times the delay past the deadline.
+	Utility     *float64 `json:"utility,omitempty"`
+	UtilityCI95 *float64 `json:"utility_ci95,omitempty"`
 	// Baseline is the strategy's own non-overbooking baseline, run on the
 	// same runs; AdditionalGain is mean gain / baseline mean gain - 1 and
 	// GainDiff the mean paired per-run difference with its 95 % interval.
@@ -180,6 +197,9 @@ type slaReport struct {
 
 func summarise(st sim.Strategy, stats sim.StatsSource, runs []sim.SLARun) *slaReport {
 	r := &slaReport{Strategy: st.String(), Stats: stats.String(), Runs: len(runs)}
+	if st.IsLibra() {
+		r.Stats = ""
+	}
 	n := float64(len(runs))
 	for _, x := range runs {
 		r.Accepted += float64(x.Accepted) / n
@@ -194,7 +214,17 @@ func summarise(st sim.Strategy, stats sim.StatsSource, runs []sim.SLARun) *slaRe
 		r.RunMetrics = append(r.RunMetrics, x.Metrics)
 	}
 	r.Gain, r.GainCI95 = sim.MeanCI95(r.GainRuns)
-	r.StartAccuracy = sim.StartAccuracyOf(mergedStartErrors(runs))
+	if len(runs) > 0 && runs[0].Utility != nil {
+		us := make([]float64, len(runs))
+		for i, x := range runs {
+			us[i] = *x.Utility
+		}
+		u, h := sim.MeanCI95(us)
+		r.Utility, r.UtilityCI95 = &u, &h
+	}
+	if !st.IsLibra() {
+		r.StartAccuracy = sim.StartAccuracyOf(mergedStartErrors(runs))
+	}
 	if r.Fees > 0 {
 		r.Profitability = r.Gain / r.Fees
 	}
@@ -255,7 +285,11 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 	}
 	// The runs are separate replays: no metric of the site as a whole is
 	// computed, so none is reported; each run's are in sla.run_metrics.
-	site := siteReport{Name: siteName(tr.Name), Procs: procs, Policy: "conservative", Dropped: sr.Dropped(), Sanitize: &sr, SLA: rep}
+	policy := "conservative"
+	if cfg.Strategy.IsLibra() {
+		policy = "time-shared"
+	}
+	site := siteReport{Name: siteName(tr.Name), Procs: procs, Policy: policy, Dropped: sr.Dropped(), Sanitize: &sr, SLA: rep}
 	if f.jobsCSV != "" {
 		name := site.Name
 		err := writeJobRows(f.jobsCSV, func(yield func(jobRow) bool) {
@@ -279,7 +313,9 @@ func runSLA(cmd *cobra.Command, f simFlags, tr *swf.Trace, procs int, standing [
 			acc = append(acc, siteReport{Name: site.Name, Policy: overbookingName(st), StartAccuracy: x.StartAccuracy})
 		}
 	}
-	printStartAccuracy(tableOut(cmd, f.jsonOut), acc)
+	if !cfg.Strategy.IsLibra() { // a Libra job starts when it is submitted: no promise to keep
+		printStartAccuracy(tableOut(cmd, f.jsonOut), acc)
+	}
 	if f.accPlot != "" {
 		title := fmt.Sprintf("%s, conservative, %.0f %% load: promised start with and without overbooking", site.Name, 100*cfg.Load)
 		if err := plotStartAccuracy(f.accPlot, title, series); err != nil {
@@ -322,17 +358,34 @@ func mergedStartErrors(runs []sim.SLARun) []int64 {
 }
 
 func printSLATable(w io.Writer, trace string, cfg sim.SLAConfig, r *slaReport) {
-	fmt.Fprintf(w, "%s: %d runs of %d jobs at %.0f %% offered load, %s, penalty ratio %g, %s statistics (means per run, ±95 %% CI)\n",
-		trace, cfg.Runs, cfg.JobsPerRun, 100*cfg.Load, testString(cfg.Test), cfg.PenaltyRatio, cfg.StatsSource)
+	terms := fmt.Sprintf("penalty ratio %g", cfg.PenaltyRatio)
+	if cfg.Urgency != nil {
+		terms = fmt.Sprintf("urgency classes (%.0f %% high), seed %d", 100*cfg.Urgency.HighFraction, cfg.FailureSeed)
+	}
+	if cfg.Strategy.IsLibra() {
+		fmt.Fprintf(w, "%s: %d runs of %d jobs at %.0f %% offered load, %s, time-shared nodes (means per run, ±95 %% CI)\n",
+			trace, cfg.Runs, cfg.JobsPerRun, 100*cfg.Load, terms)
+	} else {
+		fmt.Fprintf(w, "%s: %d runs of %d jobs at %.0f %% offered load, %s, %s, %s statistics (means per run, ±95 %% CI)\n",
+			trace, cfg.Runs, cfg.JobsPerRun, 100*cfg.Load, testString(cfg.Test), terms, cfg.StatsSource)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "strategy\taccepted\trejected\toverbooked\tmet\tviolated\tfees\tpenalties\tgain\t±CI95\tprofitability\treliability\t\n")
+	head := "strategy\taccepted\trejected\toverbooked\tmet\tviolated\tfees\tpenalties\tgain\t±CI95\tprofitability\treliability\t"
+	if r.Utility != nil {
+		head += "utility\t±CI95\t"
+	}
+	fmt.Fprintln(tw, head)
 	rows := []*slaReport{r}
 	if r.Baseline != nil {
 		rows = append(rows, r.Baseline)
 	}
 	for _, x := range rows {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t\n", x.Strategy, x.Accepted, x.Rejected,
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t", x.Strategy, x.Accepted, x.Rejected,
 			x.Overbooked, x.Met, x.Violated, x.Fees, x.Penalties, x.Gain, x.GainCI95, x.Profitability, x.Reliability)
+		if x.Utility != nil {
+			fmt.Fprintf(tw, "%.0f\t%.0f\t", *x.Utility, *x.UtilityCI95)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	if r.GainDiff != nil {
