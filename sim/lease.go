@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -87,6 +88,7 @@ func RunLease(ctx context.Context, sites []FedSite, cfg LeaseConfig) (*FedResult
 		return nil, err
 	}
 	r := leaseRun{poolRun: poolRun{pol: plan.EASY, res: res, sites: ps}, mode: cfg.Mode}
+	res.Leasing = make([]LeaseStats, len(sites))
 	next, events := 0, 0
 	for next < len(subs) || len(r.ends) > 0 {
 		t := plan.Forever
@@ -114,7 +116,68 @@ func RunLease(ctx context.Context, sites []FedSite, cfg LeaseConfig) (*FedResult
 			r.endDue(t)
 		}
 	}
+	res.leaseTotals()
 	return res, nil
+}
+
+// LeaseStats is what a site of a leasing federation asked for and lent.
+type LeaseStats struct {
+	// Requests counts the lease requests the site sent (one per partner
+	// asked), Refused those refused; Leases counts its jobs that ran with
+	// a lease, Lent the leases it granted.
+	Requests int `json:"requests"`
+	Refused  int `json:"refused"`
+	Leases   int `json:"leases"`
+	Lent     int `json:"lent"`
+	// PeakIn and PeakOut are the most processors the site held leased
+	// from others, and had leased to others, at one time.
+	PeakIn  int `json:"peak_leased_in_procs"`
+	PeakOut int `json:"peak_leased_out_procs"`
+	// AreaIn and AreaOut are the squashed area the site ran on leased
+	// processors and the others ran on its processors (SA^λ), in
+	// processor-seconds.
+	AreaIn  float64 `json:"leased_area_in"`
+	AreaOut float64 `json:"leased_area_out"`
+}
+
+// leaseTotals fills Leasing's counts and peaks from the records.
+func (r *FedResult) leaseTotals() {
+	type ev struct {
+		at int64
+		d  int
+	}
+	in, out := make([][]ev, len(r.Sites)), make([][]ev, len(r.Sites))
+	for i := range r.Records {
+		f := &r.Records[i]
+		if f.Leased == 0 || !f.Started {
+			continue
+		}
+		r.Leasing[f.Exec].Leases++
+		r.Leasing[f.Lender].Lent++
+		in[f.Exec] = append(in[f.Exec], ev{f.Start, f.Leased}, ev{f.End, -f.Leased})
+		out[f.Lender] = append(out[f.Lender], ev{f.Start, f.Leased}, ev{f.End, -f.Leased})
+	}
+	peak := func(evs []ev) int {
+		// Ends before starts at one time: a lease returned at t is free
+		// for one granted at t.
+		slices.SortFunc(evs, func(a, b ev) int {
+			if a.at != b.at {
+				return cmp.Compare(a.at, b.at)
+			}
+			return cmp.Compare(a.d, b.d)
+		})
+		n, top := 0, 0
+		for _, e := range evs {
+			n += e.d
+			top = max(top, n)
+		}
+		return top
+	}
+	for k := range r.Sites {
+		l := &r.Leasing[k]
+		l.PeakIn, l.PeakOut = peak(in[k]), peak(out[k])
+		l.AreaIn, l.AreaOut = r.LeasedArea(k)
+	}
 }
 
 type leaseRun struct {
@@ -155,11 +218,17 @@ func (r *leaseRun) lease(t int64, k int, i int32) bool {
 		return false
 	}
 	space := f.Procs - idle
+	st := &r.res.Leasing[k]
 	for l := range r.sites {
-		if l != k && r.grants(t, l, space, f.Estimate) {
+		if l == k {
+			continue
+		}
+		st.Requests++
+		if r.grants(t, l, space, f.Estimate) {
 			r.startLeased(t, k, i, l, space)
 			return true
 		}
+		st.Refused++
 	}
 	return false
 }

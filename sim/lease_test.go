@@ -35,6 +35,7 @@ func TestLeaseDecisions(t *testing.T) {
 			}
 			r.sites = append(r.sites, ps)
 		}
+		r.res.Leasing = make([]LeaseStats, len(states))
 		r.res.Records = append(r.res.Records, FedRecord{Record: Record{Job: want}})
 		return r, int32(len(r.res.Records) - 1)
 	}
@@ -146,6 +147,13 @@ func TestRunLeaseSmall(t *testing.T) {
 	}
 	if f := res.Records[2]; f.Leased != 0 {
 		t.Errorf("job 3 leased %d, want none", f.Leased)
+	}
+	wantStats := []LeaseStats{
+		{Requests: 2, Refused: 1, Leases: 1, PeakIn: 3, AreaIn: 3 * 20},
+		{Requests: 1, Refused: 1, Lent: 1, PeakOut: 3, AreaOut: 3 * 20},
+	}
+	if !slices.Equal(res.Leasing, wantStats) {
+		t.Errorf("lease stats %+v, want %+v", res.Leasing, wantStats)
 	}
 	// CLOS differs once a's queue is asked for again while b is idle: add
 	// a job at a at 25 (job 2's lease is back, b has 4 idle). At 25 a has

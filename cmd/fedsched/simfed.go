@@ -52,6 +52,10 @@ type fedSiteReport struct {
 	// SLA appears when the scenario gives jobs deadlines, fees or
 	// overbooking.
 	SLA *fedSLAReport `json:"sla,omitempty"`
+	// Lease appears with the study's leasing (lease-blos, lease-clos):
+	// the site's lease requests, leases and peaks (the first
+	// replication's).
+	Lease *sim.LeaseStats `json:"lease,omitempty"`
 }
 
 // fedSLAReport is the SLA outcome at a site (sim.FedSLA: counted where the
@@ -274,6 +278,9 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		if slas {
 			r.SLA = fedSLAOf(perRun, failures)
 		}
+		if fed.Leasing != nil {
+			r.Lease = &fed.Leasing[k]
+		}
 		rep.Totals.Jobs += r.Jobs
 		rep.Sites = append(rep.Sites, r)
 	}
@@ -368,6 +375,23 @@ func printFedTable(w io.Writer, r fedReport) {
 			row(s.Name, s.SLA)
 		}
 		row("total", r.Totals.SLA)
+		tw.Flush()
+	}
+	if len(r.Sites) > 0 && r.Sites[0].Lease != nil {
+		fmt.Fprintln(w, "leasing (requests: one per partner asked; peak: most processors leased at one time; area: SA^λ as a share of the squashed area the site submitted)")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "site\trequests\trefused\tjobs with a lease\tleases granted\tpeak leased in\tpeak leased out\tarea leased in\tarea leased out\t\n")
+		for _, s := range r.Sites {
+			l, own := s.Lease, s.Federated.SquashedArea
+			share := func(a float64) string {
+				if own == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%.1f %%", 100*a/own)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", s.Name, l.Requests, l.Refused, l.Leases, l.Lent, l.PeakIn, l.PeakOut,
+				share(l.AreaIn), share(l.AreaOut))
+		}
 		tw.Flush()
 	}
 	if t := r.Totals; t.Messages != nil {

@@ -142,3 +142,62 @@ func TestSimScenarioFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestSimScenarioLease: a leasing scenario reports each site's leasing
+// (requests, refusals, leases, peaks, leased area) in the table and in
+// --json; another transfer reports none.
+func TestSimScenarioLease(t *testing.T) {
+	dir := t.TempDir()
+	doc := "name: lease\ntransfer: %s\nspan: 10d\nsites:\n  - name: kth96\n    trace: kth\n    procs: 100\n  - name: ctc96\n    trace: ctc\n    procs: 430\n"
+	for _, tr := range []string{"lease-clos", "p-easy"} {
+		sc := filepath.Join(dir, tr+".yaml")
+		if err := os.WriteFile(sc, []byte(strings.Replace(doc, "%s", tr, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, tr+".json")
+		text, err := run(t, "sim", "--scenario", sc, "--json", out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Sites []struct {
+				Name  string          `json:"name"`
+				Lease *map[string]any `json:"lease"`
+			} `json:"sites"`
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if tr != "lease-clos" {
+			for _, s := range rep.Sites {
+				if s.Lease != nil || strings.Contains(text, "leasing (") {
+					t.Errorf("%s: site %s reports leasing: %s\n%s", tr, s.Name, b, text)
+				}
+			}
+			continue
+		}
+		if !strings.Contains(text, "leasing (") {
+			t.Errorf("no leasing table in:\n%s", text)
+		}
+		lent := 0.0
+		for _, s := range rep.Sites {
+			if s.Lease == nil {
+				t.Fatalf("site %s without lease: %s", s.Name, b)
+			}
+			l := *s.Lease
+			for _, k := range []string{"requests", "refused", "leases", "lent", "peak_leased_in_procs", "peak_leased_out_procs", "leased_area_in", "leased_area_out"} {
+				if _, ok := l[k]; !ok {
+					t.Fatalf("site %s lease without %q: %v", s.Name, k, l)
+				}
+			}
+			lent += l["lent"].(float64)
+		}
+		if lent == 0 {
+			t.Errorf("no lease in ten days of KTH96 and CTC96: %s", b)
+		}
+	}
+}

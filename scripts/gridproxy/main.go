@@ -126,7 +126,7 @@ func run(dir string, nSites, nJobs int, seed uint64, policy string, days float64
 	if err != nil {
 		return err
 	}
-	y, err := os.Create(filepath.Join(abs, "grid170.yaml"))
+	y, err := os.Create(filepath.Join(abs, fmt.Sprintf("grid%d.yaml", nSites)))
 	if err != nil {
 		return err
 	}
