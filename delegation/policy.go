@@ -282,34 +282,6 @@ func ShouldDelegate(mode TransferMode, accepted, startsNow bool) bool {
 	return false
 }
 
-// Pricing is the price model of a site that quotes for remote work.
-type Pricing interface {
-	// Price is the price of running procs processors for estimate seconds
-	// when free of the site's procs are free over the job's window.
-	Price(procs int, estimate int64, free, siteProcs int) float64
-}
-
-// Free is the default price between federation members: nothing.
-type Free struct{}
-
-// Price is 0.
-func (Free) Price(int, int64, int, int) float64 { return 0 }
-
-// LibraPlus is the Libra+$ price of Yeo (2008, eqs. 3.3–3.6) on processor
-// time: per processor-hour α·PBase + β·(RESMax/RESFree)·PBase, with RESMax
-// the site's processors and RESFree those left free after the job.
-type LibraPlus struct {
-	PBase, Alpha, Beta float64
-}
-
-// Price is the Libra+$ price for the job's processor-hours; a job that
-// would leave nothing free is priced as if one processor were left.
-func (l LibraPlus) Price(procs int, estimate int64, free, siteProcs int) float64 {
-	left := max(1, free-procs)
-	perHour := l.Alpha*l.PBase + l.Beta*float64(siteProcs)/float64(left)*l.PBase
-	return perHour * float64(procs) * float64(estimate) / 3600
-}
-
 // CommunityShare is the acceptance rule for remote work on top of the
 // peer's own admission test: a site keeps Share of its processors for its
 // own community, so a remote job is taken only if, over its slot, at least

@@ -86,6 +86,7 @@ type Node struct {
 	agreements map[string]*agreementRec
 	byOrigin   map[string]string
 	inflight   map[int64]*inflight
+	holds      holdHeap // the peers' holds by expiry (index.go)
 	launch     []int64
 	histMu     sync.Mutex
 	history    map[string]delegation.History
@@ -233,6 +234,7 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}()
 	batch := make([]op, 0, maxBatch)
+	exits := make([]executor.Exit, 0, maxBatch)
 	var capacity <-chan int
 	if cr, ok := n.deps.Executor.(executor.CapacityReporter); ok {
 		capacity = cr.Capacity()
@@ -251,31 +253,45 @@ func (n *Node) Run(ctx context.Context) error {
 			timer = n.deps.Clock.NewTimer(max(time.Unix(wake, 0).Sub(n.deps.Clock.Now()), 0))
 			tick = timer.C()
 		}
-		batch = batch[:0]
-		var exit *executor.Exit
+		batch, exits = batch[:0], exits[:0]
 		select {
 		case <-ctx.Done():
+			err := n.commit(context.WithoutCancel(ctx)) // what a turn left for the next
 			n.closeWatchers()
+			if err != nil {
+				return fmt.Errorf("node: commit: %w", err)
+			}
 			return nil
 		case o := <-n.ops:
 			batch = append(batch, o)
-		drain:
-			for len(batch) < maxBatch {
-				select {
-				case o := <-n.ops:
-					batch = append(batch, o)
-				default:
-					break drain
-				}
-			}
 		case e := <-n.deps.Executor.Exits():
-			exit = &e
+			exits = append(exits, e)
 		case n.usable = <-capacity:
 		case <-tick:
 		}
+		// One turn takes every request and exit already waiting (up to
+		// maxBatch of each), so that they share the turn's commit: a
+		// burst of job ends costs one fsync, not one each.
+		for more := true; more; {
+			more = false
+			if len(batch) < maxBatch {
+				select {
+				case o := <-n.ops:
+					batch, more = append(batch, o), true
+				default:
+				}
+			}
+			if len(exits) < maxBatch {
+				select {
+				case e := <-n.deps.Executor.Exits():
+					exits, more = append(exits, e), true
+				default:
+				}
+			}
+		}
 		now := n.now()
-		if exit != nil {
-			n.handleExit(*exit, now)
+		for _, e := range exits {
+			n.handleExit(e, now)
 		}
 		n.capacity(now)
 		n.expireAgreements(now)
@@ -284,22 +300,33 @@ func (n *Node) Run(ctx context.Context) error {
 			deliver = append(deliver, o.run(n, now))
 		}
 		n.tickReservations(now)
-		perr := n.pass(ctx, now)
-		passed = now
-		err := n.commit(ctx)
-		if err == nil {
-			err = perr
-		}
-		for _, d := range deliver {
-			if d != nil {
-				d(err)
+		delivered := false
+		replies := func(err error) {
+			for _, d := range deliver {
+				if d != nil {
+					d(err)
+				}
 			}
+			delivered = true
+		}
+		err := n.pass(ctx, now, replies)
+		passed = now
+		// When the pass committed the turn's requests (to start jobs) and
+		// more requests or exits wait, what is left (the starts' records)
+		// goes with the next turn's commit instead of an fsync of its own:
+		// nobody waits for it, and a crash before it finds the jobs PENDING
+		// and follows their processes (Reattach), as it would a moment
+		// after the start. Otherwise it is committed now.
+		if err == nil && !(delivered && (len(n.ops) > 0 || len(n.deps.Executor.Exits()) > 0)) {
+			err = n.commit(ctx)
+		}
+		if !delivered {
+			replies(err)
 		}
 		if err != nil {
 			n.closeWatchers()
 			return fmt.Errorf("node: commit: %w", err)
 		}
-		n.publishPending()
 		n.launchDelegations(ctx)
 		n.publishDigest(now)
 		n.kickPull(now)
@@ -462,10 +489,12 @@ func (c *changes) empty() bool {
 	return len(c.jobs) == 0 && len(c.res) == 0 && len(c.sla) == 0 && len(c.agree) == 0 && len(c.stand) == 0 && !c.stats
 }
 
-// commit makes the pending changes durable in one transaction.
+// commit makes the pending changes durable in one transaction, then sends
+// the events of the changes to the watchers.
 func (n *Node) commit(ctx context.Context) error {
 	c := &n.pending
 	if c.empty() {
+		n.publishPending()
 		return nil
 	}
 	var ch store.Changes
@@ -508,6 +537,9 @@ func (n *Node) commit(ctx context.Context) error {
 	defer since(n.metrics.commit, time.Now())
 	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
 	c.jobs, c.res, c.sla, c.agree, c.stand, c.stats = nil, nil, nil, nil, nil, false
+	if err == nil {
+		n.publishPending()
+	}
 	return err
 }
 
@@ -522,7 +554,9 @@ func (n *Node) setState(j *fedschedv1.Job, rec store.JobRecord, state fedschedv1
 	rec.Job = j
 	n.pending.putJob(rec)
 	n.eventSeq++
-	n.pending.events = append(n.pending.events, &fedschedv1.JobEvent{Job: proto.Clone(j).(*fedschedv1.Job), PreviousState: prev, Time: toTime(now), Sequence: n.eventSeq})
+	if n.watched(j) {
+		n.pending.events = append(n.pending.events, &fedschedv1.JobEvent{Job: proto.Clone(j).(*fedschedv1.Job), PreviousState: prev, Time: toTime(now), Sequence: n.eventSeq})
+	}
 	n.observeTransition(j, prev)
 	return rec
 }
@@ -539,13 +573,17 @@ func (n *Node) reservationOf(id string, procs int, pl plan.Placement, estimate i
 // executor only once it is durable: if this turn has unwritten changes (a
 // job submitted in this turn), they are committed first, so that no process
 // runs for a job a crash would make the store forget (and its id be given
-// again).
-func (n *Node) pass(ctx context.Context, now int64) error {
+// again). That commit holds everything the turn's requests decided, so
+// their replies (replies) go out with it, before the starts and without
+// waiting for the commit of the starts.
+func (n *Node) pass(ctx context.Context, now int64, replies func(error)) error {
 	t0 := time.Now()
 	decisions := n.site.Pass(now)
 	since(n.metrics.pass, t0)
 	if slices.ContainsFunc(decisions, func(d plan.Decision) bool { return d.Kind == plan.DecideStart }) {
-		if err := n.commit(ctx); err != nil {
+		err := n.commit(ctx)
+		replies(err)
+		if err != nil {
 			return err
 		}
 	}

@@ -103,11 +103,7 @@ func (n *Node) recover(ctx context.Context) error {
 		}
 		n.restore(rec, now)
 	}
-	if err := n.commit(ctx); err != nil {
-		return err
-	}
-	n.publishPending()
-	return nil
+	return n.commit(ctx)
 }
 
 // rekill kills a cancelled job that is still running; a job the executor

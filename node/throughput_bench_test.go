@@ -6,6 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -203,6 +206,50 @@ func benchClientsRun(b *testing.B, conns []*grpc.ClientConn, submit func(c fedsc
 	return all, elapsed
 }
 
+// profileMeasured starts a CPU profile of the measured phase alone (not
+// the queue's fill, which -test.cpuprofile would include) when
+// FEDSCHED_BENCH_CPUPROFILE names a file, and returns what stops it; the
+// returned function also writes a heap profile of the node as it is at the
+// end of the phase when FEDSCHED_BENCH_MEMPROFILE names a file.
+func profileMeasured(b *testing.B) func() {
+	b.Helper()
+	heap := func() {
+		path := os.Getenv("FEDSCHED_BENCH_MEMPROFILE")
+		if path == "" {
+			return
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			b.Error(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
+	path := os.Getenv("FEDSCHED_BENCH_CPUPROFILE")
+	if path == "" {
+		return heap
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+		heap()
+	}
+}
+
 // cpuTime is the CPU time the process has used (user and system): the cost
 // of a submission in CPU, which the other agents' load on a shared machine
 // disturbs much less than wall-clock throughput.
@@ -248,8 +295,10 @@ func benchThroughput(b *testing.B, waiting int) {
 	}
 	ends0 := bn.ends()
 	bn.st.reset()
+	stopProfile := profileMeasured(b)
 	cpu0 := cpuTime()
 	lats, elapsed := benchClientsRun(b, []*grpc.ClientConn{bn.conn}, submit)
+	stopProfile()
 	reportLatencies(b, lats, elapsed)
 	b.ReportMetric(float64(bn.ends()-ends0)/elapsed.Seconds(), "ends/s")
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(len(lats))/1e3, "cpu-us/submit")

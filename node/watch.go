@@ -55,7 +55,19 @@ func (o *watchOp) run(n *Node, now int64) func(error) {
 	return func(error) { o.reply <- watchReply{id: id, initial: initial} }
 }
 
-// publishPending sends the events of the last committed turn to watchers.
+// watched reports whether a watcher selects j: only then does a
+// transition of j make an event (a copy of the job).
+func (n *Node) watched(j *fedschedv1.Job) bool {
+	for _, w := range n.watchers {
+		if w.wants(j) {
+			return true
+		}
+	}
+	return false
+}
+
+// publishPending sends the events of the changes just committed to
+// watchers.
 func (n *Node) publishPending() {
 	evs := n.pending.events
 	n.pending.events = nil

@@ -28,6 +28,8 @@ type FedSite struct {
 	Prefer []string
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64
+	// Pricing prices the site's quotes (nil: free).
+	Pricing delegation.Pricing
 	// Failures, if both rates are set, makes the site's processors fail
 	// and be repaired during the replay (failures.go; rates per processor
 	// per hour), drawn from FailureSeed(FedConfig.Seed, the site's index):
@@ -114,8 +116,9 @@ type FedResult struct {
 	// (site.Kind's names: quote-request, quote, agree, ...), lost or not.
 	Messages map[string]int64
 	// Offered[k] counts the jobs submitted at site k that it offered to
-	// peers (asked at least one for a quote) and Kept[k] those of them it
-	// then ran itself, no quote having won; KeptStartable[k] those of the
+	// peers (asked at least one for a quote: delegated, kept, or refused
+	// by every site) and Kept[k] those of them it then ran itself, no
+	// quote having won; KeptStartable[k] those of the
 	// kept ones that a peer it did not ask could have started at once
 	// (that peer's own policy would have started the job at the moment
 	// the origin kept it: plan.Site.CanStartNow), the cost of asking only
@@ -341,7 +344,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		// was given at start, so running jobs never grow back.
 		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, NoGrowBack: true,
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
-			CommunityShare: s.CommunityShare, Seed: cfg.Seed}
+			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed}
 		if cfg.Federate {
 			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
 		}
@@ -390,6 +393,9 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 					f.Route = d.Route
 				}
 			case site.DecideReject:
+				if k == f.Origin && offered(d.Route) {
+					res.Offered[k]++ // offered, taken by no peer, and refused here
+				}
 				f.Exec, f.Decision, f.Route = k, d.Placement, d.Route
 			case site.DecideDelegate:
 				f.Route = d.Route

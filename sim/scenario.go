@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -93,6 +94,8 @@ type ScenarioSite struct {
 	Failures ScenarioFailures `yaml:"failures"`
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64 `yaml:"community_share"`
+	// Pricing prices the site's quotes (the node's delegation.pricing).
+	Pricing ScenarioPricing `yaml:"pricing"`
 	// Share is the site's share of the workload's jobs (with workload).
 	Share float64 `yaml:"share"`
 }
@@ -157,6 +160,22 @@ type ScenarioFailures struct {
 
 func (f ScenarioFailures) model() overbook.FailureModel {
 	return overbook.FailureModel{Lambda: f.FailureRate, Mu: f.RepairRate}
+}
+
+// ScenarioPricing is a site's price model: model free (the default) or
+// libra+$ with its parameters (delegation.LibraPlus).
+type ScenarioPricing struct {
+	Model                string `yaml:"model"`
+	delegation.LibraPlus `yaml:",inline"`
+}
+
+func (p ScenarioPricing) pricing() (delegation.Pricing, error) {
+	return delegation.ParsePricing(p.Model, p.LibraPlus)
+}
+
+func pricingErr(p ScenarioPricing) error {
+	_, err := p.pricing()
+	return err
 }
 
 // ScenarioFixed is one fixed reservation.
@@ -406,6 +425,10 @@ func (s *Scenario) check() error {
 			return at(fmt.Sprintf("must be a finite number > 0 (0 means 1), got %v", site.TimeScale), "time_scale")
 		case !finite(site.CommunityShare) || site.CommunityShare < 0 || site.CommunityShare >= 1:
 			return at(fmt.Sprintf("must be in [0, 1), got %v", site.CommunityShare), "community_share")
+		case site.Pricing != ScenarioPricing{} && !slices.Contains([]string{"", "on-reject", "acf"}, strings.ToLower(s.Transfer)):
+			return at(fmt.Sprintf("has no effect with transfer %s: only the quotes of on-reject and acf carry prices", s.Transfer), "pricing")
+		case pricingErr(site.Pricing) != nil:
+			return at(pricingErr(site.Pricing).Error(), "pricing")
 		case !finite(site.Deadlines.Factor) || site.Deadlines.Factor != 0 && site.Deadlines.Factor < 1:
 			return at(fmt.Sprintf("must be a finite number >= 1 (deadline = submit + factor x estimate), got %v", site.Deadlines.Factor), "deadlines", "factor")
 		case !finite(site.Fees.PenaltyRatio) || site.Fees.PenaltyRatio < 0:
@@ -797,8 +820,9 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 			}
 			kept = append(kept, j)
 		}
+		pr, _ := site.Pricing.pricing() // validated
 		fs := FedSite{Name: site.Name, Procs: l.procs, Policy: pol, Jobs: kept, Overbooking: site.Overbooking.admission(),
-			Prefer: site.Prefer, CommunityShare: site.CommunityShare, Failures: site.Failures.model()}
+			Prefer: site.Prefer, CommunityShare: site.CommunityShare, Failures: site.Failures.model(), Pricing: pr}
 		if fs.Overbooking != nil {
 			fs.Overbooking.History = l.history
 			fs.Overbooking.Failures = fs.Failures // the PoF counts them, as --strategy's

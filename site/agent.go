@@ -88,6 +88,9 @@ type Config struct {
 	// CommunityShare is the share of processors kept for local users:
 	// remote jobs are not quoted into slots that would leave less free.
 	CommunityShare float64
+	// Pricing prices this site's quotes (nil: free); a job whose fee
+	// does not cover the price is refused (Libra+$'s budget check).
+	Pricing delegation.Pricing
 	// Seed seeds the location policy's jitter; each job draws from its
 	// own stream (Seed, job id), so a decision can be replayed.
 	Seed uint64
@@ -187,7 +190,8 @@ type job struct {
 	started bool
 	start   int64
 	place   plan.Placement
-	expires int64 // hold expiry
+	expires int64   // hold expiry
+	price   float64 // the quote's price (delegation.QuotePrice)
 }
 
 // Agent is one site's decision core.
@@ -578,7 +582,13 @@ func (a *Agent) quote(now int64, m Message) {
 		refuse(why)
 		return
 	}
-	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: now + hold, from: m.From}
+	price, affordable := delegation.QuotePrice(a.cfg.Pricing, a.site.Plan().Profile(), pj, pl, now)
+	if !affordable {
+		a.site.Unhold(now, pj.ID)
+		refuse(delegation.BudgetRefusal(price, pj.Fee))
+		return
+	}
+	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: now + hold, from: m.From, price: price}
 	a.add(jb)
 	a.set(jb, stateHeld)
 	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
@@ -613,7 +623,7 @@ func (a *Agent) holdFor(now int64, pj plan.Job, until int64, startNow bool) (pla
 
 func (a *Agent) offerOf(jb *job) *Offer {
 	return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.key.String(), Start: jb.place.Start, End: jb.place.End,
-		PoF: jb.place.PoF, Expires: jb.expires}, Overbooked: jb.place.Reason == plan.ReasonOverbooked}
+		PoF: jb.place.PoF, Price: jb.price, Expires: jb.expires}, Overbooked: jb.place.Reason == plan.ReasonOverbooked}
 }
 
 // agree confirms a hold: the job is accepted here.
