@@ -2,6 +2,7 @@ package delegation
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -124,14 +125,28 @@ func TestRouteLimits(t *testing.T) {
 }
 
 func TestPricing(t *testing.T) {
-	// Yeo's example in processor terms: 200 processors, 100 free, a job of
-	// 10 leaves 90: per hour 1*1 + 1*(200/90)*1.
-	got := LibraPlus{PBase: 1, Alpha: 1, Beta: 1}.Price(10, 3600, 100, 200)
-	want := (1 + 200.0/90) * 10
-	if d := got - want; d > 1e-9 || d < -1e-9 {
-		t.Fatalf("LibraPlus = %v, want %v", got, want)
+	// Yeo's example (§3.4.1): PBase $1 per unit, 100 units an hour (100
+	// processors), 90 units committed, a job of 10 units (10 processors
+	// for an hour). A 2 h deadline leaves 200 − 90 − 10 = 100 of 200 free:
+	// PUtil = $2 a unit; a 5 h one 400 of 500: $1.25.
+	h := int64(3600)
+	for _, c := range []struct {
+		name string
+		l    LibraPlus
+		in   PriceInput
+		want float64
+	}{
+		{"2 h deadline, PUtil alone", LibraPlus{PBase: 1, Beta: 1}, PriceInput{Procs: 10, Estimate: h, Window: 2 * h, SiteProcs: 100, Free: 100 * h}, 2 * 10},
+		{"5 h deadline, PUtil alone", LibraPlus{PBase: 1, Beta: 1}, PriceInput{Procs: 10, Estimate: h, Window: 5 * h, SiteProcs: 100, Free: 400 * h}, 1.25 * 10},
+		{"Table 3.1's α 1, β 0.1", LibraPlus{PBase: 1, Alpha: 1, Beta: 0.1}, PriceInput{Procs: 10, Estimate: h, Window: 2 * h, SiteProcs: 100, Free: 100 * h}, (1 + 0.1*2) * 10},
+		{"PBase scales", LibraPlus{PBase: 0.5, Alpha: 1, Beta: 1}, PriceInput{Procs: 10, Estimate: h, Window: 2 * h, SiteProcs: 100, Free: 100 * h}, 0.5 * (1 + 2) * 10},
+		{"a full window is priced as one processor free", LibraPlus{PBase: 1, Beta: 1}, PriceInput{Procs: 10, Estimate: h, Window: 2 * h, SiteProcs: 100, Free: 0}, 100 * 10},
+	} {
+		if got := c.l.Price(c.in); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: price %v, want %v", c.name, got, c.want)
+		}
 	}
-	if (Free{}).Price(10, 3600, 100, 200) != 0 {
+	if (Free{}).Price(PriceInput{Procs: 10, Estimate: h, Window: h, SiteProcs: 100, Free: h}) != 0 {
 		t.Fatal("Free is not free")
 	}
 	if !(CommunityShare{}).Allows(10, 10, 100) || (CommunityShare{Share: 0.2}).Allows(10, 25, 100) || !(CommunityShare{Share: 0.2}).Allows(10, 30, 100) {

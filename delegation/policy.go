@@ -97,6 +97,28 @@ type History struct {
 	// Failures counts quotes or agreements that failed (unreachable,
 	// refused at agree, violated).
 	Failures int
+	// Area and AreaResponse are Σ SA_j and Σ SA_j·(C_j − r_j) over the
+	// delegated jobs that finished at the peer (SA_j = m_j·p_j): the
+	// study's AWRT_{k,l} (Eq. 6.9), which EFS's location policy ranks by.
+	Area, AreaResponse float64
+}
+
+// ObserveArea folds one finished delegated job of procs processors that
+// ran ran seconds and responded in response seconds (end − submission)
+// into AWRT_{k,l}.
+func (h *History) ObserveArea(procs int, ran, response int64) {
+	sa := float64(procs) * float64(ran)
+	h.Area += sa
+	h.AreaResponse += sa * float64(response)
+}
+
+// AWRT is the squashed-area-weighted response time of the delegated jobs
+// observed so far; false before any job with a positive area.
+func (h History) AWRT() (float64, bool) {
+	if h.Area <= 0 {
+		return 0, false
+	}
+	return h.AreaResponse / h.Area, true
 }
 
 // Observe folds one finished delegated job into the history.
@@ -248,9 +270,15 @@ const (
 	// leaves idle asks peers for their waiting jobs and takes those its
 	// own policy would start now. It discloses the queue to peers.
 	RQF
+	// EFS (the study's evolutionary fuzzy transfer policy, §6.2): a rule
+	// base per partner decides from the site's own waiting parallelism and
+	// the job's width whether a local job is offered to the partner the
+	// location policy (RankAWRT) picked, and whether a partner's offer is
+	// taken into the queue (RuleBase). Simulator only so far.
+	EFS
 )
 
-var transferNames = [...]string{"on-reject", "acf", "rqf"}
+var transferNames = [...]string{"on-reject", "acf", "rqf", "efs"}
 
 func (m TransferMode) String() string {
 	if m >= 0 && int(m) < len(transferNames) {
@@ -280,34 +308,6 @@ func ShouldDelegate(mode TransferMode, accepted, startsNow bool) bool {
 		return !accepted || !startsNow
 	}
 	return false
-}
-
-// Pricing is the price model of a site that quotes for remote work.
-type Pricing interface {
-	// Price is the price of running procs processors for estimate seconds
-	// when free of the site's procs are free over the job's window.
-	Price(procs int, estimate int64, free, siteProcs int) float64
-}
-
-// Free is the default price between federation members: nothing.
-type Free struct{}
-
-// Price is 0.
-func (Free) Price(int, int64, int, int) float64 { return 0 }
-
-// LibraPlus is the Libra+$ price of Yeo (2008, eqs. 3.3–3.6) on processor
-// time: per processor-hour α·PBase + β·(RESMax/RESFree)·PBase, with RESMax
-// the site's processors and RESFree those left free after the job.
-type LibraPlus struct {
-	PBase, Alpha, Beta float64
-}
-
-// Price is the Libra+$ price for the job's processor-hours; a job that
-// would leave nothing free is priced as if one processor were left.
-func (l LibraPlus) Price(procs int, estimate int64, free, siteProcs int) float64 {
-	left := max(1, free-procs)
-	perHour := l.Alpha*l.PBase + l.Beta*float64(siteProcs)/float64(left)*l.PBase
-	return perHour * float64(procs) * float64(estimate) / 3600
 }
 
 // CommunityShare is the acceptance rule for remote work on top of the

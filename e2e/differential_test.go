@@ -113,12 +113,26 @@ func TestSimulatorMatchesNode(t *testing.T) {
 		"alpha": {Enabled: true, PoFMax: 0.2},
 		"gamma": {Enabled: true, Mode: "comprehensive", RiskTest: "risk"},
 	}
+	// Libra+$ prices at two sites (gamma's quotes are free): the origin
+	// weighs them (fee − price − PoF × penalty), so a cheaper peer wins
+	// where the ranking alone would pick another, and a quote whose price
+	// the fee (processor-hours) does not cover is refused: here when the
+	// job's window is more than 90 % (alpha) or 80 % (beta) full.
+	prices := map[string]config.Pricing{
+		"alpha": {Model: "libra+$", PBase: 0.5, Alpha: 1, Beta: 0.1},
+		"beta":  {Model: "libra+$", PBase: 0.5, Alpha: 1, Beta: 0.2},
+	}
 
 	// The simulator.
 	fm := overbook.FeeModel{PenaltyRatio: 1}
 	cfg := sim.FedConfig{Federate: true, Transfer: delegation.ACF, Location: delegation.LocationConfig{Jitter: -1}, Seed: 1}
 	for _, s := range sites {
 		fs := sim.FedSite{Name: s.Name, Procs: s.Procs, Policy: plan.Conservative}
+		if p, ok := prices[s.Name]; ok {
+			if fs.Pricing, err = delegation.ParsePricing(p.Model, delegation.LibraPlus{PBase: p.PBase, Alpha: p.Alpha, Beta: p.Beta}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if o, ok := over[s.Name]; ok {
 			ob := &site.Overbooking{Test: overbook.Threshold{PoFMax: o.PoFMax}}
 			if o.Mode == "comprehensive" {
@@ -142,6 +156,27 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same replay with free quotes: the prices must change where some
+	// jobs run, or this test would not show both drivers change alike.
+	free := cfg
+	free.Sites = slices.Clone(cfg.Sites)
+	for k := range free.Sites {
+		free.Sites[k].Pricing = nil
+	}
+	fres, err := sim.RunFederation(context.Background(), free)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for i := range res.Records {
+		if res.Records[i].Decision.OK() != fres.Records[i].Decision.OK() || res.Records[i].Exec != fres.Records[i].Exec {
+			moved++
+		}
+	}
+	t.Logf("prices change the decision of %d of %d jobs in the simulator", moved, len(res.Records))
+	if moved == 0 {
+		t.Error("prices changed no decision: the test does not exercise them")
+	}
 	simd := map[string]decision{}
 	for _, r := range res.Records {
 		d := decision{overbooked: r.Decision.Reason == plan.ReasonOverbooked, start: -1, end: -1}
@@ -156,7 +191,7 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	f.Transfer, f.Jitter = delegation.ACF, -1
 	var scs []SiteConfig
 	for _, s := range sites {
-		scs = append(scs, SiteConfig{Name: s.Name, Procs: s.Procs, Overbooking: over[s.Name]})
+		scs = append(scs, SiteConfig{Name: s.Name, Procs: s.Procs, Overbooking: over[s.Name], Delegation: config.Delegation{Pricing: prices[s.Name]}})
 	}
 	// Each site re-advertises its digest every 20 ms (wall), so that the
 	// stepped replay's wait for gossip to show every outlook as of the
@@ -184,6 +219,23 @@ func TestSimulatorMatchesNode(t *testing.T) {
 			}
 			byApp[app][s.Name] = j
 		}
+	}
+	priced, budget := 0, 0
+	for _, recs := range byApp {
+		for _, x := range recs {
+			for _, a := range x.GetQuoteAnswers() {
+				if a.GetPrice() > 0 {
+					priced++
+				}
+				if a.GetRefusal() == fedschedv1.Reason_REASON_REJECTED_BUDGET {
+					budget++
+				}
+			}
+		}
+	}
+	t.Logf("live: %d priced offers, %d quotes refused over budget", priced, budget)
+	if priced == 0 {
+		t.Error("no live offer carried a price")
 	}
 	if path := os.Getenv("FEDSCHED_DIFF_DUMP"); path != "" {
 		dumpDecisions(t, path, rr.Origin.Unix(), jobs, res, cfg, byApp)

@@ -55,6 +55,9 @@ type FederationConfig struct {
 	// remote jobs are not quoted into slots that would leave less free
 	// (default 0).
 	CommunityShare float64
+	// Pricing prices this site's quotes (nil: free); a job whose fee does
+	// not cover the price is refused (delegation.QuotePrice).
+	Pricing delegation.Pricing
 	// ReportInterval is how often unacknowledged outcomes and
 	// terminations are retried (default 1 s of wall time).
 	ReportInterval time.Duration
@@ -697,11 +700,16 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 			return refuse(fedschedv1.Reason_REASON_REJECTED_COMMUNITY_SHARE, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)), nil
 		}
 	}
+	price, affordable := delegation.QuotePrice(n.fed.Pricing, n.site.Plan().Profile(), pj, pl, now)
+	if !affordable {
+		n.site.Unhold(now, seq)
+		return refuse(fedschedv1.Reason_REASON_REJECTED_BUDGET, delegation.BudgetRefusal(price, pj.Fee)), nil
+	}
 	specB, _ := proto.Marshal(spec)
 	routeB, _ := proto.Marshal(&fedschedv1.Job{Route: req.GetRoute()})
 	a := &agreementRec{Role: rolePeer, Seq: seq, Spec: specB, Route: routeB, Agreement: delegation.Agreement{
 		ID: jobID(n.cfg.Site, uint64(seq)), JobID: req.GetOriginJobId(), Origin: req.GetOriginSite(), Peer: n.cfg.Site, State: delegation.Pending,
-		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: jobID(n.cfg.Site, uint64(seq)), Start: pl.Start, End: pl.End, PoF: pl.PoF, Expires: now + hold}}}
+		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: jobID(n.cfg.Site, uint64(seq)), Start: pl.Start, End: pl.End, PoF: pl.PoF, Price: price, Expires: now + hold}}}
 	a.Updated = now
 	n.agreements[a.ID] = a // a hold: memory only (see agreementRec.stored)
 	n.addHold(a)

@@ -181,6 +181,13 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	fed.HoldSeconds = cmp.Or(fed.HoldSeconds, int64(d.HoldSeconds))
 	fed.MaxHops = cmp.Or(fed.MaxHops, d.MaxHops)
 	fed.CommunityShare = cmp.Or(fed.CommunityShare, d.CommunityShare)
+	if fed.Pricing == nil {
+		p := d.Pricing
+		if fed.Pricing, err = delegation.ParsePricing(p.Model, delegation.LibraPlus{PBase: p.PBase, Alpha: p.Alpha, Beta: p.Beta}); err != nil {
+			lis.Close()
+			return fmt.Errorf("delegation.pricing: %w", err)
+		}
+	}
 	if fed.Transfer == delegation.OnReject && d.Transfer != "" {
 		if fed.Transfer, err = delegation.ParseTransfer(d.Transfer); err != nil {
 			lis.Close()

@@ -304,8 +304,8 @@ func answerOf(peer string, resp *fedschedv1.QuoteResponse, err error, now int64)
 		a.Refusal, a.Message = fedschedv1.Reason_REASON_PEER_UNREACHABLE, "unreachable: "+err.Error()
 	case resp.GetOffer() != nil:
 		o := resp.GetOffer()
-		a.Offered = true
-		a.Message = fmt.Sprintf("%s to %s, PoF %.3f", humanTime(o.GetStart().GetSeconds()), humanTime(o.GetEnd().GetSeconds()), o.GetPof())
+		a.Offered, a.Price = true, o.GetPrice()
+		a.Message = fmt.Sprintf("%s to %s, PoF %.3f, price %.2f", humanTime(o.GetStart().GetSeconds()), humanTime(o.GetEnd().GetSeconds()), o.GetPof(), o.GetPrice())
 	default:
 		a.Refusal, a.Message = resp.GetRefusal(), resp.GetMessage()
 	}

@@ -545,3 +545,34 @@ func (p *Profile) walk(i, acc int32, f func(int64, int32)) {
 	f(n.key, n.val+acc)
 	p.walk(n.right, acc+n.lz, f)
 }
+
+// FreeArea returns the processor-seconds free over [start, end): the
+// integral of Free. It walks only the breakpoints inside the window.
+func (p *Profile) FreeArea(start, end int64) int64 {
+	if end <= start {
+		return 0
+	}
+	at, free := start, int64(p.Free(start))
+	var area int64
+	p.walkRange(p.root, 0, start, end, func(key int64, v int32) {
+		area += free * (key - at)
+		at, free = key, int64(v)
+	})
+	return area + free*(end-at)
+}
+
+// walkRange is walk restricted to the keys in (from, to), in order.
+func (p *Profile) walkRange(i, acc int32, from, to int64, f func(int64, int32)) {
+	if i == 0 {
+		return
+	}
+	n := &p.nodes[i]
+	if n.hi <= from || n.lo >= to {
+		return
+	}
+	p.walkRange(n.left, acc+n.lz, from, to, f)
+	if n.key > from && n.key < to {
+		f(n.key, n.val+acc)
+	}
+	p.walkRange(n.right, acc+n.lz, from, to, f)
+}

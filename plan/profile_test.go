@@ -159,6 +159,13 @@ func TestProfileAgainstReference(t *testing.T) {
 			if got, want := p.Profile().Fits(need, at, at+d), ref.fits(need, at, at+d); got != want {
 				t.Fatalf("seed %d: Fits(%d, %d, %d) = %v, reference %v", seed, need, at, at+d, got, want)
 			}
+			var area int64
+			for x := at; x < to; x++ {
+				area += int64(ref.free(x))
+			}
+			if got := p.Profile().FreeArea(at, to); got != area {
+				t.Fatalf("seed %d: FreeArea(%d, %d) = %d, reference %d", seed, at, to, got, area)
+			}
 		}
 		checkInvariants(t, p)
 	}

@@ -176,6 +176,10 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"negative repair rate", site("    failures:\n      failure_rate: 0.1\n      repair_rate: -1\n"), "line 8: sites[1].failures.repair_rate: must be a finite number >= 0"},
 		{"failures never repaired", site("    failures:\n      failure_rate: 0.1\n"), "line 6: sites[1].failures.repair_rate: required (> 0) with a failure_rate"},
 		{"repairs without failures", site("    failures:\n      repair_rate: 0.5\n"), "line 7: sites[1].failures.repair_rate: has no effect without a failure_rate"},
+		{"pricing without a model", site("    pricing: {beta: 0.1}\n"), "line 6: sites[1].pricing: pricing parameters"},
+		{"libra+$ without a base price", site("    pricing: {model: libra+$, alpha: 1}\n"), "line 6: sites[1].pricing: libra+$ pricing"},
+		{"unknown pricing model", site("    pricing: {model: auction}\n"), "line 6: sites[1].pricing: pricing model \"auction\""},
+		{"pricing under rqf", "transfer: rqf\n" + site("    pricing: {model: libra+$, pbase: 1, alpha: 1}\n"), "sites[1].pricing: has no effect with transfer rqf"},
 		{"failures in a pool", "transfer: p-easy\n" + site("    failures: {failure_rate: 0.1, repair_rate: 0.5}\n"), "line 7: sites[1].failures: has no effect with transfer p-easy"},
 	}
 	for _, c := range bad {
@@ -185,6 +189,11 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 				t.Fatalf("ParseScenario = %v, want ErrBadConfig saying %q", err, c.want)
 			}
 		})
+	}
+	if sc, err := ParseScenario([]byte(site("    pricing: {model: libra+$, pbase: 0.5, alpha: 1, beta: 0.1}\n"))); err != nil {
+		t.Fatalf("a priced site is refused: %v", err)
+	} else if cfg, err := sc.Build(); err != nil || cfg.Sites[1].Pricing != (delegation.LibraPlus{PBase: 0.5, Alpha: 1, Beta: 0.1}) || cfg.Sites[0].Pricing != (delegation.Free{}) {
+		t.Fatalf("pricing built as %v, %v (%v)", cfg.Sites[0].Pricing, cfg.Sites[1].Pricing, err)
 	}
 	if _, err := ParseScenario([]byte(site("    policy: conservative\n    overbooking:\n      enabled: true\n      risk_test: risk\n      security_factor: 3\n    deadlines:\n      factor: 2\n    fees:\n      enabled: true\n      penalty_ratio: 2\n    prefer: [a]\n"))); err != nil {
 		t.Fatalf("a valid SLA site is refused: %v", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -31,8 +32,9 @@ type Scenario struct {
 	// Seed seeds the location policy's jitter and the replications of
 	// --runs. Default 1.
 	Seed uint64 `yaml:"seed"`
-	// Transfer is the transfer policy: "acf" (default), "on-reject" or
-	// "rqf"; or, instead of delegation, one of the federation study's
+	// Transfer is the transfer policy: "acf" (default), "on-reject",
+	// "rqf" or "efs" (the study's evolutionary fuzzy transfer policy: a
+	// site with rule bases applies them, one without runs ACF); or, instead of delegation, one of the federation study's
 	// simulator-only strategies: its central pool ("p-fcfs", "p-easy",
 	// "p-list"), its central coordinator ("central-full", "serf"),
 	// Shaking-G ("shaking-g") or its leasing ("lease-blos", "lease-clos").
@@ -93,8 +95,13 @@ type ScenarioSite struct {
 	Failures ScenarioFailures `yaml:"failures"`
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64 `yaml:"community_share"`
+	// Pricing prices the site's quotes (the node's delegation.pricing).
+	Pricing ScenarioPricing `yaml:"pricing"`
 	// Share is the site's share of the workload's jobs (with workload).
 	Share float64 `yaml:"share"`
+	// Rules lists the site's EFS rule-base files (transfer efs only), one
+	// per partner; paths are relative to the working directory.
+	Rules []string `yaml:"rules"`
 }
 
 // ScenarioWorkload is a trace slice spread over the sites (TraceSlice).
@@ -157,6 +164,22 @@ type ScenarioFailures struct {
 
 func (f ScenarioFailures) model() overbook.FailureModel {
 	return overbook.FailureModel{Lambda: f.FailureRate, Mu: f.RepairRate}
+}
+
+// ScenarioPricing is a site's price model: model free (the default) or
+// libra+$ with its parameters (delegation.LibraPlus).
+type ScenarioPricing struct {
+	Model                string `yaml:"model"`
+	delegation.LibraPlus `yaml:",inline"`
+}
+
+func (p ScenarioPricing) pricing() (delegation.Pricing, error) {
+	return delegation.ParsePricing(p.Model, p.LibraPlus)
+}
+
+func pricingErr(p ScenarioPricing) error {
+	_, err := p.pricing()
+	return err
 }
 
 // ScenarioFixed is one fixed reservation.
@@ -335,7 +358,7 @@ func (s *Scenario) check() error {
 		return s.bad(fmt.Sprintf("a federation needs at least two sites, got %d", len(s.Sites)), "sites")
 	}
 	if _, err := s.transfer(); err != nil {
-		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, p-fcfs, p-easy, p-list, central-full, serf, shaking-g, lease-blos or lease-clos", s.Transfer), "transfer")
+		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, efs, p-fcfs, p-easy, p-list, central-full, serf, shaking-g, lease-blos or lease-clos", s.Transfer), "transfer")
 	}
 	if err := s.checkPool(); err != nil {
 		return err
@@ -406,6 +429,10 @@ func (s *Scenario) check() error {
 			return at(fmt.Sprintf("must be a finite number > 0 (0 means 1), got %v", site.TimeScale), "time_scale")
 		case !finite(site.CommunityShare) || site.CommunityShare < 0 || site.CommunityShare >= 1:
 			return at(fmt.Sprintf("must be in [0, 1), got %v", site.CommunityShare), "community_share")
+		case site.Pricing != ScenarioPricing{} && !slices.Contains([]string{"", "on-reject", "acf"}, strings.ToLower(s.Transfer)):
+			return at(fmt.Sprintf("has no effect with transfer %s: only the quotes of on-reject and acf carry prices", s.Transfer), "pricing")
+		case pricingErr(site.Pricing) != nil:
+			return at(pricingErr(site.Pricing).Error(), "pricing")
 		case !finite(site.Deadlines.Factor) || site.Deadlines.Factor != 0 && site.Deadlines.Factor < 1:
 			return at(fmt.Sprintf("must be a finite number >= 1 (deadline = submit + factor x estimate), got %v", site.Deadlines.Factor), "deadlines", "factor")
 		case !finite(site.Fees.PenaltyRatio) || site.Fees.PenaltyRatio < 0:
@@ -454,6 +481,17 @@ func (s *Scenario) check() error {
 		}
 		if len(site.Prefer) > 0 && s.Transfer == "rqf" {
 			return s.bad("prefer orders the peers a site pushes to; rqf only pulls", "sites", i, "prefer")
+		}
+		if len(site.Prefer) > 0 && s.Transfer == "efs" {
+			return s.bad("efs orders the peers by the AWRT of the jobs delegated to each; prefer has no effect", "sites", i, "prefer")
+		}
+		if len(site.Rules) > 0 && s.Transfer != "efs" {
+			return s.bad("has no effect without transfer: efs", "sites", i, "rules")
+		}
+		for r, path := range site.Rules {
+			if path == "" {
+				return s.bad("a rule-base file name is required", "sites", i, "rules", r)
+			}
 		}
 	}
 	return nil
@@ -797,8 +835,24 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 			}
 			kept = append(kept, j)
 		}
+		pr, _ := site.Pricing.pricing() // validated
 		fs := FedSite{Name: site.Name, Procs: l.procs, Policy: pol, Jobs: kept, Overbooking: site.Overbooking.admission(),
-			Prefer: site.Prefer, CommunityShare: site.CommunityShare, Failures: site.Failures.model()}
+			Prefer: site.Prefer, CommunityShare: site.CommunityShare, Failures: site.Failures.model(), Pricing: pr}
+		for r, path := range site.Rules {
+			rb, err := delegation.LoadRuleBase(path)
+			if err != nil {
+				return cfg, fmt.Errorf("scenario: line %d: sites[%d].rules[%d]: %w", s.line("sites", k, "rules", r), k, r, err)
+			}
+			if rb.Site != site.Name {
+				return cfg, s.bad(fmt.Sprintf("%s is the rule base of site %q, not of %q", path, rb.Site, site.Name), "sites", k, "rules", r)
+			}
+			for _, o := range fs.Rules {
+				if o.Partner == rb.Partner {
+					return cfg, s.bad(fmt.Sprintf("%s: a second rule base for partner %q", path, rb.Partner), "sites", k, "rules", r)
+				}
+			}
+			fs.Rules = append(fs.Rules, rb)
+		}
 		if fs.Overbooking != nil {
 			fs.Overbooking.History = l.history
 			fs.Overbooking.Failures = fs.Failures // the PoF counts them, as --strategy's

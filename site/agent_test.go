@@ -269,6 +269,27 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 }
 
+// TestPriceDecides: with Libra+$ prices the origin takes the cheaper
+// quote (delegation.Best weighs fee − price − PoF × penalty): zzz ranks
+// first (two processors free now, as the job needs, and more later) but
+// six of its eight processors are taken over the job's window, so its
+// price is four times aaa's. Free, the ranking decides.
+func TestPriceDecides(t *testing.T) {
+	for _, c := range []struct {
+		pricing delegation.Pricing
+		want    string
+	}{{delegation.LibraPlus{PBase: 1, Alpha: 1, Beta: 1}, "aaa"}, {nil, "zzz"}} {
+		f := newFed(t, Config{Name: "origin", Procs: 2, Policy: plan.EASY, Transfer: delegation.ACF},
+			Config{Name: "aaa", Procs: 8, Policy: plan.EASY, Pricing: c.pricing, Fixed: []plan.FixedSpec{{ID: -1, Procs: 7, Start: 1000, End: 100000}}},
+			Config{Name: "zzz", Procs: 8, Policy: plan.EASY, Pricing: c.pricing, Fixed: []plan.FixedSpec{{ID: -1, Procs: 6, Start: 0, End: 900}}})
+		f.submit("origin", 1, 2, 900)
+		f.submit("origin", 2, 2, 900)
+		if got := f.starts[JobKey{"origin", 2}]; got != c.want {
+			t.Fatalf("pricing %v: job went to %q, want %s", c.pricing, got, c.want)
+		}
+	}
+}
+
 // TestAgentAgesStatisticsAsTheNode: the agent's runtime statistics age as
 // a node's with the same overbooking.age_factor and age_every (the node
 // records every learnt job into overbook.Stats configured so, statsConfig

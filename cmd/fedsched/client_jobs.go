@@ -688,13 +688,13 @@ func pofHuman(r *fedschedv1.ExplainResponse) string {
 // printAnswersTable prints every peer's answer to a request for a quote.
 func printAnswersTable(w io.Writer, as []*fedschedv1.QuoteAnswer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tPEER\tANSWER\tDETAIL")
+	fmt.Fprintln(tw, "TIME\tPEER\tANSWER\tPRICE\tDETAIL")
 	for _, a := range as {
-		ans := "offered"
+		ans, price := "offered", fmt.Sprintf("%.2f", a.GetPrice())
 		if !a.GetOffered() {
-			ans = "refused: " + orDash(reasonName(a.GetRefusal()))
+			ans, price = "refused: "+orDash(reasonName(a.GetRefusal())), "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tsHuman(a.GetTime()), orDash(oneLine(a.GetPeerSite())), ans, oneLine(a.GetMessage()))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", tsHuman(a.GetTime()), orDash(oneLine(a.GetPeerSite())), ans, price, oneLine(a.GetMessage()))
 	}
 	return tw.Flush()
 }

@@ -355,6 +355,22 @@ type Delegation struct {
 	// asked alone, in turn, before the location policy ranks the others,
 	// who are asked only when no preferred peer offers. Default: none.
 	Prefer []string `yaml:"prefer"`
+	// Pricing prices this site's quotes to peers. Default: free.
+	Pricing Pricing `yaml:"pricing"`
+}
+
+// Pricing is the price model of a site's quotes (docs/protocol.md).
+type Pricing struct {
+	// Model is "free" (every quote costs 0) or "libra+$" (Yeo's price:
+	// per processor-hour alpha·pbase + beta·pbase·RESMax/RESFree over the
+	// job's window; a job whose fee is below the price is refused).
+	// Default: free.
+	Model string `yaml:"model"`
+	// PBase is the base price, in virtual coins per processor-hour.
+	PBase float64 `yaml:"pbase"`
+	// Alpha and Beta weigh the static and the utilisation part.
+	Alpha float64 `yaml:"alpha"`
+	Beta  float64 `yaml:"beta"`
 }
 
 // Gossip is the federation membership configuration.
@@ -520,6 +536,22 @@ func (c Config) Validate() error {
 	case !(d.CommunityShare >= 0 && d.CommunityShare < 1):
 		bad("delegation.community_share", "must be in [0, 1)")
 	}
+	switch p := d.Pricing; p.Model {
+	case "", "free":
+		if p.PBase != 0 || p.Alpha != 0 || p.Beta != 0 {
+			bad("delegation.pricing", "pbase, alpha and beta have no effect with the free model; set model: libra+$")
+		}
+	case "libra+$":
+		ok := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }
+		if !(p.PBase > 0) || math.IsInf(p.PBase, 0) || !ok(p.Alpha) || !ok(p.Beta) || p.Alpha+p.Beta == 0 {
+			bad("delegation.pricing", "libra+$ wants pbase > 0 and alpha, beta >= 0, not both 0")
+		}
+	default:
+		bad("delegation.pricing.model", "%q: want free or libra+$", p.Model)
+	}
+	if d.Transfer == "rqf" && d.Pricing != (Pricing{}) {
+		bad("delegation.pricing", "an rqf site makes no quotes, so nothing carries a price; leave pricing out or use on-reject or acf")
+	}
 	switch d.Transfer {
 	case "", "on-reject", "acf":
 		if d.PullInterval != 0 && c.Gossip.Addr != "" {
@@ -529,6 +561,8 @@ func (c Config) Validate() error {
 		if len(d.Prefer) > 0 {
 			bad("delegation.prefer", "an rqf site offers no job to peers, so it has no peer to prefer; leave prefer out or use on-reject or acf")
 		}
+	case "efs":
+		bad("delegation.transfer", "efs (the federation study's fuzzy transfer policy with trained rule bases) runs only in the simulator so far (scenario transfer: efs); use on-reject, acf or rqf")
 	default:
 		bad("delegation.transfer", "%q: want on-reject, acf or rqf", d.Transfer)
 	}

@@ -48,6 +48,7 @@ func (c Config) refuseIneffective(bad func(path, format string, args ...any)) {
 			{"delegation.community_share", d.CommunityShare != 0}, {"delegation.transfer", d.Transfer != ""},
 			{"delegation.prefer", len(d.Prefer) > 0}, {"gossip.advertise", c.Gossip.Advertise != ""},
 			{"delegation.disclose_queue", d.DiscloseQueue}, {"delegation.pull_interval", d.PullInterval != 0},
+			{"delegation.pricing", d.Pricing != (Pricing{})},
 		} {
 			if s.set {
 				bad(s.path, "needs gossip.addr (without it the site runs alone and never delegates)")

@@ -240,6 +240,9 @@ const (
 	Reason_REASON_REJECTED_COMMUNITY_SHARE Reason = 17
 	// A peer asked for a quote could not be reached in time.
 	Reason_REASON_PEER_UNREACHABLE Reason = 18
+	// A peer refused a quote: its price (Libra+$, docs/protocol.md) is
+	// above the job's fee, the job's budget.
+	Reason_REASON_REJECTED_BUDGET Reason = 19
 )
 
 // Enum value maps for Reason.
@@ -264,6 +267,7 @@ var (
 		16: "REASON_DISPLACED",
 		17: "REASON_REJECTED_COMMUNITY_SHARE",
 		18: "REASON_PEER_UNREACHABLE",
+		19: "REASON_REJECTED_BUDGET",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -285,6 +289,7 @@ var (
 		"REASON_DISPLACED":                     16,
 		"REASON_REJECTED_COMMUNITY_SHARE":      17,
 		"REASON_PEER_UNREACHABLE":              18,
+		"REASON_REJECTED_BUDGET":               19,
 	}
 )
 
@@ -1155,7 +1160,10 @@ type QuoteAnswer struct {
 	// Human-readable detail: the offer's slot, or the refusal's message.
 	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
 	// When the answer came, by the origin's clock.
-	Time          *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=time,proto3" json:"time,omitempty"`
+	Time *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=time,proto3" json:"time,omitempty"`
+	// The offer's price, in virtual coins (processor-hours at a base price
+	// of 1); 0 for a refusal or a free offer.
+	Price         float64 `protobuf:"fixed64,6,opt,name=price,proto3" json:"price,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1223,6 +1231,13 @@ func (x *QuoteAnswer) GetTime() *timestamppb.Timestamp {
 		return x.Time
 	}
 	return nil
+}
+
+func (x *QuoteAnswer) GetPrice() float64 {
+	if x != nil {
+		return x.Price
+	}
+	return 0
 }
 
 // SubmitJobRequest asks the site to accept one job.
@@ -3377,13 +3392,14 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x120\n" +
 	"\x05until\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x1a\n" +
-	"\bblockers\x18\x04 \x03(\tR\bblockers\"\xbd\x01\n" +
+	"\bblockers\x18\x04 \x03(\tR\bblockers\"\xd3\x01\n" +
 	"\vQuoteAnswer\x12\x1b\n" +
 	"\tpeer_site\x18\x01 \x01(\tR\bpeerSite\x12\x18\n" +
 	"\aoffered\x18\x02 \x01(\bR\aoffered\x12-\n" +
 	"\arefusal\x18\x03 \x01(\x0e2\x13.fedsched.v1.ReasonR\arefusal\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"e\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
+	"\x05price\x18\x06 \x01(\x01R\x05price\"e\n" +
 	"\x10SubmitJobRequest\x12'\n" +
 	"\x0fidempotency_key\x18\x01 \x01(\tR\x0eidempotencyKey\x12(\n" +
 	"\x04spec\x18\x02 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\"S\n" +
@@ -3543,7 +3559,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x10SLA_OUTCOME_OPEN\x10\x01\x12\x13\n" +
 	"\x0fSLA_OUTCOME_MET\x10\x02\x12\x18\n" +
 	"\x14SLA_OUTCOME_VIOLATED\x10\x03\x12\x19\n" +
-	"\x15SLA_OUTCOME_CANCELLED\x10\x04*\x9c\x04\n" +
+	"\x15SLA_OUTCOME_CANCELLED\x10\x04*\xb8\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_PLACED_IN_FULL\x10\x01\x12\x15\n" +
@@ -3564,7 +3580,8 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x19REASON_RECEIVED_FROM_PEER\x10\x0f\x12\x14\n" +
 	"\x10REASON_DISPLACED\x10\x10\x12#\n" +
 	"\x1fREASON_REJECTED_COMMUNITY_SHARE\x10\x11\x12\x1b\n" +
-	"\x17REASON_PEER_UNREACHABLE\x10\x12*\xb6\x01\n" +
+	"\x17REASON_PEER_UNREACHABLE\x10\x12\x12\x1a\n" +
+	"\x16REASON_REJECTED_BUDGET\x10\x13*\xb6\x01\n" +
 	"\aWeekday\x12\x17\n" +
 	"\x13WEEKDAY_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eWEEKDAY_MONDAY\x10\x01\x12\x13\n" +
