@@ -517,3 +517,28 @@ func TestLeaseScenario(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseOnTraces: thirty days of the study's f20 (KTH96 and CTC96)
+// under CLOS, the chattier strategy: leases happen both ways, and no
+// processor of either site is ever double-booked.
+func TestLeaseOnTraces(t *testing.T) {
+	sc, err := LoadScenario("../scenarios/study/f20-lease-clos.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Span = "30d"
+	cfg, err := sc.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunFederation(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, l := range res.Leasing {
+		if l.Leases == 0 || l.Lent == 0 {
+			t.Errorf("site %s: %+v, want leases both ways", cfg.Sites[k].Name, l)
+		}
+	}
+	checkNoOvercommit(t, res)
+}
