@@ -234,6 +234,7 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		return func(err error) { o.proceed <- err == nil }
 	}
 	delete(n.inflight, o.seq)
+	n.noteQueued(o.seq, lj.pj.Estimate)
 	lj.job.QuoteAnswers = append(lj.job.QuoteAnswers, o.answers...)
 	if o.agreed != nil {
 		a := o.agreed

@@ -379,18 +379,6 @@ func (n *Node) jobsReach(now int64) int64 {
 	return reach
 }
 
-// queuedReach is how far the waiting jobs of a queue policy may reach if
-// they start now.
-func (n *Node) queuedReach(now int64) int64 {
-	reach := now
-	for seq, lj := range n.live {
-		if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && n.inflight[seq] == nil {
-			reach = max(reach, now+lj.pj.Estimate)
-		}
-	}
-	return reach
-}
-
 // tickReservations runs every turn of the loop: it forgets reservations
 // and instances that are over (and deletes their records) and extends the
 // laid range of the rules.

@@ -39,7 +39,9 @@ func always(site, partner string, procs int, accept bool) *delegation.RuleBase {
 // TestEFSDecides: the rule bases decide where jobs run. KTH96 declining
 // everything (it offers every job) and CTC96 accepting everything sends
 // every KTH96 job to CTC96 and keeps every CTC96 job home; the other way
-// round, every CTC96 job narrow enough for KTH96 goes there.
+// round, every CTC96 job narrow enough for KTH96 goes there; a site that
+// keeps (accepts) everything offers nothing, one that declines everything
+// takes nothing.
 func TestEFSDecides(t *testing.T) {
 	cfg := efsSlice(t, "5d", "1")
 	run := func(kthAccepts, ctcAccepts bool) [][]float64 {
@@ -69,6 +71,9 @@ func TestEFSDecides(t *testing.T) {
 	}
 	if mn := run(true, true); mn[0][1] != 0 || mn[1][0] != 0 {
 		t.Errorf("both keep everything: M_n %v, want no migration", mn)
+	}
+	if mn := run(false, false); mn[0][1] != 0 || mn[1][0] != 0 {
+		t.Errorf("both offer everything and take nothing: M_n %v, want no migration", mn)
 	}
 }
 
