@@ -130,7 +130,12 @@ func runEFSTrain(cmd *cobra.Command, f efsTrainFlags) error {
 	}
 	args := []string{"fedsched sim efs-train"}
 	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
-		if fl.Name == "seed" || fl.Changed && fl.Name != "workers" {
+		switch {
+		case fl.Name == "start":
+			for _, p := range f.start {
+				args = append(args, "--start "+p)
+			}
+		case fl.Name == "seed" || fl.Changed && fl.Name != "workers":
 			args = append(args, "--"+fl.Name+" "+fl.Value.String())
 		}
 	})
