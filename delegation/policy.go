@@ -97,6 +97,28 @@ type History struct {
 	// Failures counts quotes or agreements that failed (unreachable,
 	// refused at agree, violated).
 	Failures int
+	// Area and AreaResponse are Σ SA_j and Σ SA_j·(C_j − r_j) over the
+	// delegated jobs that finished at the peer (SA_j = m_j·p_j): the
+	// study's AWRT_{k,l} (Eq. 6.9), which EFS's location policy ranks by.
+	Area, AreaResponse float64
+}
+
+// ObserveArea folds one finished delegated job of procs processors that
+// ran ran seconds and responded in response seconds (end − submission)
+// into AWRT_{k,l}.
+func (h *History) ObserveArea(procs int, ran, response int64) {
+	sa := float64(procs) * float64(ran)
+	h.Area += sa
+	h.AreaResponse += sa * float64(response)
+}
+
+// AWRT is the squashed-area-weighted response time of the delegated jobs
+// observed so far; false before any job with a positive area.
+func (h History) AWRT() (float64, bool) {
+	if h.Area <= 0 {
+		return 0, false
+	}
+	return h.AreaResponse / h.Area, true
 }
 
 // Observe folds one finished delegated job into the history.
@@ -248,9 +270,15 @@ const (
 	// leaves idle asks peers for their waiting jobs and takes those its
 	// own policy would start now. It discloses the queue to peers.
 	RQF
+	// EFS (the study's evolutionary fuzzy transfer policy, §6.2): a rule
+	// base per partner decides from the site's own waiting parallelism and
+	// the job's width whether a local job is offered to the partner the
+	// location policy (RankAWRT) picked, and whether a partner's offer is
+	// taken into the queue (RuleBase). Simulator only so far.
+	EFS
 )
 
-var transferNames = [...]string{"on-reject", "acf", "rqf"}
+var transferNames = [...]string{"on-reject", "acf", "rqf", "efs"}
 
 func (m TransferMode) String() string {
 	if m >= 0 && int(m) < len(transferNames) {

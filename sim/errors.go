@@ -11,4 +11,6 @@ var (
 	// ErrBadConfig is returned for an experiment configuration that cannot
 	// be run (an unknown strategy, more runs than the trace has jobs).
 	ErrBadConfig = errors.New("bad experiment configuration")
+	// ErrAborted is returned by a replay that FedConfig.Abort stopped.
+	ErrAborted = errors.New("replay aborted")
 )

@@ -24,10 +24,17 @@ type FedSite struct {
 	Overbooking *site.Overbooking
 	// Fixed are fixed reservations the site holds from the start.
 	Fixed []plan.FixedSpec
+	// Standing are standing reservations the site holds from the start.
+	Standing []plan.Standing
 	// Prefer lists peers asked first, one at a time (ordered spill-over).
 	Prefer []string
 	// CommunityShare is the share of processors kept for local users.
 	CommunityShare float64
+	// Rules are the site's EFS rule bases, one per partner. Under
+	// transfer EFS a site with rule bases applies them and a site without
+	// runs ACF (the study's newcomer, and the partner a site is trained
+	// against); under any other transfer they must be empty.
+	Rules delegation.RuleBases
 	// Pricing prices the site's quotes (nil: free).
 	Pricing delegation.Pricing
 	// Failures, if both rates are set, makes the site's processors fail
@@ -84,6 +91,21 @@ type FedConfig struct {
 	// resource leasing, BLOS or CLOS (RunLease). Simulator-only, like
 	// Pool.
 	Lease *LeaseConfig
+	// Abort, if set, stops a delegating replay with ErrAborted as soon
+	// as the AWRT of the jobs submitted at one site is certain to exceed
+	// a bound: EFS training (TrainEFS) cuts short the replays of rule
+	// bases that cannot be selected.
+	Abort *AbortAWRT
+}
+
+// AbortAWRT is FedConfig.Abort: stop once site Site's AWRT must exceed
+// Above. The bound counts every job submitted at the site with the area it
+// will have if it runs to the end of its runtime or estimate (the replay's
+// own metrics count what ran), and at time t a job not yet ended as
+// responding in at least t − submit.
+type AbortAWRT struct {
+	Site  int
+	Above float64
 }
 
 // PoolConfig configures a pooled federation (RunPool).
@@ -116,8 +138,9 @@ type FedResult struct {
 	// (site.Kind's names: quote-request, quote, agree, ...), lost or not.
 	Messages map[string]int64
 	// Offered[k] counts the jobs submitted at site k that it offered to
-	// peers (asked at least one for a quote) and Kept[k] those of them it
-	// then ran itself, no quote having won; KeptStartable[k] those of the
+	// peers (asked at least one for a quote: delegated, kept, or refused
+	// by every site) and Kept[k] those of them it then ran itself, no
+	// quote having won; KeptStartable[k] those of the
 	// kept ones that a peer it did not ask could have started at once
 	// (that peer's own policy would have started the job at the moment
 	// the origin kept it: plan.Site.CanStartNow), the cost of asking only
@@ -341,11 +364,21 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		byName[s.Name] = k
 		// NoGrowBack as the node: its executor enforces the kill time it
 		// was given at start, so running jobs never grow back.
-		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, NoGrowBack: true,
+		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, Standing: s.Standing, NoGrowBack: true,
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
 			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed}
 		if cfg.Federate {
 			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
+		}
+		if cfg.Transfer == delegation.EFS {
+			if ac.Rules = s.Rules; len(ac.Rules) == 0 {
+				ac.Transfer = delegation.ACF
+			}
+		} else if len(s.Rules) > 0 {
+			return nil, fmt.Errorf("sim: site %s has EFS rule bases but the transfer is %v: %w", s.Name, cfg.Transfer, ErrBadConfig)
+		}
+		if !cfg.Federate {
+			ac.Transfer, ac.Rules = delegation.OnReject, nil
 		}
 		if err := s.Failures.Validate(); err != nil {
 			return nil, fmt.Errorf("sim: site %s: failures: %w", s.Name, err)
@@ -366,6 +399,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		}
 	}
 	sortSubmits(subs)
+	ab := newAbortBound(cfg.Abort, res.Records)
 	gens := make([]int32, len(res.Records))
 	var pending completions
 	var net network
@@ -392,6 +426,9 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 					f.Route = d.Route
 				}
 			case site.DecideReject:
+				if k == f.Origin && offered(d.Route) {
+					res.Offered[k]++ // offered, taken by no peer, and refused here
+				}
 				f.Exec, f.Decision, f.Route = k, d.Placement, d.Route
 			case site.DecideDelegate:
 				f.Route = d.Route
@@ -454,11 +491,15 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				return nil, fmt.Errorf("sim: %w", err)
 			}
 		}
+		if ab.exceeded(t) {
+			return nil, fmt.Errorf("sim: site %s: AWRT above %.0f s at %d: %w", cfg.Sites[cfg.Abort.Site].Name, cfg.Abort.Above, t, ErrAborted)
+		}
 		for {
 			ended := false
 			pending.popDue(t, gens, func(i int32) {
 				f := &res.Records[i]
 				f.ended(t)
+				ab.ended(f)
 				agents[f.Exec].End(t, site.JobKey{Site: cfg.Sites[f.Origin].Name, ID: int64(i)}, !f.Killed)
 				drain(f.Exec)
 				ended = true
@@ -491,6 +532,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				next++
 				f := &res.Records[s.idx]
 				f.Route = delegation.Route{{Site: cfg.Sites[s.site].Name, Action: delegation.ActionSubmitted, At: t}}
+				ab.submitted(f)
 				agents[s.site].Submit(t, int64(s.idx), f.planJob())
 				drain(s.site)
 			}
@@ -570,4 +612,51 @@ func sortSubmits(s []fedSubmit) {
 		}
 		return 0
 	})
+}
+
+// abortBound is the running lower bound of AbortAWRT (nil: none).
+type abortBound struct {
+	site   int
+	limit  float64 // Above × the site's total area
+	done   float64 // Σ area·(end − submit) over the jobs ended
+	open   float64 // Σ area over the jobs submitted and not ended
+	openAt float64 // Σ area·submit over them
+}
+
+func newAbortBound(a *AbortAWRT, recs []FedRecord) *abortBound {
+	if a == nil {
+		return nil
+	}
+	b := &abortBound{site: a.Site}
+	var total float64
+	for i := range recs {
+		if recs[i].Origin == a.Site {
+			total += recs[i].area()
+		}
+	}
+	b.limit = a.Above * total
+	return b
+}
+
+// area is the job's squashed area if it runs to the end of its runtime or
+// of its estimate, whichever comes first.
+func (f *FedRecord) area() float64 { return float64(f.Procs) * float64(min(f.Runtime, f.Estimate)) }
+
+func (b *abortBound) submitted(f *FedRecord) {
+	if b != nil && f.Origin == b.site {
+		b.open += f.area()
+		b.openAt += f.area() * float64(f.Submit)
+	}
+}
+
+func (b *abortBound) ended(f *FedRecord) {
+	if b != nil && f.Origin == b.site {
+		b.open -= f.area()
+		b.openAt -= f.area() * float64(f.Submit)
+		b.done += float64(f.Procs) * float64(f.Ran()) * float64(f.End-f.Submit)
+	}
+}
+
+func (b *abortBound) exceeded(t int64) bool {
+	return b != nil && b.done+b.open*float64(t)-b.openAt > b.limit
 }

@@ -72,6 +72,44 @@ func RunPool(ctx context.Context, sites []FedSite, pol plan.Policy) (*FedResult,
 	return res, nil
 }
 
+// replay is the event loop of the study's strategies that run EASY at
+// every site (Shaking-G, leasing): at each event time t, the ends due at t,
+// then round(t, due) with the submissions due at t in replay order; then,
+// while jobs that started at t with a zero runtime end at t, their ends and
+// round(t, nil) again.
+func (r *poolRun) replay(ctx context.Context, what string, subs []fedSubmit, round func(t int64, due []fedSubmit)) error {
+	next, events := 0, 0
+	for next < len(subs) || len(r.ends) > 0 {
+		t := plan.Forever
+		if next < len(subs) {
+			t = subs[next].at
+		}
+		if len(r.ends) > 0 {
+			t = min(t, r.ends[0].at)
+		}
+		if events++; events&0x3ff == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		}
+		r.endDue(t)
+		from := next
+		for next < len(subs) && subs[next].at == t {
+			next++
+		}
+		due := subs[from:next]
+		for {
+			round(t, due)
+			due = nil
+			if len(r.ends) == 0 || r.ends[0].at != t {
+				break
+			}
+			r.endDue(t)
+		}
+	}
+	return nil
+}
+
 // studyRecords checks the sites of one of the study's simulator-only
 // strategies (every job runnable at its own site, submissions sorted) and
 // returns the records, one idle site state per site, and the submissions

@@ -32,8 +32,9 @@ type Scenario struct {
 	// Seed seeds the location policy's jitter and the replications of
 	// --runs. Default 1.
 	Seed uint64 `yaml:"seed"`
-	// Transfer is the transfer policy: "acf" (default), "on-reject" or
-	// "rqf"; or, instead of delegation, one of the federation study's
+	// Transfer is the transfer policy: "acf" (default), "on-reject",
+	// "rqf" or "efs" (the study's evolutionary fuzzy transfer policy: a
+	// site with rule bases applies them, one without runs ACF); or, instead of delegation, one of the federation study's
 	// simulator-only strategies: its central pool ("p-fcfs", "p-easy",
 	// "p-list"), its central coordinator ("central-full", "serf"),
 	// Shaking-G ("shaking-g") or its leasing ("lease-blos", "lease-clos").
@@ -98,6 +99,9 @@ type ScenarioSite struct {
 	Pricing ScenarioPricing `yaml:"pricing"`
 	// Share is the site's share of the workload's jobs (with workload).
 	Share float64 `yaml:"share"`
+	// Rules lists the site's EFS rule-base files (transfer efs only), one
+	// per partner; paths are relative to the working directory.
+	Rules []string `yaml:"rules"`
 }
 
 // ScenarioWorkload is a trace slice spread over the sites (TraceSlice).
@@ -178,12 +182,24 @@ func pricingErr(p ScenarioPricing) error {
 	return err
 }
 
-// ScenarioFixed is one fixed reservation.
+// ScenarioFixed is one fixed reservation, or with Every a standing one
+// (the node's CreateReservation with every_seconds and until): its first
+// instance is [Start, End), repeated every Every seconds until Until (0:
+// for ever). The site agent keeps a standing reservation as a node does
+// (site/standing.go): every placement clear of all its instances, a job
+// it leaves no room for rejected.
 type ScenarioFixed struct {
 	Name  string `yaml:"name"`
 	Procs int    `yaml:"procs"`
 	Start int64  `yaml:"start"`
 	End   int64  `yaml:"end"`
+	Every int64  `yaml:"every"`
+	Until int64  `yaml:"until"`
+}
+
+// standing is the rule of a standing reservation (Every > 0).
+func (fx ScenarioFixed) standing() plan.Standing {
+	return plan.Standing{Name: fx.Name, Procs: fx.Procs, Start: fx.Start, Every: fx.Every, Length: fx.End - fx.Start, Until: fx.Until}
 }
 
 type loaded struct {
@@ -354,7 +370,7 @@ func (s *Scenario) check() error {
 		return s.bad(fmt.Sprintf("a federation needs at least two sites, got %d", len(s.Sites)), "sites")
 	}
 	if _, err := s.transfer(); err != nil {
-		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, p-fcfs, p-easy, p-list, central-full, serf, shaking-g, lease-blos or lease-clos", s.Transfer), "transfer")
+		return s.bad(fmt.Sprintf("%q: want acf, on-reject, rqf, efs, p-fcfs, p-easy, p-list, central-full, serf, shaking-g, lease-blos or lease-clos", s.Transfer), "transfer")
 	}
 	if err := s.checkPool(); err != nil {
 		return err
@@ -466,6 +482,14 @@ func (s *Scenario) check() error {
 				return at(fmt.Sprintf("must be after start (%d), got %d", fx.Start, fx.End), "fixed", f, "end")
 			case fx.Name != "" && !validName(fx.Name):
 				return at(fmt.Sprintf("%q: letters, digits, '.', '-' and '_'", fx.Name), "fixed", f, "name")
+			case fx.Every < 0:
+				return at(fmt.Sprintf("must be >= 0 seconds (0: a one-off reservation), got %d", fx.Every), "fixed", f, "every")
+			case fx.Every > 0 && fx.End-fx.Start > fx.Every:
+				return at(fmt.Sprintf("an instance of %d s is longer than the period %d s", fx.End-fx.Start, fx.Every), "fixed", f, "every")
+			case fx.Until != 0 && fx.Every == 0:
+				return at("has no effect on a one-off reservation (every: 0)", "fixed", f, "until")
+			case fx.Until != 0 && fx.Until <= fx.Start:
+				return at(fmt.Sprintf("must be after start (%d), got %d", fx.Start, fx.Until), "fixed", f, "until")
 			}
 		}
 	}
@@ -477,6 +501,17 @@ func (s *Scenario) check() error {
 		}
 		if len(site.Prefer) > 0 && s.Transfer == "rqf" {
 			return s.bad("prefer orders the peers a site pushes to; rqf only pulls", "sites", i, "prefer")
+		}
+		if len(site.Prefer) > 0 && s.Transfer == "efs" {
+			return s.bad("efs orders the peers by the AWRT of the jobs delegated to each; prefer has no effect", "sites", i, "prefer")
+		}
+		if len(site.Rules) > 0 && s.Transfer != "efs" {
+			return s.bad("has no effect without transfer: efs", "sites", i, "rules")
+		}
+		for r, path := range site.Rules {
+			if path == "" {
+				return s.bad("a rule-base file name is required", "sites", i, "rules", r)
+			}
 		}
 	}
 	return nil
@@ -823,13 +858,34 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 		pr, _ := site.Pricing.pricing() // validated
 		fs := FedSite{Name: site.Name, Procs: l.procs, Policy: pol, Jobs: kept, Overbooking: site.Overbooking.admission(),
 			Prefer: site.Prefer, CommunityShare: site.CommunityShare, Failures: site.Failures.model(), Pricing: pr}
+		for r, path := range site.Rules {
+			rb, err := delegation.LoadRuleBase(path)
+			if err != nil {
+				return cfg, fmt.Errorf("scenario: line %d: sites[%d].rules[%d]: %w", s.line("sites", k, "rules", r), k, r, err)
+			}
+			if rb.Site != site.Name {
+				return cfg, s.bad(fmt.Sprintf("%s is the rule base of site %q, not of %q", path, rb.Site, site.Name), "sites", k, "rules", r)
+			}
+			for _, o := range fs.Rules {
+				if o.Partner == rb.Partner {
+					return cfg, s.bad(fmt.Sprintf("%s: a second rule base for partner %q", path, rb.Partner), "sites", k, "rules", r)
+				}
+			}
+			fs.Rules = append(fs.Rules, rb)
+		}
 		if fs.Overbooking != nil {
 			fs.Overbooking.History = l.history
 			fs.Overbooking.Failures = fs.Failures // the PoF counts them, as --strategy's
 		}
-		for f, fx := range site.Fixed {
-			fs.Fixed = append(fs.Fixed, plan.FixedSpec{ID: -int64(f + 1), Name: fx.Name, Procs: fx.Procs, Start: fx.Start, End: fx.End})
+		var rules []plan.Standing
+		for _, fx := range site.Fixed {
+			if fx.Every > 0 {
+				rules = append(rules, fx.standing())
+				continue
+			}
+			fs.Fixed = append(fs.Fixed, plan.FixedSpec{ID: -int64(len(fs.Fixed) + 1), Name: fx.Name, Procs: fx.Procs, Start: fx.Start, End: fx.End})
 		}
+		fs.Standing = rules
 		cfg.Sites = append(cfg.Sites, fs)
 	}
 	return cfg, nil

@@ -52,33 +52,15 @@ func RunShaking(ctx context.Context, sites []FedSite, cfg ShakingConfig) (*FedRe
 		return nil, err
 	}
 	r := shakingRun{poolRun: poolRun{pol: plan.EASY, res: res, sites: ps}, depth: cfg.Depth}
-	next, events := 0, 0
-	for next < len(subs) || len(r.ends) > 0 {
-		t := plan.Forever
-		if next < len(subs) {
-			t = subs[next].at
+	err = r.replay(ctx, "shaking-g", subs, func(t int64, due []fedSubmit) {
+		r.easyLocal(t)
+		for _, sub := range due {
+			r.submit(t, sub.site, sub.idx)
 		}
-		if len(r.ends) > 0 {
-			t = min(t, r.ends[0].at)
-		}
-		if events++; events&0x3ff == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("shaking-g: %w", err)
-			}
-		}
-		r.endDue(t)
-		for {
-			r.easyLocal(t)
-			for next < len(subs) && subs[next].at == t {
-				r.submit(t, subs[next].site, subs[next].idx)
-				next++
-			}
-			r.easyLocal(t)
-			if len(r.ends) == 0 || r.ends[0].at != t {
-				break
-			}
-			r.endDue(t)
-		}
+		r.easyLocal(t)
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Every queue drains once nothing runs: a queued job fits its site.
 	return res, nil

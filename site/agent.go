@@ -64,6 +64,10 @@ type Config struct {
 	Overbooking *Overbooking
 	// Fixed are fixed reservations held from the start.
 	Fixed []plan.FixedSpec
+	// Standing are standing reservations held from the start: their
+	// instances are laid as placements need them, every placement clear
+	// of them, as a node does (standing.go).
+	Standing []plan.Standing
 	// TrackMoves and NoGrowBack are passed to plan.Config (the node sets
 	// both: it stores moved reservations and cannot move a kill time).
 	TrackMoves, NoGrowBack bool
@@ -72,6 +76,9 @@ type Config struct {
 	Peers PeerView
 	// Transfer is the transfer policy (default on-reject).
 	Transfer delegation.TransferMode
+	// Rules are the EFS rule bases, one per partner (transfer EFS only,
+	// where at least one is required).
+	Rules delegation.RuleBases
 	// Prefer lists peers in preference order (ordered spill-over): each is
 	// asked alone, in turn, before the location policy ranks the others.
 	Prefer []string
@@ -192,6 +199,8 @@ type job struct {
 	place   plan.Placement
 	expires int64   // hold expiry
 	price   float64 // the quote's price (delegation.QuotePrice)
+	queued  bool    // EFS: taken into the queue at agree, no hold
+	at      int64   // EFS: when the peer's transfer policy took it
 }
 
 // Agent is one site's decision core.
@@ -213,6 +222,10 @@ type Agent struct {
 	pulling int   // RQF queue answers still expected
 	seen    int   // jobs the peers disclosed in the last RQF round
 	ids     []int64
+	waitBuf []int64 // EFS: the waiting jobs' ids
+	// laidTo: every instance of the standing rules that starts before it
+	// is in the plan; fixedID is the last core id given to one.
+	laidTo, fixedID int64
 }
 
 type pendingReport struct {
@@ -229,8 +242,12 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Location.MaxCandidates < 0 || math.IsNaN(cfg.Location.Jitter) || math.IsInf(cfg.Location.Jitter, 0) {
 		return nil, fmt.Errorf("site agent %s: negative or non-finite setting: %w", cfg.Name, ErrInvalid)
 	}
-	if cfg.Transfer < delegation.OnReject || cfg.Transfer > delegation.RQF {
+	if cfg.Transfer < delegation.OnReject || cfg.Transfer > delegation.EFS {
 		return nil, fmt.Errorf("site agent %s: transfer policy %v: %w", cfg.Name, cfg.Transfer, ErrInvalid)
+	}
+	if (cfg.Transfer == delegation.EFS) != (len(cfg.Rules) > 0) {
+		return nil, fmt.Errorf("site agent %s: transfer %v with %d EFS rule bases (efs needs them, the others use none): %w",
+			cfg.Name, cfg.Transfer, len(cfg.Rules), ErrInvalid)
 	}
 	if cfg.MaxHops == 0 {
 		cfg.MaxHops = 1
@@ -243,7 +260,18 @@ func New(cfg Config) (*Agent, error) {
 	}
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
 	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job), hist: make(map[string]delegation.History),
-		reports: make(map[JobKey]*pendingReport), rqfAt: minTime}
+		reports: make(map[JobKey]*pendingReport), rqfAt: minTime, laidTo: plan.Never}
+	for i := range cfg.Standing {
+		if err := cfg.Standing[i].Validate(); err != nil {
+			return nil, fmt.Errorf("site agent %s: %w: %w", cfg.Name, err, ErrInvalid)
+		}
+		if cfg.Standing[i].Procs > cfg.Procs {
+			return nil, fmt.Errorf("site agent %s: standing reservation %q holds %d processors of %d: %w", cfg.Name, cfg.Standing[i].Name, cfg.Standing[i].Procs, cfg.Procs, ErrInvalid)
+		}
+	}
+	for _, f := range cfg.Fixed {
+		a.fixedID = min(a.fixedID, f.ID)
+	}
 	if o := cfg.Overbooking; o != nil {
 		if cfg.Policy != plan.Conservative {
 			return nil, fmt.Errorf("site agent %s: overbooking needs the conservative policy (the queue policies keep no reservations to overbook), not %v: %w", cfg.Name, cfg.Policy, ErrInvalid)
@@ -343,6 +371,9 @@ func (a *Agent) offer(now int64, jb *job) bool {
 	if a.cfg.Peers == nil || a.cfg.Transfer == delegation.RQF || !jb.route.CanDelegate(a.cfg.MaxHops) {
 		return false
 	}
+	if a.cfg.Transfer == delegation.EFS {
+		return a.offerEFS(now, jb)
+	}
 	local := a.site.Probe(now, jb.pj)
 	startsNow := local.OK() && a.site.CanStartNow(now, jb.pj)
 	if !delegation.ShouldDelegate(a.cfg.Transfer, local.OK(), startsNow) {
@@ -394,6 +425,7 @@ func (a *Agent) ask(now int64, jb *job) bool {
 // admit runs local admission for jb.
 func (a *Agent) admit(now int64, jb *job) {
 	pl := a.site.Submit(now, jb.pj)
+	pl = a.clearOfStanding(now, jb.pj, pl, func() { a.site.Cancel(now, jb.pj.ID) }, func() plan.Placement { return a.site.Submit(now, jb.pj) })
 	if !pl.OK() {
 		a.forget(jb)
 		a.decide(Decision{Kind: DecideReject, Job: jb.key, Placement: pl, Route: jb.route})
@@ -413,13 +445,15 @@ func (a *Agent) choose(now int64, jb *job) {
 		if o == nil {
 			continue
 		}
-		// A quote must beat what the origin can do itself.
-		if o.End >= jb.localEnd || jb.startNow && o.Start > now {
+		// A quote must beat what the origin can do itself; a peer whose
+		// transfer policy (EFS) takes the job into its queue promises no
+		// slot, and its acceptance is the migration.
+		if !o.Queued && (o.End >= jb.localEnd || jb.startNow && o.Start > now) {
 			a.send(Message{Kind: KindRelease, To: p, Job: jb.key})
 			continue
 		}
 		q := o.Quote
-		if jb.startNow {
+		if jb.startNow && !o.Queued {
 			q = q.StartingAt(now)
 		}
 		quotes = append(quotes, q)
@@ -529,11 +563,14 @@ func (a *Agent) Step(now int64, m Message) {
 			return // a repeated report
 		}
 		a.forget(jb)
+		h := a.hist[m.From]
 		if jb.pj.Estimate > 0 {
-			h := a.hist[m.From]
 			h.Observe(float64(m.Outcome.End-jb.pj.Release) / float64(jb.pj.Estimate))
-			a.hist[m.From] = h
 		}
+		if len(jb.route) > 0 {
+			h.ObserveArea(jb.pj.Procs, m.Outcome.End-m.Outcome.Start, m.Outcome.End-jb.route[0].At)
+		}
+		a.hist[m.From] = h
 		a.decide(Decision{Kind: DecideOutcome, Job: jb.key, Peer: m.From, Outcome: m.Outcome, Route: jb.route})
 	case KindReportAck:
 		delete(a.reports, m.Job)
@@ -573,11 +610,17 @@ func (a *Agent) quote(now int64, m Message) {
 	}
 	pj := m.Spec
 	pj.ID = a.nextID()
+	if a.cfg.Transfer == delegation.EFS {
+		a.quoteEFS(now, m, pj)
+		return
+	}
 	hold := a.cfg.HoldSeconds
 	if m.HoldSeconds > 0 {
 		hold = min(hold, m.HoldSeconds)
 	}
-	pl, why := a.holdFor(now, pj, now+hold, m.StartNow)
+	// ACF's acceptance rule is the peer's own: it applies whatever the
+	// origin's transfer policy (an EFS origin does not ask for it).
+	pl, why := a.holdFor(now, pj, now+hold, m.StartNow || a.cfg.Transfer == delegation.ACF)
 	if why != "" {
 		refuse(why)
 		return
@@ -604,6 +647,7 @@ func (a *Agent) holdFor(now int64, pj plan.Job, until int64, startNow bool) (pla
 		return plan.Placement{}, "its own policy would not start the job now"
 	}
 	pl := a.site.Hold(now, pj, until)
+	pl = a.clearOfStanding(now, pj, pl, func() { a.site.Unhold(now, pj.ID) }, func() plan.Placement { return a.site.Hold(now, pj, until) })
 	if !pl.OK() {
 		return pl, pl.Reason.String()
 	}
@@ -622,6 +666,10 @@ func (a *Agent) holdFor(now int64, pj plan.Job, until int64, startNow bool) (pla
 }
 
 func (a *Agent) offerOf(jb *job) *Offer {
+	if jb.queued {
+		return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.key.String(), Start: jb.at, End: plan.Forever,
+			Expires: jb.expires}, Queued: true}
+	}
 	return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.key.String(), Start: jb.place.Start, End: jb.place.End,
 		PoF: jb.place.PoF, Price: jb.price, Expires: jb.expires}, Overbooked: jb.place.Reason == plan.ReasonOverbooked}
 }
@@ -637,7 +685,18 @@ func (a *Agent) agree(now int64, m Message) {
 		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Reason: "no hold for the job (expired or released)"})
 		return
 	}
-	if _, err := a.site.Confirm(now, jb.pj.ID); err != nil {
+	if jb.queued {
+		// EFS took the job into the queue: the site's policy places it
+		// now, as a local submission.
+		pl := a.site.Submit(now, jb.pj)
+		pl = a.clearOfStanding(now, jb.pj, pl, func() { a.site.Cancel(now, jb.pj.ID) }, func() plan.Placement { return a.site.Submit(now, jb.pj) })
+		if !pl.OK() {
+			a.forget(jb)
+			a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Reason: pl.Reason.String()})
+			return
+		}
+		jb.place = pl
+	} else if _, err := a.site.Confirm(now, jb.pj.ID); err != nil {
 		a.forget(jb)
 		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Reason: err.Error()})
 		return
@@ -727,6 +786,8 @@ func (a *Agent) Tick(now int64) {
 		r.next = now + a.cfg.ReplySeconds
 		a.send(r.msg)
 	}
+	a.layTo(now, now+standingHorizon) // the outlook peers see holds the instances of the next day
+	a.layForQueue(now)
 	for _, d := range a.site.Pass(now) {
 		jb := a.byID[d.JobID]
 		if jb == nil {
@@ -758,4 +819,67 @@ func cmpKey(x, y JobKey) int {
 		return 1
 	}
 	return int(min(max(x.ID-y.ID, -1), 1))
+}
+
+// offerEFS is EFS's side of a local job: the location policy orders the
+// peers by the AWRT of the jobs delegated to each (RankAWRT), and for each
+// in turn the rule base for that peer decides from the site's own NWP and
+// the job's NJP whether the job is kept (accept) or offered to it
+// (decline); the peers it is offered to are asked one at a time, in that
+// order, and the job stays home when none takes it. It reports false when
+// the job stays home at once.
+func (a *Agent) offerEFS(now int64, jb *job) bool {
+	nwp, njp := a.features(jb.pj.Procs)
+	var rounds [][]string
+	for _, c := range delegation.RankAWRT(a.cfg.Peers.Candidates(now), jb.pj.Procs, jb.route, a.hist) {
+		if rb := a.cfg.Rules.For(c.Site, c.Procs); rb != nil && !rb.Accepts(nwp, njp) {
+			rounds = append(rounds, []string{c.Site})
+		}
+	}
+	jb.localEnd, jb.startNow, jb.rounds = plan.Forever, false, rounds
+	return a.ask(now, jb)
+}
+
+// quoteEFS is EFS's side of a peer's offer: the rule base for that peer
+// decides from this site's NWP and the job's NJP whether it joins the
+// queue. An accepted job holds no slot: the agree that follows submits it
+// to the site's own policy, as a local job.
+func (a *Agent) quoteEFS(now int64, m Message, pj plan.Job) {
+	var procs int
+	for _, c := range a.cfg.Peers.Candidates(now) {
+		if c.Site == m.From {
+			procs = c.Procs
+		}
+	}
+	nwp, njp := a.features(pj.Procs)
+	switch rb := a.cfg.Rules.For(m.From, procs); {
+	case pj.Procs > a.cfg.Procs:
+		a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Reason: plan.ReasonRejectedTooWide.String()})
+		return
+	case !rb.Accepts(nwp, njp):
+		a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job,
+			Reason: fmt.Sprintf("the fuzzy transfer policy declines it (NWP %.3g, NJP %.3g)", nwp, njp)})
+		return
+	}
+	hold := a.cfg.HoldSeconds
+	if m.HoldSeconds > 0 {
+		hold = min(hold, m.HoldSeconds)
+	}
+	jb := &job{key: m.Job, pj: pj, route: m.Route, expires: now + hold, from: m.From, queued: true, at: now}
+	a.add(jb)
+	a.set(jb, stateHeld)
+	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
+}
+
+// features are EFS's inputs at this site for a job of procs processors:
+// NWP over the jobs waiting in the queue, NJP of the job.
+func (a *Agent) features(procs int) (nwp, njp float64) {
+	a.waitBuf = a.site.WaitingIDs(a.waitBuf[:0])
+	waiting := 0
+	for _, id := range a.waitBuf {
+		if jb := a.byID[id]; jb != nil {
+			waiting += jb.pj.Procs
+		}
+	}
+	return delegation.NWP(waiting, a.cfg.Procs), delegation.NJP(procs, a.cfg.Procs)
 }

@@ -93,6 +93,10 @@ type Offer struct {
 	// Overbooked: the peer's admission test accepted the job only into a
 	// gap shorter than its estimate.
 	Overbooked bool
+	// Queued: the peer's transfer policy (EFS) takes the job into its
+	// queue, where its own policy will start it; no slot is held or
+	// promised (Start is the time of the answer, End plan.Forever).
+	Queued bool
 }
 
 // Outcome is how a job ended at the site that ran it.

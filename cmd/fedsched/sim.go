@@ -108,6 +108,7 @@ predicts each job at its submission from the jobs completed before it
 	fl.Int64Var(&f.to, "to", 0, "with --gantt or the plots: end of the window, in seconds of trace time (0: --from plus one day for --gantt, the end of the replay for the plots)")
 	fl.StringVar(&f.accPlot, "start-accuracy-plot", "", "replay under both conservative and EASY backfilling and draw the distribution of actual minus planned start of each (SVG) to this file")
 	f.sla.register(fl)
+	cmd.AddCommand(newSimEFSTrainCmd())
 	return cmd
 }
 

@@ -21,16 +21,21 @@ import (
 // deadline or a forecast has none), so that pandas.read_csv reads it as it
 // is. docs/simulation.md lists the columns.
 var jobsCSVHeader = []string{"run", "site", "exec_site", "id", "user", "group", "queue", "app", "submit_s", "procs", "estimate_s", "runtime_s",
-	"forecast_s", "decision", "started", "start_s", "end_s", "wait_s", "response_s", "bounded_slowdown", "reserved_s", "killed", "deadline_s", "fee", "penalty", "hops", "route"}
+	"forecast_s", "decision", "started", "start_s", "end_s", "wait_s", "response_s", "bounded_slowdown", "reserved_s", "killed", "deadline_s", "fee", "penalty", "hops", "route",
+	"leased_procs", "lender_site"}
 
 // jobRow is one job of one run: the record, the site it was submitted at
-// and the one it ran at, and its route ("site:action" hops joined by '>').
+// and the one it ran at, its route ("site:action" hops joined by '>'), and
+// the processors it ran on leased from another site (the study's leasing),
+// with that site.
 type jobRow struct {
 	run        int
 	site, exec string
 	rec        *sim.Record
 	hops       int
 	route      string
+	leased     int
+	lender     string
 }
 
 // writeJobRows writes rows to path as --jobs-csv.
@@ -57,11 +62,15 @@ func writeJobRows(path string, rows func(yield func(jobRow) bool)) error {
 		if r.Deadline < plan.Forever {
 			deadline = i64(r.Deadline)
 		}
+		leased := ""
+		if x.leased > 0 {
+			leased = strconv.Itoa(x.leased)
+		}
 		w.Write([]string{ //nolint:errcheck // checked by Flush
 			strconv.Itoa(x.run), x.site, x.exec, i64(r.ID), r.User, r.Group, r.Queue, r.App, i64(r.Submit), strconv.Itoa(r.Procs),
 			i64(r.Estimate), i64(r.Runtime), fc, r.Decision.Reason.String(), strconv.FormatBool(r.Started), start, end, wait, resp, bsld,
 			reserved, strconv.FormatBool(r.Killed), deadline, strconv.FormatFloat(r.Fee, 'f', -1, 64), strconv.FormatFloat(r.Penalty, 'f', -1, 64),
-			strconv.Itoa(x.hops), x.route,
+			strconv.Itoa(x.hops), x.route, leased, x.lender,
 		})
 	}
 	w.Flush()
@@ -93,8 +102,12 @@ func fedRows(runs []*sim.FedResult) func(func(jobRow) bool) {
 				for h, hop := range x.Route {
 					hops[h] = hop.Site + ":" + hop.Action.String()
 				}
-				if !yield(jobRow{run: run, site: r.Sites[x.Origin].Name, exec: r.Sites[x.Exec].Name, rec: &x.Record,
-					hops: x.Route.Hops(), route: strings.Join(hops, ">")}) {
+				row := jobRow{run: run, site: r.Sites[x.Origin].Name, exec: r.Sites[x.Exec].Name, rec: &x.Record,
+					hops: x.Route.Hops(), route: strings.Join(hops, ">")}
+				if x.Leased > 0 {
+					row.leased, row.lender = x.Leased, r.Sites[x.Lender].Name
+				}
+				if !yield(row) {
 					return
 				}
 			}

@@ -26,12 +26,19 @@ func TestSimJobsCSVEveryMode(t *testing.T) {
 	if err := os.WriteFile(sc, []byte("transfer: shaking-g\nsites:\n  - {name: a, trace: "+a+"}\n  - {name: b, trace: "+a+"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Leasing: at 1, a's job 2 (4 procs) finds 2 idle at a and leases 2
+	// from b (idle, nothing queued yet); b's job 2 then finds a with none.
+	scLease := filepath.Join(dir, "lease.yaml")
+	if err := os.WriteFile(scLease, []byte("transfer: lease-blos\nsites:\n  - {name: a, trace: "+a+"}\n  - {name: b, trace: "+a+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		rows int
 	}{
 		{[]string{"--trace", a, "--policy", "easy"}, 3},
 		{[]string{"--scenario", sc}, 6},
+		{[]string{"--scenario", scLease}, 6},
 		{[]string{"--scenario", sc, "--runs", "2"}, 12},
 		{[]string{"--trace", "kth", "--strategy", "backfill", "--jobs", "40", "--runs", "2", "--train-jobs", "50"}, 80},
 	} {
@@ -55,7 +62,14 @@ func TestSimJobsCSVEveryMode(t *testing.T) {
 		for i, h := range rows[0] {
 			col[h] = i
 		}
+		leased := 0
 		for _, r := range rows[1:] {
+			if r[col["leased_procs"]] != "" || r[col["lender_site"]] != "" {
+				if r[col["leased_procs"]] != "2" || r[col["lender_site"]] != "b" || r[col["site"]] != "a" || r[col["id"]] != "2" {
+					t.Fatalf("%v: leased row %v, want a's job 2 with 2 processors from b", tc.args, r)
+				}
+				leased++
+			}
 			started := r[col["started"]] == "true"
 			if !started {
 				for _, c := range []string{"start_s", "wait_s", "bounded_slowdown"} {
@@ -72,6 +86,9 @@ func TestSimJobsCSVEveryMode(t *testing.T) {
 			if err != nil || err2 != nil || wait != start-submit || bsld < 1 || r[col["site"]] == "" || r[col["user"]] == "" {
 				t.Fatalf("%v: row %v", tc.args, r)
 			}
+		}
+		if want := tc.args[len(tc.args)-1] == scLease; (leased == 1) != want {
+			t.Fatalf("%v: %d rows with a lease, want %v", tc.args, leased, want)
 		}
 	}
 }

@@ -561,6 +561,8 @@ func (c Config) Validate() error {
 		if len(d.Prefer) > 0 {
 			bad("delegation.prefer", "an rqf site offers no job to peers, so it has no peer to prefer; leave prefer out or use on-reject or acf")
 		}
+	case "efs":
+		bad("delegation.transfer", "efs (the federation study's fuzzy transfer policy with trained rule bases) runs only in the simulator so far (scenario transfer: efs); use on-reject, acf or rqf")
 	default:
 		bad("delegation.transfer", "%q: want on-reject, acf or rqf", d.Transfer)
 	}

@@ -312,6 +312,7 @@ func TestValidate(t *testing.T) {
 		"rqf with prefer": {func(c *Config) {
 			c.Gossip.Addr, c.Delegation.Transfer, c.Delegation.Prefer = ":7946", "rqf", []string{"b"}
 		}, "delegation.prefer"},
+		"efs live":          {func(c *Config) { c.Delegation.Transfer = "efs" }, "delegation.transfer"},
 		"prefer itself":     {func(c *Config) { c.Delegation.Prefer = []string{c.Site} }, "delegation.prefer"},
 		"prefer a bad name": {func(c *Config) { c.Delegation.Prefer = []string{"a b"} }, "delegation.prefer"},
 	}
