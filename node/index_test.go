@@ -30,13 +30,22 @@ func (o *inLoop) run(n *Node, _ int64) func(error) {
 }
 
 // TestPendingCountsMatchLiveJobs checks the per-user counts of PENDING jobs
-// (limits.max_pending_jobs) against a count over the live jobs, while jobs
-// of several users are submitted, start, end and are cancelled, and after
-// a restart of the node on the same store.
+// (limits.max_pending_jobs) against a count over the live jobs, and
+// queuedReach's index against a walk of the live jobs, while jobs of
+// several users are submitted, start, end and are cancelled, and after a
+// restart of the node on the same store, under a reservation policy and a
+// queue policy.
 func TestPendingCountsMatchLiveJobs(t *testing.T) {
+	for _, policy := range []string{"conservative", "easy"} {
+		t.Run(policy, func(t *testing.T) { testPendingCounts(t, policy) })
+	}
+}
+
+func testPendingCounts(t *testing.T, policy string) {
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor, cfg.TimeScale = "t", dir, 8, "simulated", 1000
+	cfg.Policy = policy
 	st, err := store.OpenBolt(dir, &store.Options{MaxBatchDelay: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +62,16 @@ func TestPendingCountsMatchLiveJobs(t *testing.T) {
 			}
 			if !maps.Equal(scan, n.pendingBy) {
 				t.Errorf("%s: counted %v, the live jobs say %v", when, n.pendingBy, scan)
+			}
+			now := n.now()
+			reach := now
+			for seq, lj := range n.live {
+				if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && n.inflight[seq] == nil {
+					reach = max(reach, now+lj.pj.Estimate)
+				}
+			}
+			if got := n.queuedReach(now); got != reach {
+				t.Errorf("%s: queuedReach %d, the live jobs say %d", when, got-now, reach-now)
 			}
 		}}
 		if err := n.send(context.Background(), o); err != nil {
@@ -90,7 +109,7 @@ func TestPendingCountsMatchLiveJobs(t *testing.T) {
 	for k := range 60 {
 		// Jobs of three users: some start at once and end within seconds
 		// of the scaled clock, some wait for tomorrow.
-		sp := &fedschedv1.JobSpec{Procs: int32(1 + k%4), EstimateSeconds: int64(60 + 60*(k%5)), User: fmt.Sprintf("u%d", k%3), App: "t"}
+		sp := &fedschedv1.JobSpec{Procs: int32(1 + k%4), EstimateSeconds: int64(60 + 37*k), SimRuntimeSeconds: 50, User: fmt.Sprintf("u%d", k%3), App: "t"}
 		if k%2 == 0 {
 			sp.Release = timestamppb.New(n.deps.Clock.Now().Add(24 * time.Hour))
 		}
@@ -110,6 +129,24 @@ func TestPendingCountsMatchLiveJobs(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // five minutes of the site's clock: jobs start and end
 	check(n, "after jobs ran")
+	// The longest job of all starts: it no longer counts.
+	r, err := svc.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: &fedschedv1.JobSpec{Procs: 1, EstimateSeconds: 72000, SimRuntimeSeconds: 72000, User: "u0", App: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		j, err := svc.GetJob(ctx, &fedschedv1.GetJobRequest{JobId: r.GetJob().GetId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.GetJob().GetState() == fedschedv1.JobState_JOB_STATE_RUNNING {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the long job is %v", j.GetJob().GetState())
+		}
+	}
+	check(n, "after the longest job started")
 	stop()
 	n, stop = start()
 	check(n, "after a restart")

@@ -86,7 +86,8 @@ type Node struct {
 	agreements map[string]*agreementRec
 	byOrigin   map[string]string
 	inflight   map[int64]*inflight
-	holds      holdHeap // the peers' holds by expiry (index.go)
+	holds      holdHeap   // the peers' holds by expiry (index.go)
+	reach      reachIndex // queuedReach's index (index.go)
 	launch     []int64
 	histMu     sync.Mutex
 	history    map[string]delegation.History
