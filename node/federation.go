@@ -684,7 +684,7 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "this site's own policy would not start the job now"), nil
 	}
 	pl := n.site.Hold(now, pj, now+hold)
-	pl = n.clearOfStanding(now, pl, func() { n.site.Unhold(now, seq) }, func() plan.Placement { return n.site.Hold(now, pj, now+hold) })
+	pl = n.clearOfStanding(now, pj, pl, func() { n.site.Unhold(now, seq) }, func() plan.Placement { return n.site.Hold(now, pj, now+hold) })
 	if !pl.OK() {
 		reason, msg := rejectReason(pl, pj, n.cfg.Site, now)
 		return refuse(reason, msg), nil

@@ -139,7 +139,7 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		}
 	}
 	pl := n.site.Submit(now, pj)
-	pl = n.clearOfStanding(now, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
+	pl = n.clearOfStanding(now, pj, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
 	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
 	if !pl.OK() && n.federating() && delegation.ShouldDelegate(n.fed.Transfer, false, false) && n.mayDelegate(job.GetRoute()) && (pl.Reason == plan.ReasonRejectedNoGap || pl.Reason == plan.ReasonRejectedRisk || pl.Reason == plan.ReasonRejectedTooWide) {
 		// Transfer policy: a job the site cannot take goes to the peers.
@@ -191,7 +191,7 @@ const acfOffering = "this site would not start the job now (ACF): offering it to
 // into the plan, as at submission; if it no longer fits, it is rejected.
 func (n *Node) readmit(lj *liveJob, now int64) {
 	pl := n.site.Submit(now, lj.pj)
-	pl = n.clearOfStanding(now, pl, func() { n.site.Cancel(now, lj.pj.ID) }, func() plan.Placement { return n.site.Submit(now, lj.pj) })
+	pl = n.clearOfStanding(now, lj.pj, pl, func() { n.site.Cancel(now, lj.pj.ID) }, func() plan.Placement { return n.site.Submit(now, lj.pj) })
 	lj.job.OverbookSamples, lj.job.TooFewSamples = pl.Samples, pl.TooFewSamples
 	if !pl.OK() {
 		reason, msg := rejectReason(pl, lj.pj, n.cfg.Site, now)

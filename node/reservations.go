@@ -15,11 +15,13 @@ package node
 // beyond the laid range is taken out again, the range is laid as far as
 // the job's end, and the job is placed again (clearOfStanding); under the
 // queue policies the range is laid as far as the longest waiting job's
-// estimate before each pass (tickReservations). Both reach at most eight
-// horizons ahead. Past that, an instance coming into the horizon may find
-// work in its way: waiting jobs are displaced as with CreateReservation's
-// displace (an accepted SLA rejected so is VIOLATED); if a running job or a
-// peer's hold is in the way, the instance is skipped and logged.
+// estimate before each pass (tickReservations). A job the rules leave no
+// room for at all is rejected (plan.StandingExcludes), so that the plan is
+// the one the rules laid in advance would give (the simulator's). Only a
+// rule created while work is in the plan finds work in an instance's way:
+// waiting jobs are displaced as with CreateReservation's displace (an
+// accepted SLA rejected so is VIOLATED); if a running job or a peer's hold
+// is in the way, the instance is skipped and logged.
 
 import (
 	"cmp"
@@ -48,9 +50,10 @@ const (
 	// maxStartPast is how far in the past a reservation may start, in
 	// seconds (a request takes a moment to arrive).
 	maxStartPast = 60
-	// aheadHorizons bounds how far ahead instances are laid to keep a
-	// job clear of them, in horizons.
-	aheadHorizons = 8
+	// maxLayRounds bounds how often clearOfStanding lays further and
+	// places a job again (a job the rules leave room for is clear after
+	// one or two).
+	maxLayRounds = 64
 )
 
 // reservations is the node's bookkeeping of operators' reservations. The
@@ -86,7 +89,7 @@ func (r *reservations) newCore() int64 {
 
 // target is how far to lay the rules for a plan that must reach want.
 func (r *reservations) target(now, want int64) int64 {
-	return min(max(want, now+r.horizon)+max(1, r.horizon/7), now+aheadHorizons*r.horizon)
+	return max(want, now+r.horizon) + max(1, r.horizon/7)
 }
 
 type fixedRes struct {
@@ -295,7 +298,7 @@ func standingRecord(req *fedschedv1.CreateReservationRequest) store.StandingReco
 
 // layStanding lays the instances of every rule as far as the plan needs
 // to reach want (and at least the horizon ahead of now): a seventh of the
-// horizon beyond, at most aheadHorizons horizons ahead.
+// horizon beyond.
 func (n *Node) layStanding(now, want int64) {
 	r := &n.resv
 	if len(r.rules) == 0 || max(want, now+r.horizon) <= r.laidTo {
@@ -352,20 +355,44 @@ func (n *Node) addInstance(s *standingRes, core int64, w plan.Window) {
 	n.resv.tidyAt = min(n.resv.tidyAt, w.End)
 }
 
-// clearOfStanding keeps a placement just made clear of instances not laid
-// yet: if it reaches past the laid range, undo takes it out, the rules are
-// laid as far as its end, and redo places it again.
-func (n *Node) clearOfStanding(now int64, pl plan.Placement, undo func(), redo func() plan.Placement) plan.Placement {
-	for range aheadHorizons {
-		r := &n.resv
-		if len(r.rules) == 0 || !pl.OK() || pl.Reason == plan.ReasonQueued || pl.End <= r.laidTo || r.target(now, pl.End) <= r.laidTo {
+// clearOfStanding keeps a placement just made clear of every instance of
+// the rules, however far ahead, as if all were laid in advance (the
+// simulator lays a scenario's rules so): a job the rules leave no room
+// for (plan.StandingExcludes) is rejected; one placed past the laid range
+// is taken out (undo), the rules are laid as far as its end, and it is
+// placed again (redo), until it is clear. Never is a slot promised that an
+// instance will claim later.
+func (n *Node) clearOfStanding(now int64, pj plan.Job, pl plan.Placement, undo func(), redo func() plan.Placement) plan.Placement {
+	r := &n.resv
+	if len(r.rules) == 0 || !pl.OK() {
+		return pl
+	}
+	if plan.StandingExcludes(n.standingRules(), n.procs, pj, now) {
+		undo()
+		return plan.Placement{Reason: plan.ReasonRejectedNoGap}
+	}
+	for range maxLayRounds {
+		if !pl.OK() || pl.Reason == plan.ReasonQueued || pl.End <= r.laidTo {
 			return pl
 		}
 		undo()
 		n.layStanding(now, pl.End)
 		pl = redo()
 	}
+	if pl.OK() && pl.Reason != plan.ReasonQueued && pl.End > r.laidTo {
+		undo()
+		return plan.Placement{Reason: plan.ReasonRejectedNoGap}
+	}
 	return pl
+}
+
+// standingRules are the rules of the standing reservations, in id order.
+func (n *Node) standingRules() []plan.Standing {
+	out := make([]plan.Standing, 0, len(n.resv.rules))
+	for _, id := range slices.SortedFunc(maps.Keys(n.resv.rules), compareIDs) {
+		out = append(out, n.resv.rules[id].rule)
+	}
+	return out
 }
 
 // jobsReach is the latest end of a job's reservation in the plan.

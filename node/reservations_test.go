@@ -23,7 +23,9 @@ import (
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
+	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+	"github.com/fedsched/fedsched/site"
 )
 
 // monday is the start of the reservation tests' clock: Monday 7 January
@@ -604,10 +606,13 @@ func TestStandingUnderEASY(t *testing.T) {
 	}
 }
 
-// TestInstanceEnteringHorizonDisplaces: a job planned further ahead than
-// instances are laid (eight horizons) is displaced when the instance in its
-// way comes into the horizon.
-func TestInstanceEnteringHorizonDisplaces(t *testing.T) {
+// TestFarJobClearOfInstancesFromTheStart: a job planned far further ahead
+// than instances are laid (ten horizons) is placed clear of the instance
+// of its night at once (the node lays as far as the job reaches), and
+// keeps its slot when that night comes into the horizon: no instance
+// claims a slot promised to a job. (The node used to lay at most eight
+// horizons ahead and displace such a job later.)
+func TestFarJobClearOfInstancesFromTheStart(t *testing.T) {
 	clk := clock.NewManual(monday)
 	const day = 24 * time.Hour
 	st := store.NewMemStore()
@@ -619,7 +624,7 @@ func TestInstanceEnteringHorizonDisplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := submitAt(t, s.client, 4, 2*time.Hour, 10*day, 0)
-	if got := resSlot(j.GetReservation()); got != "[240h0m0s, 242h0m0s) x4" {
+	if got := resSlot(j.GetReservation()); got != "[243h0m0s, 245h0m0s) x4" {
 		t.Fatalf("job ten days ahead: %s", got)
 	}
 	for range 10 * 12 {
@@ -627,11 +632,58 @@ func TestInstanceEnteringHorizonDisplaces(t *testing.T) {
 		listRes(t, s.client)
 	}
 	g := getJob(t, s.client, j.GetId())
-	if g.GetState() != fedschedv1.JobState_JOB_STATE_PENDING || g.GetReason() != fedschedv1.Reason_REASON_DISPLACED ||
-		resSlot(g.GetReservation()) != "[243h0m0s, 245h0m0s) x4" {
+	if g.GetReason() == fedschedv1.Reason_REASON_DISPLACED || resSlot(g.GetReservation()) != "[243h0m0s, 245h0m0s) x4" {
 		t.Fatalf("job after its night came into the horizon: %v %v %s", g.GetState(), g.GetReason(), resSlot(g.GetReservation()))
 	}
 	if r, err := st.GetReservation(ctx, j.GetId()); err != nil || !r.Start.Equal(monday.Add(243*time.Hour)) {
 		t.Fatalf("stored reservation: %+v, %v", r, err)
+	}
+}
+
+// TestStandingSameInNodeAndAgent: a node and a site agent with the same
+// standing reservation place the same jobs in the same slots, and reject
+// the same: both keep every placement clear of every instance, however
+// far ahead (the node lays its instances 2 days ahead here), and reject a
+// job the rule leaves no room for (plan.StandingExcludes).
+func TestStandingSameInNodeAndAgent(t *testing.T) {
+	clk := clock.NewManual(monday)
+	const day = 24 * time.Hour
+	s := startManual(t, testConfig(t.TempDir()), store.NewMemStore(), clk, 2*day)
+	defer s.stop(t)
+	// Every day 01:00-03:00 on 6 of the 8 processors.
+	if _, err := s.client.CreateReservation(context.Background(), &fedschedv1.CreateReservationRequest{Name: "nightly", Procs: 6,
+		Start: at(time.Hour), End: at(3 * time.Hour), EverySeconds: 86400}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := monday.Unix()
+	ag, err := site.New(site.Config{Name: "t", Procs: 8, Policy: plan.Conservative, TrackMoves: true, NoGrowBack: true,
+		Standing: []plan.Standing{{Name: "nightly", Procs: 6, Start: t0 + 3600, Every: 86400, Length: 7200}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range []struct {
+		procs        int32
+		est, release time.Duration
+	}{
+		{4, 2 * time.Hour, 0}, {8, 5 * time.Hour, 0}, {2, 30 * time.Hour, day}, {4, 30 * time.Hour, day},
+		{6, 20 * time.Hour, 9 * day}, {8, 4 * time.Hour, 20*day + 2*time.Hour}, {3, 22 * time.Hour, 12 * day}, {2, 70 * time.Hour, 30 * day},
+	} {
+		got := submitAt(t, s.client, j.procs, j.est, j.release, 0)
+		ag.Submit(t0, int64(i+1), plan.Job{Procs: int(j.procs), Estimate: int64(j.est / time.Second), Release: t0 + int64(j.release/time.Second),
+			Deadline: plan.Forever})
+		ds := ag.Ready().Decisions
+		if len(ds) != 1 {
+			t.Fatalf("job %d: the agent decided %v", i+1, ds)
+		}
+		want := ds[0].Placement
+		switch r := got.GetReservation(); {
+		case ds[0].Kind == site.DecideReject:
+			if got.GetState() != fedschedv1.JobState_JOB_STATE_REJECTED {
+				t.Errorf("job %d: the node placed it %s, the agent rejects it (%v)", i+1, resSlot(r), want.Reason)
+			}
+		case r == nil || r.GetStart().AsTime().Unix() != want.Start || r.GetEnd().AsTime().Unix() != want.End:
+			t.Errorf("job %d: the node placed it %s (%v), the agent [%s, %s)", i+1, resSlot(r), got.GetState(),
+				time.Unix(want.Start, 0).Sub(monday), time.Unix(want.End, 0).Sub(monday))
+		}
 	}
 }

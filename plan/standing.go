@@ -151,3 +151,59 @@ func (st *Standing) Instances(from, to int64) []Window {
 	}
 	return out
 }
+
+// cycleCap bounds Cycle.
+const cycleCap = 28 * daySeconds
+
+// Cycle is the common period of the rules: the least common multiple of
+// their periods, a rule with a weekday filter counting as a week, at most
+// 28 days (hourly, daily and weekly rules all repeat within it).
+func Cycle(rules []Standing) int64 {
+	c := int64(1)
+	for i := range rules {
+		p := max(rules[i].Every, 1)
+		if len(rules[i].Weekdays) > 0 {
+			p = lcmCapped(p, weekSeconds)
+		}
+		c = lcmCapped(c, p)
+	}
+	return c
+}
+
+func lcmCapped(a, b int64) int64 {
+	if a >= cycleCap || b >= cycleCap {
+		return cycleCap
+	}
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return min(a/x*b, cycleCap)
+}
+
+// StandingExcludes reports whether the rules alone leave job j no room on a
+// site of procs processors: from max(from, j.Release) on, within one cycle
+// of the rules plus its estimate (and before its deadline), a site holding
+// nothing but the rules' instances has no slot of j.Estimate seconds on
+// j.Procs processors. Such a job can never run while the rules stand; a
+// site rejects it rather than promise it a slot an instance will claim.
+// A job the deadline alone rules out, or one wider than the site, is not
+// the rules' doing: false.
+func StandingExcludes(rules []Standing, procs int, j Job, from int64) bool {
+	if len(rules) == 0 || j.Procs <= 0 || j.Procs > procs || j.Estimate <= 0 {
+		return false
+	}
+	start := max(from, j.Release)
+	end := min(start+Cycle(rules)+j.Estimate, j.Deadline)
+	if end-start < j.Estimate {
+		return false
+	}
+	walls := NewProfile(procs)
+	for i := range rules {
+		for _, w := range rules[i].Instances(start, end) {
+			walls.Add(max(w.Start, start), min(w.End, end), -rules[i].Procs)
+		}
+	}
+	_, ok := walls.EarliestFit(j.Procs, j.Estimate, start, end)
+	return !ok
+}

@@ -188,3 +188,29 @@ func TestStandingInstancesExtremeRange(t *testing.T) {
 		t.Fatalf("empty range: %v", got)
 	}
 }
+
+func TestStandingExcludes(t *testing.T) {
+	nightly := []Standing{{Name: "n", Procs: 6, Start: 3600, Every: 86400, Length: 7200}}
+	for _, c := range []struct {
+		j    Job
+		want bool
+	}{
+		{Job{Procs: 2, Estimate: 30 * 3600, Deadline: Forever}, false},                       // fits beside the rule
+		{Job{Procs: 4, Estimate: 30 * 3600, Deadline: Forever}, true},                        // every day the rule leaves 2
+		{Job{Procs: 4, Estimate: 20 * 3600, Deadline: Forever}, false},                       // fits between two nights
+		{Job{Procs: 4, Estimate: 20 * 3600, Release: 3600, Deadline: 3600 + 10*3600}, false}, // the deadline alone rules it out
+		{Job{Procs: 4, Estimate: 20 * 3600, Release: 3600, Deadline: 3600 + 20*3600}, true},  // the night in its only window
+		{Job{Procs: 4, Estimate: 20 * 3600, Release: 3600, Deadline: 3600 + 22*3600}, false}, // after the night, before the deadline
+		{Job{Procs: 9, Estimate: 3600, Deadline: Forever}, false},                            // too wide: not the rule's doing
+	} {
+		if got := StandingExcludes(nightly, 8, c.j, 0); got != c.want {
+			t.Errorf("%+v: StandingExcludes = %v, want %v", c.j, got, c.want)
+		}
+	}
+	if StandingExcludes([]Standing{{Name: "n", Procs: 6, Start: 3600, Every: 86400, Length: 7200, Until: 86400}}, 8, Job{Procs: 4, Estimate: 30 * 3600, Deadline: Forever}, 0) {
+		t.Error("a rule that has ended excludes a job")
+	}
+	if c := Cycle([]Standing{{Every: 6 * 3600}, {Every: 86400, Weekdays: []time.Weekday{time.Monday}}}); c != 7*86400 {
+		t.Errorf("Cycle = %d, want a week", c)
+	}
+}

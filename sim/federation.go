@@ -24,6 +24,8 @@ type FedSite struct {
 	Overbooking *site.Overbooking
 	// Fixed are fixed reservations the site holds from the start.
 	Fixed []plan.FixedSpec
+	// Standing are standing reservations the site holds from the start.
+	Standing []plan.Standing
 	// Prefer lists peers asked first, one at a time (ordered spill-over).
 	Prefer []string
 	// CommunityShare is the share of processors kept for local users.
@@ -362,7 +364,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		byName[s.Name] = k
 		// NoGrowBack as the node: its executor enforces the kill time it
 		// was given at start, so running jobs never grow back.
-		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, NoGrowBack: true,
+		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, Standing: s.Standing, NoGrowBack: true,
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
 			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed}
 		if cfg.Federate {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/plan"
 )
 
 func loadThreeSites(t *testing.T) FedConfig {
@@ -163,6 +164,9 @@ func TestParseScenarioRejectsBadInput(t *testing.T) {
 		{"negative age period", site("    policy: conservative\n    overbooking:\n      enabled: true\n      age_every: -1\n"), "line 9: sites[1].overbooking.age_every: must be >= 0"},
 		{"ageing forgets below min samples", site("    policy: conservative\n    overbooking:\n      enabled: true\n      age_factor: 0.5\n      age_every: 10\n"), "sites[1].overbooking.age_factor: with age_every 10 the statistics keep only 10.0 samples"},
 		{"ageing without overbooking", site("    policy: conservative\n    overbooking:\n      age_factor: 0.95\n"), "sites[1].overbooking: set, but overbooking is not enabled"},
+		{"standing instance longer than its period", site("    fixed:\n      - procs: 1\n        start: 0\n        end: 100\n        every: 50\n"), "line 10: sites[1].fixed[0].every: an instance of 100 s is longer than the period 50 s"},
+		{"until on a one-off", site("    fixed:\n      - procs: 1\n        start: 0\n        end: 100\n        until: 500\n"), "line 10: sites[1].fixed[0].until: has no effect on a one-off"},
+		{"negative period", site("    fixed:\n      - procs: 1\n        start: 0\n        end: 100\n        every: -5\n"), "sites[1].fixed[0].every: must be >= 0"},
 		{"deadline factor below 1", site("    deadlines:\n      factor: 0.5\n"), "line 7: sites[1].deadlines.factor: must be a finite number >= 1"},
 		{"penalty ratio without fees", site("    fees:\n      penalty_ratio: 2\n"), "line 7: sites[1].fees.penalty_ratio: has no effect"},
 		{"fixed ends before it starts", site("    fixed:\n      - procs: 1\n        start: 10\n        end: 5\n"), "line 9: sites[1].fixed[0].end: must be after start"},
@@ -230,5 +234,31 @@ func TestScenarioAgeingMirrorsTheNode(t *testing.T) {
 		if ob.AgeFactor != c.factor || ob.AgeEvery != c.every {
 			t.Errorf("%s: agent ages by %v every %d, want %v every %d", c.block, ob.AgeFactor, ob.AgeEvery, c.factor, c.every)
 		}
+	}
+}
+
+// TestScenarioStandingReservation: a fixed reservation with every is a
+// standing one, handed to the site agent as a rule (which keeps it as a
+// node does: site.TestStandingAsLaidInAdvance); a one-off stays a fixed
+// reservation.
+func TestScenarioStandingReservation(t *testing.T) {
+	sc, err := ParseScenario([]byte("span: 2d\nsites:\n  - name: a\n    trace: kth\n    fixed:\n      - {name: nightly, procs: 50, start: 3600, end: 10800, every: 86400, until: 864000}\n      - {name: once, procs: 10, start: 0, end: 600}\n  - name: b\n    trace: kth\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := sc.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Sites[0]
+	if len(a.Fixed) != 1 || a.Fixed[0].Name != "once" {
+		t.Fatalf("fixed reservations %+v, want only the one-off", a.Fixed)
+	}
+	want := plan.Standing{Name: "nightly", Procs: 50, Start: 3600, Every: 86400, Length: 7200, Until: 864000}
+	if len(a.Standing) != 1 || !reflect.DeepEqual(a.Standing[0], want) {
+		t.Fatalf("standing reservations %+v, want %+v", a.Standing, want)
+	}
+	if _, err := RunFederation(context.Background(), cfg); err != nil {
+		t.Fatal(err)
 	}
 }

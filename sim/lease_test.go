@@ -517,3 +517,62 @@ func TestLeaseScenario(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseOnTraces: thirty days of the study's f20 (KTH96 and CTC96)
+// under CLOS, the chattier strategy: leases happen both ways, and no
+// processor of either site is ever double-booked.
+func TestLeaseOnTraces(t *testing.T) {
+	sc, err := LoadScenario("../scenarios/study/f20-lease-clos.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Span = "30d"
+	cfg, err := sc.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunFederation(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, l := range res.Leasing {
+		if l.Leases == 0 || l.Lent == 0 {
+			t.Errorf("site %s: %+v, want leases both ways", cfg.Sites[k].Name, l)
+		}
+	}
+	checkNoOvercommit(t, res)
+}
+
+// TestLeaseAloneIsTheBaseline: a site of the leasing engine with no
+// partner schedules exactly as the site agent alone under EASY, the
+// baseline every AWRT change is measured against (sixty days of each of
+// f20's traces), so that a change is the leasing's and not the engines'.
+func TestLeaseAloneIsTheBaseline(t *testing.T) {
+	sc, err := LoadScenario("../scenarios/study/f20-lease-blos.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Span = "60d"
+	cfg, err := sc.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range cfg.Sites {
+		one := []FedSite{cfg.Sites[k]}
+		lease, err := RunLease(context.Background(), one, LeaseConfig{Mode: LeaseCLOS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone := cfg
+		alone.Sites, alone.Federate = one, false
+		agent, err := RunFederation(context.Background(), alone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range lease.Records {
+			if g := agent.Records[i]; f.Start != g.Start || f.End != g.End {
+				t.Fatalf("%s: job %d runs %d-%d in the leasing engine, %d-%d at the agent alone", one[0].Name, f.ID, f.Start, f.End, g.Start, g.End)
+			}
+		}
+	}
+}

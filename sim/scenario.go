@@ -182,12 +182,24 @@ func pricingErr(p ScenarioPricing) error {
 	return err
 }
 
-// ScenarioFixed is one fixed reservation.
+// ScenarioFixed is one fixed reservation, or with Every a standing one
+// (the node's CreateReservation with every_seconds and until): its first
+// instance is [Start, End), repeated every Every seconds until Until (0:
+// for ever). The site agent keeps a standing reservation as a node does
+// (site/standing.go): every placement clear of all its instances, a job
+// it leaves no room for rejected.
 type ScenarioFixed struct {
 	Name  string `yaml:"name"`
 	Procs int    `yaml:"procs"`
 	Start int64  `yaml:"start"`
 	End   int64  `yaml:"end"`
+	Every int64  `yaml:"every"`
+	Until int64  `yaml:"until"`
+}
+
+// standing is the rule of a standing reservation (Every > 0).
+func (fx ScenarioFixed) standing() plan.Standing {
+	return plan.Standing{Name: fx.Name, Procs: fx.Procs, Start: fx.Start, Every: fx.Every, Length: fx.End - fx.Start, Until: fx.Until}
 }
 
 type loaded struct {
@@ -470,6 +482,14 @@ func (s *Scenario) check() error {
 				return at(fmt.Sprintf("must be after start (%d), got %d", fx.Start, fx.End), "fixed", f, "end")
 			case fx.Name != "" && !validName(fx.Name):
 				return at(fmt.Sprintf("%q: letters, digits, '.', '-' and '_'", fx.Name), "fixed", f, "name")
+			case fx.Every < 0:
+				return at(fmt.Sprintf("must be >= 0 seconds (0: a one-off reservation), got %d", fx.Every), "fixed", f, "every")
+			case fx.Every > 0 && fx.End-fx.Start > fx.Every:
+				return at(fmt.Sprintf("an instance of %d s is longer than the period %d s", fx.End-fx.Start, fx.Every), "fixed", f, "every")
+			case fx.Until != 0 && fx.Every == 0:
+				return at("has no effect on a one-off reservation (every: 0)", "fixed", f, "until")
+			case fx.Until != 0 && fx.Until <= fx.Start:
+				return at(fmt.Sprintf("must be after start (%d), got %d", fx.Start, fx.Until), "fixed", f, "until")
 			}
 		}
 	}
@@ -857,9 +877,15 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 			fs.Overbooking.History = l.history
 			fs.Overbooking.Failures = fs.Failures // the PoF counts them, as --strategy's
 		}
-		for f, fx := range site.Fixed {
-			fs.Fixed = append(fs.Fixed, plan.FixedSpec{ID: -int64(f + 1), Name: fx.Name, Procs: fx.Procs, Start: fx.Start, End: fx.End})
+		var rules []plan.Standing
+		for _, fx := range site.Fixed {
+			if fx.Every > 0 {
+				rules = append(rules, fx.standing())
+				continue
+			}
+			fs.Fixed = append(fs.Fixed, plan.FixedSpec{ID: -int64(len(fs.Fixed) + 1), Name: fx.Name, Procs: fx.Procs, Start: fx.Start, End: fx.End})
 		}
+		fs.Standing = rules
 		cfg.Sites = append(cfg.Sites, fs)
 	}
 	return cfg, nil

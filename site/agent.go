@@ -64,6 +64,10 @@ type Config struct {
 	Overbooking *Overbooking
 	// Fixed are fixed reservations held from the start.
 	Fixed []plan.FixedSpec
+	// Standing are standing reservations held from the start: their
+	// instances are laid as placements need them, every placement clear
+	// of them, as a node does (standing.go).
+	Standing []plan.Standing
 	// TrackMoves and NoGrowBack are passed to plan.Config (the node sets
 	// both: it stores moved reservations and cannot move a kill time).
 	TrackMoves, NoGrowBack bool
@@ -219,6 +223,9 @@ type Agent struct {
 	seen    int   // jobs the peers disclosed in the last RQF round
 	ids     []int64
 	waitBuf []int64 // EFS: the waiting jobs' ids
+	// laidTo: every instance of the standing rules that starts before it
+	// is in the plan; fixedID is the last core id given to one.
+	laidTo, fixedID int64
 }
 
 type pendingReport struct {
@@ -253,7 +260,18 @@ func New(cfg Config) (*Agent, error) {
 	}
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
 	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job), hist: make(map[string]delegation.History),
-		reports: make(map[JobKey]*pendingReport), rqfAt: minTime}
+		reports: make(map[JobKey]*pendingReport), rqfAt: minTime, laidTo: plan.Never}
+	for i := range cfg.Standing {
+		if err := cfg.Standing[i].Validate(); err != nil {
+			return nil, fmt.Errorf("site agent %s: %w: %w", cfg.Name, err, ErrInvalid)
+		}
+		if cfg.Standing[i].Procs > cfg.Procs {
+			return nil, fmt.Errorf("site agent %s: standing reservation %q holds %d processors of %d: %w", cfg.Name, cfg.Standing[i].Name, cfg.Standing[i].Procs, cfg.Procs, ErrInvalid)
+		}
+	}
+	for _, f := range cfg.Fixed {
+		a.fixedID = min(a.fixedID, f.ID)
+	}
 	if o := cfg.Overbooking; o != nil {
 		if cfg.Policy != plan.Conservative {
 			return nil, fmt.Errorf("site agent %s: overbooking needs the conservative policy (the queue policies keep no reservations to overbook), not %v: %w", cfg.Name, cfg.Policy, ErrInvalid)
@@ -407,6 +425,7 @@ func (a *Agent) ask(now int64, jb *job) bool {
 // admit runs local admission for jb.
 func (a *Agent) admit(now int64, jb *job) {
 	pl := a.site.Submit(now, jb.pj)
+	pl = a.clearOfStanding(now, jb.pj, pl, func() { a.site.Cancel(now, jb.pj.ID) }, func() plan.Placement { return a.site.Submit(now, jb.pj) })
 	if !pl.OK() {
 		a.forget(jb)
 		a.decide(Decision{Kind: DecideReject, Job: jb.key, Placement: pl, Route: jb.route})
@@ -628,6 +647,7 @@ func (a *Agent) holdFor(now int64, pj plan.Job, until int64, startNow bool) (pla
 		return plan.Placement{}, "its own policy would not start the job now"
 	}
 	pl := a.site.Hold(now, pj, until)
+	pl = a.clearOfStanding(now, pj, pl, func() { a.site.Unhold(now, pj.ID) }, func() plan.Placement { return a.site.Hold(now, pj, until) })
 	if !pl.OK() {
 		return pl, pl.Reason.String()
 	}
@@ -669,6 +689,7 @@ func (a *Agent) agree(now int64, m Message) {
 		// EFS took the job into the queue: the site's policy places it
 		// now, as a local submission.
 		pl := a.site.Submit(now, jb.pj)
+		pl = a.clearOfStanding(now, jb.pj, pl, func() { a.site.Cancel(now, jb.pj.ID) }, func() plan.Placement { return a.site.Submit(now, jb.pj) })
 		if !pl.OK() {
 			a.forget(jb)
 			a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Reason: pl.Reason.String()})
@@ -765,6 +786,8 @@ func (a *Agent) Tick(now int64) {
 		r.next = now + a.cfg.ReplySeconds
 		a.send(r.msg)
 	}
+	a.layTo(now, now+standingHorizon) // the outlook peers see holds the instances of the next day
+	a.layForQueue(now)
 	for _, d := range a.site.Pass(now) {
 		jb := a.byID[d.JobID]
 		if jb == nil {

@@ -361,3 +361,44 @@ func TestUnconfirmedQuoteAsksTheNextRound(t *testing.T) {
 		t.Fatalf("partner's failures in home's history: %d, want 1", h.Failures)
 	}
 }
+
+// TestStandingAsLaidInAdvance: an agent lays the instances of a standing
+// reservation only as placements reach them, yet places every job where a
+// plan holding all instances from the start places it, and rejects the
+// jobs the rule leaves no room for (plan.StandingExcludes). The node does
+// the same (node.TestStandingSameInNodeAndAgent).
+func TestStandingAsLaidInAdvance(t *testing.T) {
+	rule := plan.Standing{Name: "nightly", Procs: 6, Start: 3600, Every: 86400, Length: 7200}
+	a, err := New(Config{Name: "a", Procs: 8, Policy: plan.Conservative, Standing: []plan.Standing{rule}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fixed []plan.FixedSpec
+	for i, w := range rule.Instances(0, 90*86400) {
+		fixed = append(fixed, plan.FixedSpec{ID: -int64(i + 1), Procs: 6, Start: w.Start, End: w.End})
+	}
+	ref, err := plan.NewSite(plan.Config{Procs: 8, Policy: plan.Conservative, Fixed: fixed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const h, day = 3600, 86400
+	for i, j := range []plan.Job{
+		{Procs: 4, Estimate: 2 * h}, {Procs: 8, Estimate: 5 * h}, {Procs: 2, Estimate: 30 * h, Release: day}, {Procs: 4, Estimate: 30 * h, Release: day},
+		{Procs: 6, Estimate: 20 * h, Release: 9 * day}, {Procs: 8, Estimate: 4 * h, Release: 20*day + 2*h}, {Procs: 2, Estimate: 70 * h, Release: 30 * day},
+	} {
+		j.Deadline = plan.Forever
+		a.Submit(0, int64(i+1), j)
+		d := a.Ready().Decisions[0]
+		if plan.StandingExcludes([]plan.Standing{rule}, 8, j, 0) {
+			if d.Kind != DecideReject {
+				t.Errorf("job %d: the rule leaves it no room, the agent %v it", i+1, d.Kind)
+			}
+			continue
+		}
+		j.ID = int64(i + 1)
+		want := ref.Submit(0, j)
+		if d.Kind != DecideAccept || d.Placement.Start != want.Start || d.Placement.End != want.End {
+			t.Errorf("job %d: the agent %v [%d, %d), laid in advance [%d, %d)", i+1, d.Kind, d.Placement.Start, d.Placement.End, want.Start, want.End)
+		}
+	}
+}

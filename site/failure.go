@@ -22,6 +22,7 @@ func (a *Agent) NodeDown(now int64, pick int) {
 		pj := jb.pj
 		pj.Release = now
 		pl := a.site.Submit(now, pj)
+		pl = a.clearOfStanding(now, pj, pl, func() { a.site.Cancel(now, pj.ID) }, func() plan.Placement { return a.site.Submit(now, pj) })
 		if pl.OK() {
 			jb.pj.Release, jb.place = now, pl
 			a.decide(Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route})
