@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The federation study's setup f14 (KTH96 and CTC96; digest §2.5, §6.2):
 # EFS with the rule bases trained on the training slice (each trace's first
-# 150 days), against ACF and RQF, on the training slice and on the
+# 150 days; efs-retrained: CTC96's retrained against KTH96's), against ACF
+# and RQF, on the training slice and on the
 # verification slice (the 183 days after it). ACF and RQF run EASY, as in
 # the study's comparison, and FCFS, as EFS does. Prints a Markdown table:
 # per site, the AWRT alone under the run's own policy and federated, the
@@ -22,7 +23,7 @@ if [ -z "$bin" ]; then
 fi
 
 for slice in train- ""; do
-  for tr in efs acf-fcfs rqf-fcfs acf rqf; do
+  for tr in efs efs-retrained acf-fcfs rqf-fcfs acf rqf; do
     f=f14-$slice$tr
     "$bin" sim --scenario "scenarios/study/$f.yaml" --json "$dir/$f.json" >/dev/null
   done
@@ -31,15 +32,15 @@ done
 python3 - "$dir" <<'EOF'
 import json, sys
 d = sys.argv[1]
-print("| slice | transfer | local policy | site | AWRT alone (s) | AWRT federated (s) | change vs alone, same policy | change vs alone under FCFS | utilisation change |")
+print("| slice | run | local policy | site | AWRT alone (s) | AWRT federated (s) | change vs alone, same policy | change vs alone under FCFS | utilisation change |")
 print("|---|---|---|---|---|---|---|---|---|")
 for slice, name in (("train-", "training (150 d)"), ("", "verification (183 d)")):
     fcfs = {s["name"]: s["alone"]["awrt_s"] for s in json.load(open(f"{d}/f14-{slice}efs.json"))["sites"]}
-    for tr in ("efs", "acf-fcfs", "rqf-fcfs", "acf", "rqf"):
+    for tr in ("efs", "efs-retrained", "acf-fcfs", "rqf-fcfs", "acf", "rqf"):
         r = json.load(open(f"{d}/f14-{slice}{tr}.json"))
         for s in r["sites"]:
             a, f = s["alone"]["awrt_s"], s["federated"]["awrt_s"]
             du = (s["utilization_federated"] - s["utilization_alone"]) / s["utilization_alone"]
-            print(f"| {name} | {r['transfer']} | {s['policy']} | {s['name']} | {a:.0f} | {f:.0f} | "
+            print(f"| {name} | {tr.removesuffix('-fcfs')} | {s['policy']} | {s['name']} | {a:.0f} | {f:.0f} | "
                   f"{100 * (a - f) / a:+.2f} % | {100 * (fcfs[s['name']] - f) / fcfs[s['name']]:+.2f} % | {100 * du:+.2f} % |")
 EOF

@@ -219,3 +219,37 @@ func TestAbortAWRT(t *testing.T) {
 		t.Fatalf("AWRT %v with a bound above, %v without", got, awrt)
 	}
 }
+
+// TestTrainEFSPartners: the fitness is the replay with the partner on ACF,
+// or, with KeepPartners, on its own rule bases.
+func TestTrainEFSPartners(t *testing.T) {
+	cfg := efsSlice(t, trainDays, trainScale)
+	rb := always("kth96", "ctc96", 430, false) // KTH96 offers everything
+	cfg.Sites[1].Rules = delegation.RuleBases{always("ctc96", "kth96", 100, true)}
+	tc := EFSTrainConfig{Base: cfg, Focus: 0, Partner: 1, Mu: 1, Lambda: 1, Rules: 1, Start: []*delegation.RuleBase{rb}}
+	onACF, err := TrainEFS(context.Background(), tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.KeepPartners = true
+	onEFS, err := TrainEFS(context.Background(), tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg
+	c.Sites = append([]FedSite(nil), cfg.Sites...)
+	c.Sites[0].Rules = delegation.RuleBases{rb}
+	res, err := RunFederation(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := awrtWith(t, cfg, rb); onACF.Fitness != want {
+		t.Errorf("partner on ACF: fitness %v, replay %v", onACF.Fitness, want)
+	}
+	if want := res.OriginMetrics(0).AWRT; onEFS.Fitness != want {
+		t.Errorf("partner on its rule base: fitness %v, replay %v", onEFS.Fitness, want)
+	}
+	if onACF.Fitness == onEFS.Fitness {
+		t.Errorf("the partner's transfer policy made no difference (%v)", onACF.Fitness)
+	}
+}

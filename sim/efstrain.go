@@ -18,12 +18,17 @@ import (
 // strategy over rule bases whose fitness is the AWRT of the jobs submitted
 // at the focus site on a training slice, the focus site applying the
 // candidate rule base while the other sites run ACF (the study's pairwise
-// training; their rule bases in Base are set aside).
+// training; their rule bases in Base are set aside) or, with KeepPartners,
+// their own rule bases.
 type EFSTrainConfig struct {
 	// Base is the federation of the training slice (Transfer EFS).
 	// Base.Sites[Focus].Rules is replaced by each candidate, the other
-	// sites' by none.
+	// sites' by none (they run ACF, as in the study's pairwise training)
+	// unless KeepPartners.
 	Base FedConfig
+	// KeepPartners keeps the other sites' rule bases in Base: the focus
+	// site is then trained against its partners' EFS (retraining).
+	KeepPartners bool
 	// Focus is the index of the site whose rule base evolves and whose
 	// AWRT is the fitness; Partner the index of the partner it is for.
 	Focus, Partner int
@@ -273,8 +278,10 @@ func (e *efsEvaluator) evaluate(ctx context.Context, pop []efsIndividual, cutoff
 func (e *efsEvaluator) fitness(ctx context.Context, rb *delegation.RuleBase, cutoff float64) (float64, error) {
 	cfg := e.cfg.Base
 	cfg.Sites = slices.Clone(cfg.Sites)
-	for k := range cfg.Sites {
-		cfg.Sites[k].Rules = nil // the partners run ACF, as in the study
+	if !e.cfg.KeepPartners {
+		for k := range cfg.Sites {
+			cfg.Sites[k].Rules = nil // the partners run ACF, as in the study
+		}
 	}
 	cfg.Sites[e.cfg.Focus].Rules = delegation.RuleBases{rb}
 	if !math.IsInf(cutoff, 1) {

@@ -20,6 +20,7 @@ type efsTrainFlags struct {
 	workers                      int
 	stepNWP, stepNJP             float64
 	start                        []string
+	partners                     string
 }
 
 func newSimEFSTrainCmd() *cobra.Command {
@@ -33,7 +34,8 @@ fuzzy transfer policy (transfer: efs; the federation study, §6.2): a
 whose fitness is the AWRT of the jobs submitted at --site when the scenario
 (the training slice) is replayed with the candidate rule base. The other
 sites run ACF, as the study's partner does during training (rule bases the
-scenario gives them are set aside). Discrete recombination, Gaussian
+scenario gives them are set aside), or with --partners efs the rule bases the
+scenario gives them (retraining a site against a trained partner). Discrete recombination, Gaussian
 mutation with fixed steps, consequents flipped with probability 1/rules.
 
 The same scenario, seed and parameters give the same rule base, on any number
@@ -55,6 +57,7 @@ of workers. The rule base goes to --out in the rule-base file format
 	fl.Float64Var(&f.stepNWP, "step-nwp", sim.EFSStepNWP, "mutation step of the NWP centres and widths (the study: 0.01)")
 	fl.Float64Var(&f.stepNJP, "step-njp", sim.EFSStepNJP, "mutation step of the NJP centres and widths (the study: 0.1)")
 	fl.IntVar(&f.workers, "workers", 0, "evaluations at once (0: one per core)")
+	fl.StringVar(&f.partners, "partners", "acf", "what the other sites run: acf (the study's pairwise training; their rule bases in the scenario are set aside) or efs (their rule bases in the scenario: retraining against a trained partner)")
 	fl.StringArrayVar(&f.start, "start", nil, "a rule-base file to put in the initial population (repeatable; its rule count must be --rules)")
 	return cmd
 }
@@ -65,6 +68,8 @@ func runEFSTrain(cmd *cobra.Command, f efsTrainFlags) error {
 		return fmt.Errorf("InvalidArgument: --scenario, --site and --out are required")
 	case f.workers < 0:
 		return fmt.Errorf("InvalidArgument: --workers %d: want >= 0", f.workers)
+	case f.partners != "acf" && f.partners != "efs":
+		return fmt.Errorf("InvalidArgument: --partners %q: want acf or efs", f.partners)
 	}
 	sc, err := sim.LoadScenario(f.scenario)
 	if err != nil {
@@ -95,7 +100,14 @@ func runEFSTrain(cmd *cobra.Command, f efsTrainFlags) error {
 		return fmt.Errorf("InvalidArgument: --partner %q is not another site of %s", f.partner, f.scenario)
 	}
 	cfg := sim.EFSTrainConfig{Base: base, Focus: focus, Partner: partner, Mu: f.mu, Lambda: f.lambda, Generations: f.gens,
-		Rules: f.rules, StepNWP: f.stepNWP, StepNJP: f.stepNJP, Seed: f.seed, Workers: f.workers}
+		Rules: f.rules, StepNWP: f.stepNWP, StepNJP: f.stepNJP, Seed: f.seed, Workers: f.workers, KeepPartners: f.partners == "efs"}
+	if cfg.KeepPartners {
+		for k, s := range base.Sites {
+			if k != focus && len(s.Rules) == 0 {
+				return fmt.Errorf("InvalidArgument: --partners efs: site %s has no rule bases in %s", s.Name, f.scenario)
+			}
+		}
+	}
 	for _, p := range f.start {
 		rb, err := delegation.LoadRuleBase(p)
 		if err != nil {
@@ -118,7 +130,12 @@ func runEFSTrain(cmd *cobra.Command, f efsTrainFlags) error {
 	}
 	args := []string{"fedsched sim efs-train"}
 	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
-		if fl.Name == "seed" || fl.Changed && fl.Name != "workers" {
+		switch {
+		case fl.Name == "start":
+			for _, p := range f.start {
+				args = append(args, "--start "+p)
+			}
+		case fl.Name == "seed" || fl.Changed && fl.Name != "workers":
 			args = append(args, "--"+fl.Name+" "+fl.Value.String())
 		}
 	})

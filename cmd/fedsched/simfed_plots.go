@@ -12,11 +12,21 @@ import (
 )
 
 // execRecords returns the records of the jobs site k ran (or would have).
+// A job that ran partly on processors leased from another site (the
+// study's leasing) holds only its own part here, and its leased part at
+// the lender, where it never waited.
 func execRecords(r *sim.FedResult, k int) []sim.Record {
 	var out []sim.Record
 	for _, f := range r.Records {
 		if f.Exec == k {
-			out = append(out, f.Record)
+			rec := f.Record
+			rec.Procs -= f.Leased
+			out = append(out, rec)
+		}
+		if f.Leased > 0 && f.Lender == k {
+			rec := f.Record
+			rec.Procs, rec.Submit = f.Leased, f.Start
+			out = append(out, rec)
 		}
 	}
 	return out

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fedsched/fedsched/sim"
 )
 
 // TestSimScenarioDemo: the demo scenario reports SLAs per site and in
@@ -199,5 +201,25 @@ func TestSimScenarioLease(t *testing.T) {
 		if lent == 0 {
 			t.Errorf("no lease in ten days of KTH96 and CTC96: %s", b)
 		}
+	}
+}
+
+// TestExecRecordsLease: the timeline plots count a job that ran on leased
+// processors at each site with the processors it held there, and as
+// waiting only at its own site.
+func TestExecRecordsLease(t *testing.T) {
+	job := sim.Record{Job: sim.Job{ID: 1, Submit: 10, Procs: 5, Runtime: 100, Estimate: 100}, Started: true, Start: 50, End: 150}
+	res := &sim.FedResult{Sites: []sim.FedSite{{Name: "a", Procs: 4}, {Name: "b", Procs: 8}},
+		Records: []sim.FedRecord{{Record: job, Origin: 0, Exec: 0, Leased: 3, Lender: 1}}}
+	a, b := execRecords(res, 0), execRecords(res, 1)
+	if len(a) != 1 || a[0].Procs != 2 || a[0].Submit != 10 {
+		t.Errorf("at a: %+v, want 2 processors, waiting from 10", a)
+	}
+	if len(b) != 1 || b[0].Procs != 3 || b[0].Submit != 50 || b[0].Start != 50 {
+		t.Errorf("at b: %+v, want 3 processors from 50, never waiting", b)
+	}
+	bins := sim.Timeline(b, 0, 200, 200)
+	if bins[0].Busy != 3*100.0/200 || bins[0].Waiting != 0 {
+		t.Errorf("b's timeline %+v", bins)
 	}
 }
