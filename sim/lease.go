@@ -41,6 +41,32 @@ func (m LeaseMode) String() string {
 // LeaseConfig configures a federation that leases processors (RunLease).
 type LeaseConfig struct {
 	Mode LeaseMode
+	// Grant is the lender's rule, which the study leaves open: GrantEASY
+	// (the default) or GrantIdle.
+	Grant LeaseGrant
+}
+
+// LeaseGrant is a lender's rule for a lease request.
+type LeaseGrant int
+
+const (
+	// GrantEASY (the default): grant if the lender's own EASY would start
+	// a job of the lease's size and length now, so a lease never delays
+	// the lender's queue head as its estimates stand.
+	GrantEASY LeaseGrant = iota
+	// GrantIdle: grant whenever the lender has the processors idle,
+	// whatever its queue (its waiting jobs may then wait longer).
+	GrantIdle
+)
+
+func (g LeaseGrant) String() string {
+	switch g {
+	case GrantEASY:
+		return "easy"
+	case GrantIdle:
+		return "idle"
+	}
+	return fmt.Sprintf("LeaseGrant(%d)", int(g))
 }
 
 // RunLease replays a federation under the study's resource leasing (§6.3):
@@ -58,12 +84,13 @@ type LeaseConfig struct {
 // prioritised over the site's queue, whose head may then wait longer.
 //
 // The lender's rule, which the study leaves open (only that it applies its
-// own policy to "submission behaviour, current usage and backlog"): a site
-// grants a lease if its EASY would start a job of that many processors and
-// that estimate now (canStart: enough idle processors, and its queue empty
-// or the lease ending before its head's reservation, or using only
-// processors the head leaves spare). So a lease never delays the lender's
-// own queue as its estimates stand, and a busy site refuses.
+// own policy to "submission behaviour, current usage and backlog"): by
+// default (GrantEASY) a site grants a lease if its EASY would start a job
+// of that many processors and that estimate now (canStart: enough idle
+// processors, and its queue empty or the lease ending before its head's
+// reservation, or using only processors the head leaves spare). So a lease
+// never delays the lender's own queue as its estimates stand, and a busy
+// site refuses. GrantIdle grants whenever the processors are idle.
 //
 // For the lease's time the lender's capacity is smaller by the lease: its
 // EASY sees the lease as a running job ending at the lease's end (the
@@ -83,11 +110,14 @@ func RunLease(ctx context.Context, sites []FedSite, cfg LeaseConfig) (*FedResult
 	if cfg.Mode != LeaseBLOS && cfg.Mode != LeaseCLOS {
 		return nil, fmt.Errorf("lease: mode %v: want lease-blos or lease-clos: %w", cfg.Mode, ErrBadConfig)
 	}
+	if cfg.Grant != GrantEASY && cfg.Grant != GrantIdle {
+		return nil, fmt.Errorf("lease: grant %v: want easy or idle: %w", cfg.Grant, ErrBadConfig)
+	}
 	res, ps, subs, err := studyRecords("lease", sites)
 	if err != nil {
 		return nil, err
 	}
-	r := leaseRun{poolRun: poolRun{pol: plan.EASY, res: res, sites: ps}, mode: cfg.Mode}
+	r := leaseRun{poolRun: poolRun{pol: plan.EASY, res: res, sites: ps}, mode: cfg.Mode, grant: cfg.Grant}
 	res.Leasing = make([]LeaseStats, len(sites))
 	err = r.replay(ctx, "lease", subs, func(t int64, due []fedSubmit) {
 		r.easyLocal(t)
@@ -164,7 +194,8 @@ func (r *FedResult) leaseTotals() {
 
 type leaseRun struct {
 	poolRun
-	mode LeaseMode
+	mode  LeaseMode
+	grant LeaseGrant
 }
 
 // submit enqueues job i at its site k (step 1), lets k's EASY start what it
@@ -216,8 +247,12 @@ func (r *leaseRun) lease(t int64, k int, i int32) bool {
 }
 
 // grants is the lender's decision on a request for space processors for
-// est seconds: its EASY would start such a job now.
+// est seconds: its EASY would start such a job now (GrantEASY), or it has
+// them idle (GrantIdle).
 func (r *leaseRun) grants(t int64, l int, space int, est int64) bool {
+	if r.grant == GrantIdle {
+		return space <= r.sites[l].free
+	}
 	return space <= r.sites[l].procs && r.canStart(t, l, space, est)
 }
 

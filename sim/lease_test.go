@@ -21,8 +21,8 @@ func TestLeaseDecisions(t *testing.T) {
 		running []running // rec -1: a job of no interest
 		queue   []Job     // queued jobs, head first
 	}
-	build := func(states []siteState, want Job) (*leaseRun, int32) {
-		r := &leaseRun{poolRun: poolRun{pol: plan.EASY, res: &FedResult{}}, mode: LeaseBLOS}
+	build := func(states []siteState, want Job, grant LeaseGrant) (*leaseRun, int32) {
+		r := &leaseRun{poolRun: poolRun{pol: plan.EASY, res: &FedResult{}}, mode: LeaseBLOS, grant: grant}
 		for k, st := range states {
 			r.res.Sites = append(r.res.Sites, FedSite{Name: string(rune('a' + k)), Procs: st.procs})
 			ps := poolSite{procs: st.procs, free: st.procs, running: st.running}
@@ -44,6 +44,7 @@ func TestLeaseDecisions(t *testing.T) {
 		name   string
 		sites  []siteState // site 0 asks for the job below
 		job    Job
+		grant  LeaseGrant
 		lender int // -1: no lease
 		space  int
 	}{
@@ -73,12 +74,18 @@ func TestLeaseDecisions(t *testing.T) {
 		{name: "long lease fits beside the lender's head",
 			sites: []siteState{{procs: 8, running: []running{busy(6, 500)}}, {procs: 8, running: []running{busy(3, 300)}, queue: []Job{{Procs: 6, Estimate: 10}}}},
 			job:   Job{Procs: 3, Estimate: 1000, Runtime: 50}, lender: 1, space: 1},
+		{name: "an idle-granting lender grants although its head waits longer",
+			sites: []siteState{{procs: 8, running: []running{busy(6, 500)}}, {procs: 8, running: []running{busy(3, 300)}, queue: []Job{{Procs: 6, Estimate: 10}}}},
+			job:   Job{Procs: 5, Estimate: 201, Runtime: 50}, grant: GrantIdle, lender: 1, space: 3},
+		{name: "an idle-granting lender refuses what it has not idle",
+			sites: []siteState{{procs: 8, running: []running{busy(6, 500)}}, {procs: 8, running: []running{busy(6, 300)}}},
+			job:   Job{Procs: 5, Estimate: 50, Runtime: 50}, grant: GrantIdle, lender: -1},
 		{name: "first partner refuses, second grants",
 			sites: []siteState{{procs: 8, running: []running{busy(6, 500)}}, {procs: 8, running: []running{busy(8, 300)}}, {procs: 4}},
 			job:   Job{Procs: 5, Estimate: 50, Runtime: 50}, lender: 2, space: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, i := build(tc.sites, tc.job)
+			r, i := build(tc.sites, tc.job, tc.grant)
 			r.sites[0].local = append(r.sites[0].local, i)
 			freeBefore := make([]int, len(r.sites))
 			for k := range r.sites {
@@ -219,6 +226,9 @@ func TestRunLeaseRefuses(t *testing.T) {
 	if _, err := RunLease(context.Background(), ok, LeaseConfig{}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("no mode: err %v, want ErrBadConfig", err)
 	}
+	if _, err := RunLease(context.Background(), ok, LeaseConfig{Mode: LeaseBLOS, Grant: 7}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("grant 7: err %v, want ErrBadConfig", err)
+	}
 	wide := []FedSite{{Name: "a", Procs: 2, Jobs: []Job{{ID: 1, Runtime: 1, Estimate: 1, Procs: 3}}}}
 	if _, err := RunLease(context.Background(), wide, LeaseConfig{Mode: LeaseBLOS}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("too wide: err %v, want ErrBadConfig", err)
@@ -234,14 +244,15 @@ func TestRunLeaseRefuses(t *testing.T) {
 // processors at any instant); and the replay is deterministic.
 func TestRunLeaseInvariants(t *testing.T) {
 	leased := 0
-	for _, mode := range []LeaseMode{LeaseBLOS, LeaseCLOS} {
+	for _, cfg := range []LeaseConfig{{Mode: LeaseBLOS}, {Mode: LeaseCLOS}, {Mode: LeaseCLOS, Grant: GrantIdle}} {
+		mode := cfg.Mode
 		for seed := range uint64(200) {
 			sites := randomFederation(seed)
-			res, err := RunLease(context.Background(), sites, LeaseConfig{Mode: mode})
+			res, err := RunLease(context.Background(), sites, cfg)
 			if err != nil {
 				t.Fatalf("%v seed %d: %v", mode, seed, err)
 			}
-			again, _ := RunLease(context.Background(), sites, LeaseConfig{Mode: mode})
+			again, _ := RunLease(context.Background(), sites, cfg)
 			for i, f := range res.Records {
 				if !f.Started || f.Start < f.Submit || f.Exec != f.Origin || f.End != f.Start+min(f.Runtime, f.Estimate) {
 					t.Fatalf("%v seed %d: job %d: %+v", mode, seed, f.ID, f)
@@ -275,16 +286,18 @@ func TestRunLeaseMatchesReference(t *testing.T) {
 	for seed := range uint64(200) {
 		sites := randomFederation(seed)
 		for _, mode := range []LeaseMode{LeaseBLOS, LeaseCLOS} {
-			res, err := RunLease(context.Background(), sites, LeaseConfig{Mode: mode})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref := refLease(sites, mode)
-			for i, f := range res.Records {
-				r := ref[i]
-				if !f.Started || f.Start != r.start || f.Leased != r.leased || r.leased > 0 && f.Lender != r.lender {
-					t.Fatalf("seed %d %v: job %d started %v at %d with %d leased from %d; reference: %d with %d from %d",
-						seed, mode, f.ID, f.Started, f.Start, f.Leased, f.Lender, r.start, r.leased, r.lender)
+			for _, grant := range []LeaseGrant{GrantEASY, GrantIdle} {
+				res, err := RunLease(context.Background(), sites, LeaseConfig{Mode: mode, Grant: grant})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref := refLease(sites, mode, grant)
+				for i, f := range res.Records {
+					r := ref[i]
+					if !f.Started || f.Start != r.start || f.Leased != r.leased || r.leased > 0 && f.Lender != r.lender {
+						t.Fatalf("seed %d %v %v: job %d started %v at %d with %d leased from %d; reference: %d with %d from %d",
+							seed, mode, grant, f.ID, f.Started, f.Start, f.Leased, f.Lender, r.start, r.leased, r.lender)
+					}
 				}
 			}
 		}
@@ -296,7 +309,7 @@ type refLeased struct {
 	leased, lender int
 }
 
-func refLease(sites []FedSite, mode LeaseMode) []refLeased {
+func refLease(sites []FedSite, mode LeaseMode, grant LeaseGrant) []refLeased {
 	type job struct {
 		Job
 		origin         int
@@ -416,7 +429,11 @@ func refLease(sites []FedSite, mode LeaseMode) []refLeased {
 		}
 		space := j.Procs - idle
 		for l := range sites {
-			if l != k && sites[l].Procs >= space && canStart(l, t, space, j.Estimate) {
+			ok := sites[l].Procs >= space && canStart(l, t, space, j.Estimate)
+			if grant == GrantIdle {
+				ok = space <= free(l)
+			}
+			if l != k && ok {
 				start(j, t, space, l)
 				queues[k] = slices.DeleteFunc(queues[k], func(x *job) bool { return x == j })
 				return
@@ -495,8 +512,15 @@ func TestLeaseScenario(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Lease == nil || cfg.Lease.Mode != mode {
-			t.Errorf("%s: lease config %+v, want mode %v", tr, cfg.Lease, mode)
+		if cfg.Lease == nil || cfg.Lease.Mode != mode || cfg.Lease.Grant != GrantEASY {
+			t.Errorf("%s: lease config %+v, want mode %v granting by EASY", tr, cfg.Lease, mode)
+		}
+		sc, err = ParseScenario([]byte(doc(tr, "lease_grant: idle\n", "")))
+		if err != nil {
+			t.Fatalf("%s, lease_grant idle: %v", tr, err)
+		}
+		if cfg, err = sc.Build(); err != nil || cfg.Lease.Grant != GrantIdle {
+			t.Errorf("%s, lease_grant idle: %+v, %v", tr, cfg.Lease, err)
 		}
 	}
 	for _, tc := range []struct{ transfer, top, site, want string }{
@@ -510,6 +534,8 @@ func TestLeaseScenario(t *testing.T) {
 		{"lease-clos", "", "    overbooking: {enabled: true}\n", "line 6: sites[0].overbooking"},
 		{"lease-blos", "shaking_depth: 1\n", "", "line 3: shaking_depth"},
 		{"lease-bloss", "", "", "line 2: transfer"},
+		{"lease-blos", "lease_grant: always\n", "", "line 3: lease_grant"},
+		{"acf", "lease_grant: idle\n", "", "line 3: lease_grant"},
 	} {
 		_, err := ParseScenario([]byte(doc(tc.transfer, tc.top, tc.site)))
 		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.want) {

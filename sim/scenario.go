@@ -43,6 +43,10 @@ type Scenario struct {
 	// 0 no shaking phase (the starting phase alone), 1 direct moves only,
 	// 2 (default) one level of shaking at the candidates.
 	ShakingDepth *int `yaml:"shaking_depth"`
+	// LeaseGrant is the lender's rule (transfer lease-blos or lease-clos
+	// only): "easy" (default: its own EASY would start such a job now) or
+	// "idle" (it has the processors idle).
+	LeaseGrant string `yaml:"lease_grant"`
 	// MaxCandidates is how many peers are asked for quotes (default 3).
 	MaxCandidates int `yaml:"max_candidates"`
 	// Jitter spreads peer ranking (default 0.1; negative for none).
@@ -374,6 +378,15 @@ func (s *Scenario) check() error {
 	}
 	if err := s.checkPool(); err != nil {
 		return err
+	}
+	if g := s.LeaseGrant; g != "" {
+		_, lease := leaseTransfers[s.Transfer]
+		switch {
+		case !lease:
+			return s.bad("has no effect without transfer: lease-blos or lease-clos", "lease_grant")
+		case g != "easy" && g != "idle":
+			return s.bad(fmt.Sprintf("%q: want easy (the lender's own EASY would start such a job now, the default) or idle (it has the processors idle)", g), "lease_grant")
+		}
 	}
 	if d := s.ShakingDepth; d != nil {
 		switch {
@@ -769,6 +782,9 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 	}
 	if m, ok := leaseTransfers[s.Transfer]; ok {
 		cfg.Lease = &LeaseConfig{Mode: m}
+		if s.LeaseGrant == "idle" {
+			cfg.Lease.Grant = GrantIdle
+		}
 	}
 	if s.Transfer == "shaking-g" {
 		cfg.Shaking = &ShakingConfig{Depth: DefaultShakingDepth}
