@@ -13,11 +13,11 @@ import (
 )
 
 // efsSlice is a small two-site training slice: the first days of KTH96 and
-// CTC96 under FCFS, with transfer efs, their arrivals compressed by scale
+// CTC96 under FCFS, with transfer EFS (and no rule bases yet), their arrivals compressed by scale
 // (more load: rule bases then differ in what they achieve).
 func efsSlice(t *testing.T, days, scale string) FedConfig {
 	t.Helper()
-	doc := "name: efs-test\ntransfer: efs\nspan: " + days + "\nsites:\n" +
+	doc := "name: efs-test\ntransfer: acf\nspan: " + days + "\nsites:\n" +
 		"  - name: kth96\n    trace: kth\n    procs: 100\n    policy: fcfs\n    time_scale: " + scale + "\n" +
 		"  - name: ctc96\n    trace: ctc\n    procs: 430\n    policy: fcfs\n    time_scale: " + scale + "\n"
 	sc, err := ParseScenario([]byte(doc))
@@ -28,6 +28,7 @@ func efsSlice(t *testing.T, days, scale string) FedConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Transfer = delegation.EFS // the tests give the sites their rule bases
 	return cfg
 }
 
@@ -83,6 +84,10 @@ func TestEFSScenarioRules(t *testing.T) {
 	_, err := ParseScenario([]byte("name: x\ntransfer: acf\nsites:\n  - name: a\n    trace: kth\n    rules: [r.yaml]\n  - name: b\n    trace: kth\n"))
 	if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "rules") {
 		t.Fatalf("rules with acf: %v, want a refusal naming rules", err)
+	}
+	_, err = ParseScenario([]byte("name: x\ntransfer: efs\nsites:\n  - name: a\n    trace: kth\n  - name: b\n    trace: kth\n"))
+	if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "transfer: efs needs rule bases") {
+		t.Fatalf("efs without rules: %v, want a refusal", err)
 	}
 	sc, err := ParseScenario([]byte("name: x\ntransfer: efs\nsites:\n  - name: kth96\n    trace: kth\n    rules: [../scenarios/study/rules/f14-ctc96.yaml]\n  - name: ctc96\n    trace: ctc\n"))
 	if err != nil {

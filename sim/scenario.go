@@ -506,6 +506,9 @@ func (s *Scenario) check() error {
 			}
 		}
 	}
+	if s.Transfer == "efs" && !slices.ContainsFunc(s.Sites, func(site ScenarioSite) bool { return len(site.Rules) > 0 }) {
+		return s.bad("efs needs rule bases: no site has rules, so every site would run ACF (name acf, or give a site rules)", "transfer")
+	}
 	for i, site := range s.Sites {
 		for p, name := range site.Prefer {
 			if !seen[name] || name == site.Name {

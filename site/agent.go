@@ -618,9 +618,7 @@ func (a *Agent) quote(now int64, m Message) {
 	if m.HoldSeconds > 0 {
 		hold = min(hold, m.HoldSeconds)
 	}
-	// ACF's acceptance rule is the peer's own: it applies whatever the
-	// origin's transfer policy (an EFS origin does not ask for it).
-	pl, why := a.holdFor(now, pj, now+hold, m.StartNow || a.cfg.Transfer == delegation.ACF)
+	pl, why := a.holdFor(now, pj, now+hold, m.StartNow)
 	if why != "" {
 		refuse(why)
 		return
@@ -836,14 +834,18 @@ func (a *Agent) offerEFS(now int64, jb *job) bool {
 			rounds = append(rounds, []string{c.Site})
 		}
 	}
-	jb.localEnd, jb.startNow, jb.rounds = plan.Forever, false, rounds
+	// StartNow: a peer on ACF takes the job only if it would start it now
+	// (ACF's acceptance rule, as the study's partner applies it); a peer
+	// on EFS decides by its rule base and ignores it.
+	jb.localEnd, jb.startNow, jb.rounds = plan.Forever, true, rounds
 	return a.ask(now, jb)
 }
 
 // quoteEFS is EFS's side of a peer's offer: the rule base for that peer
 // decides from this site's NWP and the job's NJP whether it joins the
-// queue. An accepted job holds no slot: the agree that follows submits it
-// to the site's own policy, as a local job.
+// queue (the origin's StartNow, which an EFS origin sets for peers on
+// ACF, does not apply). An accepted job holds no slot: the agree that
+// follows submits it to the site's own policy, as a local job.
 func (a *Agent) quoteEFS(now int64, m Message, pj plan.Job) {
 	var procs int
 	for _, c := range a.cfg.Peers.Candidates(now) {

@@ -45,7 +45,7 @@ of workers. The rule base goes to --out in the rule-base file format
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEFSTrain(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.scenario, "scenario", "", "the training slice: a scenario with transfer: efs (required)")
+	fl.StringVar(&f.scenario, "scenario", "", "the training slice: a scenario with transfer efs or acf (required)")
 	fl.StringVar(&f.site, "site", "", "the site whose rule base evolves; its AWRT is the fitness (required)")
 	fl.StringVar(&f.partner, "partner", "", "the partner the rule base is for (default: the other site of a two-site scenario)")
 	fl.StringVar(&f.out, "out", "", "write the trained rule base to this file (required)")
@@ -75,13 +75,14 @@ func runEFSTrain(cmd *cobra.Command, f efsTrainFlags) error {
 	if err != nil {
 		return fmt.Errorf("InvalidArgument: %w", err)
 	}
-	if sc.Transfer != "efs" {
-		return fmt.Errorf("InvalidArgument: %s: transfer %q: training needs transfer: efs", f.scenario, sc.Transfer)
+	if sc.Transfer != "efs" && sc.Transfer != "acf" && sc.Transfer != "" {
+		return fmt.Errorf("InvalidArgument: %s: transfer %q: training needs a slice with transfer efs or acf", f.scenario, sc.Transfer)
 	}
 	base, err := sc.Build()
 	if err != nil {
 		return fmt.Errorf("InvalidArgument: %w", err)
 	}
+	base.Transfer = delegation.EFS // the focus site applies each candidate
 	focus, partner := -1, -1
 	for k, s := range base.Sites {
 		switch {
