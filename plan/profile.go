@@ -323,7 +323,13 @@ func (p *Profile) Fits(procs int, start, end int64) bool {
 	if p.Free(start) < procs {
 		return false
 	}
-	return p.firstAfter(start, int32(procs), false) >= end
+	return p.fitsFrom(int32(procs), start, end)
+}
+
+// fitsFrom is Fits for a caller that knows at least procs are free at
+// start: only the breakpoints after start need looking at.
+func (p *Profile) fitsFrom(procs int32, start, end int64) bool {
+	return p.firstAfter(start, procs, false) >= end
 }
 
 // EarliestFit returns the earliest start s >= onOrAfter such that procs

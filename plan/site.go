@@ -372,11 +372,10 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 	prof := s.plan.prof
 	k := 0
 	head := true
-	headReserved := false
-	var headID int64
-	var pending *entry // head still to be protected by a reservation
+	var shadow headSlot // the head's protecting reservation, once placed
+	var pending *entry  // head still to be protected by a reservation
 	// The free count now changes only when a job starts or the head is
-	// reserved; it is read again then, not for every waiting job.
+	// reserved; it is kept up to date then, not read for every waiting job.
 	free := prof.Free(now)
 	for i, e := range s.waiting {
 		j := &e.job
@@ -385,15 +384,19 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 			k += keep(s.waiting, k, i)
 			break
 		}
-		fits := j.Procs <= free && prof.Fits(j.Procs, now, now+j.Estimate)
+		fits := j.Procs <= free && prof.fitsFrom(int32(j.Procs), now, now+j.Estimate)
 		if fits && pending != nil {
 			// The head's reservation only matters to a job that could
 			// start now; most passes on a full machine have none, so it is
 			// placed here, before the first, rather than after the head.
-			headReserved, headID = s.protectHead(&pending.job, now)
+			shadow = s.protectHead(&pending.job, now)
 			pending = nil
-			free = prof.Free(now)
-			fits = !headReserved || j.Procs <= free && prof.Fits(j.Procs, now, now+j.Estimate)
+			if shadow.on && shadow.start <= now {
+				free -= shadow.procs
+			}
+		}
+		if fits && shadow.on {
+			fits = j.Procs <= free && shadow.admits(prof, j.Procs, now, now+j.Estimate)
 		}
 		if fits {
 			pl := Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}
@@ -405,7 +408,9 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 			}
 			if err == nil {
 				s.start(e)
-				free = prof.Free(now)
+				// Its reservation starts now: exactly its processors
+				// are no longer free now.
+				free -= j.Procs
 				continue
 			}
 		}
@@ -424,19 +429,45 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 	}
 	clear(s.waiting[k:])
 	s.waiting = s.waiting[:k]
-	if headReserved {
-		s.plan.Release(headID) //nolint:errcheck // reserved just above
-	}
 }
 
-// protectHead reserves the head job j at its earliest fit so that no job
-// started out of order can delay it, and reports whether it did.
-func (s *Site) protectHead(j *Job, now int64) (bool, int64) {
-	st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, max(now, j.Release), Forever)
-	if !ok || s.plan.Reserve(Reservation{ID: j.ID, Procs: j.Procs, Start: st, End: st + j.Estimate, Release: j.Release, Deadline: Forever}) != nil {
-		return false, 0
+// headSlot is the reservation that protects the head of the queue under
+// EASY, EDF and LTTR during one pass. It is never added to the profile
+// (that would be an Add to place it and another to take it out, on every
+// pass that backfills): a job fits beside it when it fits in the profile
+// and, where the two overlap in time, also leaves the head's processors
+// free. That is exactly the test the profile would answer with the head
+// reserved in it.
+type headSlot struct {
+	on         bool
+	start, end int64
+	procs      int
+}
+
+// admits reports whether procs processors free throughout [start, end) in p
+// stay free with the head's reservation laid over p as well. The caller has
+// checked that they fit in p alone.
+func (h headSlot) admits(p *Profile, procs int, start, end int64) bool {
+	from, to := max(start, h.start), min(end, h.end)
+	if from >= to {
+		return true
 	}
-	return true, j.ID
+	return p.Fits(procs+h.procs, from, to)
+}
+
+// protectHead places the head job j's reservation at its earliest fit so
+// that no job started out of order can delay it, and returns it (on false
+// if it has none: no fit, or its id is already in the plan).
+func (s *Site) protectHead(j *Job, now int64) headSlot {
+	st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, max(now, j.Release), Forever)
+	if !ok {
+		return headSlot{}
+	}
+	r := Reservation{ID: j.ID, Procs: j.Procs, Start: st, End: st + j.Estimate, Release: j.Release, Deadline: Forever}
+	if _, dup := s.plan.res[j.ID]; dup || s.plan.check(r) != nil {
+		return headSlot{}
+	}
+	return headSlot{on: true, start: r.Start, end: r.End, procs: r.Procs}
 }
 
 // keep moves q[from:] to q[k:] and returns how many entries it kept; when
