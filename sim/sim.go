@@ -207,7 +207,7 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	res := &Result{Name: cfg.Name, Procs: cfg.Site.Procs, Records: make([]Record, len(jobs))}
-	index := make(map[int64]int32, len(jobs))
+	index := newJobIndex(jobs)
 	for i, j := range jobs {
 		if i > 0 && j.Submit < jobs[i-1].Submit {
 			return nil, fmt.Errorf("sim: job %d submitted at %d before job %d at %d: %w", j.ID, j.Submit, jobs[i-1].ID, jobs[i-1].Submit, ErrUnsorted)
@@ -215,10 +215,9 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 		if fx != nil && j.ID <= 0 {
 			return nil, fmt.Errorf("sim: job id %d: ids must be positive with standing reservations: %w", j.ID, ErrDuplicateJob)
 		}
-		if _, dup := index[j.ID]; dup {
+		if !index.add(j.ID, int32(i)) {
 			return nil, fmt.Errorf("sim: job %d: %w", j.ID, ErrDuplicateJob)
 		}
-		index[j.ID] = int32(i)
 		res.Records[i].Job = j
 	}
 	soft := cfg.SoftDeadlines && !cfg.Site.Policy.DeadlineOrdered()
@@ -271,7 +270,7 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 			hit, lost := site.NodeDown(t, fails.pick(site.Down()))
 			fails.failed(t)
 			if hit != 0 {
-				i := index[hit]
+				i := index.of(hit)
 				r := &res.Records[i]
 				gens[i]++ // its completion will not come
 				r.End, r.Killed, r.NodeFailed = t, true, true
@@ -286,7 +285,7 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 				}
 			}
 			for _, id := range lost {
-				res.Records[index[id]].NodeFailed = true
+				res.Records[index.of(id)].NodeFailed = true
 			}
 		}
 		for next < len(jobs) && jobs[next].Submit == t {
@@ -309,7 +308,7 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (*Result, error) {
 			next++
 		}
 		for _, d := range site.Pass(t) {
-			i := index[d.JobID]
+			i := index.of(d.JobID)
 			pending.apply(&res.Records[i], i, d, t, gens)
 		}
 		wake = site.NextWake(t)
@@ -334,4 +333,54 @@ func plannedStart(site *plan.Site, pl plan.Placement, j plan.Job, t int64) (int6
 		return pl.Start, true
 	}
 	return site.Plan().EarliestFit(j.Procs, j.Estimate, max(t, j.Release), plan.Forever)
+}
+
+// jobIndex maps job ids to their index in the input. Traces number their
+// jobs densely (SWF: 1, 2, 3, ...), so it is a slice over the id range
+// when that range is not much larger than the job count, and a map
+// otherwise.
+type jobIndex struct {
+	lo    int64
+	dense []int32 // index+1 of the job with id lo+k at k; 0 for none
+	m     map[int64]int32
+}
+
+func newJobIndex(jobs []Job) jobIndex {
+	if len(jobs) == 0 {
+		return jobIndex{m: map[int64]int32{}}
+	}
+	lo, hi := jobs[0].ID, jobs[0].ID
+	for _, j := range jobs {
+		lo, hi = min(lo, j.ID), max(hi, j.ID)
+	}
+	// hi-lo is compared without overflow: ids may span all of int64.
+	if hi-lo >= 0 && uint64(hi-lo) < 2*uint64(len(jobs)) {
+		return jobIndex{lo: lo, dense: make([]int32, hi-lo+1)}
+	}
+	return jobIndex{m: make(map[int64]int32, len(jobs))}
+}
+
+// add records that job id is at index i; false if id is already there.
+func (x *jobIndex) add(id int64, i int32) bool {
+	if x.dense != nil {
+		k := id - x.lo
+		if x.dense[k] != 0 {
+			return false
+		}
+		x.dense[k] = i + 1
+		return true
+	}
+	if _, dup := x.m[id]; dup {
+		return false
+	}
+	x.m[id] = i
+	return true
+}
+
+// of returns the index of job id, which must have been added.
+func (x *jobIndex) of(id int64) int32 {
+	if x.dense != nil {
+		return x.dense[id-x.lo] - 1
+	}
+	return x.m[id]
 }
