@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"slices"
@@ -133,29 +132,63 @@ type completion struct {
 	gen int32
 }
 
+// completions is a min-heap of completions in (time, record index) order.
+// It is kept by hand rather than through container/heap: that boxes every
+// pushed and popped value in an interface, an allocation per job.
 type completions []completion
 
-func (h completions) Len() int { return len(h) }
-func (h completions) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
+func (c completion) before(o completion) bool {
+	if c.at != o.at {
+		return c.at < o.at
 	}
-	return h[i].idx < h[j].idx
+	return c.idx < o.idx
 }
-func (h completions) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *completions) Push(x any)   { *h = append(*h, x.(completion)) }
-func (h *completions) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *completions) push(c completion) {
+	q := append(*h, c)
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q[i].before(q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+	*h = q
+}
+
+func (h *completions) pop() completion {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && q[r].before(q[l]) {
+			m = r
+		}
+		if !q[m].before(q[i]) {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
 }
 
 // popDue calls f with the record index of every completion due at t that is
 // still current (gens invalidates the others), in (time, index) order.
 func (h *completions) popDue(t int64, gens []int32, f func(idx int32)) {
 	for len(*h) > 0 && (*h)[0].at == t {
-		c := heap.Pop(h).(completion)
+		c := h.pop()
 		if c.gen == gens[c.idx] {
 			f(c.idx)
 		}
@@ -176,7 +209,7 @@ func (h *completions) apply(r *Record, i int32, d plan.Decision, t int64, gens [
 	}
 	r.Reserved = d.End - r.Start
 	gens[i]++
-	heap.Push(h, completion{at: min(r.Start+r.Runtime, d.End), idx: i, gen: gens[i]})
+	h.push(completion{at: min(r.Start+r.Runtime, d.End), idx: i, gen: gens[i]})
 }
 
 // ended records that the job stopped at t: finished, or killed at the end
