@@ -265,6 +265,17 @@ func (s *Scenario) HasSLAs() bool {
 	return false
 }
 
+// HasPrices reports whether a site prices its quotes (a pricing model
+// other than free): the SLA report then shows fees and prices.
+func (s *Scenario) HasPrices() bool {
+	for _, site := range s.Sites {
+		if m := strings.ToLower(site.Pricing.Model); m != "" && m != "free" {
+			return true
+		}
+	}
+	return false
+}
+
 // LoadScenario reads and checks a scenario file. Unknown fields are errors.
 func LoadScenario(path string) (*Scenario, error) {
 	b, err := os.ReadFile(path)
