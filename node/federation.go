@@ -680,12 +680,7 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 	if req.GetHoldSeconds() > 0 {
 		hold = min(hold, req.GetHoldSeconds())
 	}
-	// ACF's acceptance rule is the quoting site's own: an ACF site quotes
-	// only what its policy would start now, whatever the asker's transfer
-	// policy (as the site agent quotes), and any site does so when asked
-	// (start_now).
-	startNow := req.GetStartNow() || n.fed.Transfer == delegation.ACF
-	if startNow && !n.site.CanStartNow(now, pj) {
+	if req.GetStartNow() && !n.site.CanStartNow(now, pj) {
 		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "this site's own policy would not start the job now"), nil
 	}
 	pl := n.site.Hold(now, pj, now+hold)
@@ -694,7 +689,7 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 		reason, msg := rejectReason(pl, pj, n.cfg.Site, now)
 		return refuse(reason, msg), nil
 	}
-	if startNow && pl.Start != now {
+	if req.GetStartNow() && pl.Start != now {
 		n.site.Unhold(now, seq)
 		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "this site would not start the job now"), nil
 	}

@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -165,41 +164,4 @@ func waitFor(t *testing.T, c fedschedv1.SiteServiceClient, id, what string, ok f
 	}
 	t.Fatalf("job %s never %s: %v %s", id, what, last.GetState(), last.GetMessage())
 	return nil
-}
-
-// TestACFSiteQuotesOnlyWhatItStartsNow: an ACF site applies ACF's
-// acceptance rule to every quote request, start_now or not (as the site
-// agent quotes); an on-reject site quotes its own placement unless asked
-// for start_now.
-func TestACFSiteQuotesOnlyWhatItStartsNow(t *testing.T) {
-	sites := startFederationSites(t, 100, node.FederationConfig{}, func(i int, c *config.Config) {
-		if i == 1 {
-			c.Delegation.Transfer = "acf"
-		}
-	}, 4, 4, 4)
-	ctx := context.Background()
-	for _, s := range sites[1:] {
-		sp := spec(4, 3600)
-		sp.SimRuntimeSeconds = 3000
-		if _, err := s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: sp}); err != nil { // full for an hour
-			t.Fatal(err)
-		}
-	}
-	q := func(s *fedSite, startNow bool) *fedschedv1.QuoteResponse {
-		r, err := s.fed.Quote(ctx, &fedschedv1.QuoteRequest{OriginSite: "s0", OriginJobId: fmt.Sprintf("s0.%v", startNow), Spec: spec(2, 600),
-			Route: []*fedschedv1.RouteHop{{Site: "s0"}}, StartNow: startNow})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	if r := q(sites[1], false); r.GetOffer() != nil {
-		t.Errorf("the ACF site quoted a job it would not start now: %v", r.GetOffer())
-	}
-	if r := q(sites[2], false); r.GetOffer() == nil {
-		t.Errorf("the on-reject site refused to plan a job for later: %v %s", r.GetRefusal(), r.GetMessage())
-	}
-	if r := q(sites[2], true); r.GetOffer() != nil {
-		t.Errorf("the on-reject site quoted for later when asked for start_now: %v", r.GetOffer())
-	}
 }
