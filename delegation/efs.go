@@ -237,9 +237,9 @@ func ParseRuleBase(name string, b []byte) (*RuleBase, error) {
 		return nil, bad(line(top, "site"), "site: required (the site that applies the rule base)")
 	case f.Partner == "":
 		return nil, bad(line(top, "partner"), "partner: required (the partner the rule base decides about)")
-	case !siteName(f.Site):
+	case !ValidSiteName(f.Site):
 		return nil, bad(line(top, "site"), "site %q: letters, digits, '.', '-' and '_', at most 63, starting with a letter or digit", f.Site)
-	case !siteName(f.Partner):
+	case !ValidSiteName(f.Partner):
 		return nil, bad(line(top, "partner"), "partner %q: letters, digits, '.', '-' and '_', at most 63, starting with a letter or digit", f.Partner)
 	case f.Partner == f.Site:
 		return nil, bad(line(top, "partner"), "partner %q is the site itself", f.Partner)
@@ -312,9 +312,10 @@ func (rb *RuleBase) Marshal(header ...string) []byte {
 // yamlString quotes s for YAML (a site name: nothing to escape).
 func yamlString(s string) string { return strconv.Quote(s) }
 
-// siteName is the federation's rule for site names: letters, digits, '.',
-// '-' and '_', at most 63, starting with a letter or digit.
-func siteName(n string) bool {
+// ValidSiteName is the federation's rule for site names: letters, digits,
+// '.', '-' and '_', at most 63, starting with a letter or digit (a node
+// checks its own with node/auth.CheckName, which says what is wrong).
+func ValidSiteName(n string) bool {
 	if n == "" || len(n) > 63 {
 		return false
 	}

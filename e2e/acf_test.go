@@ -33,28 +33,7 @@ func TestACFMovesWaitingJobs(t *testing.T) {
 		ids = append(ids, j.GetId())
 	}
 	// Every job runs within a few virtual minutes: 2 at home, 6 at idle.
-	at := map[string]int{}
-	for _, id := range ids {
-		j := waitJob(t, small, id, 20*time.Second, "running here or delegated", func(j *fedschedv1.Job) bool {
-			return j.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING || j.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED
-		})
-		at[j.GetSite()]++
-		if j.GetSite() != "small" {
-			checkRoute(t, j, "small", "idle")
-		}
-	}
-	t.Logf("jobs by executing site: %v", at)
-	if at["small"] != 2 || at["idle"] != 6 || at["busy"] != 0 {
-		t.Fatalf("jobs by executing site %v, want 2 at small and 6 at idle", at)
-	}
-	for _, j := range receivedFrom(t, c.Site("idle"), "small") {
-		j = waitJob(t, c.Site("idle"), j.GetId(), 20*time.Second, "running", func(j *fedschedv1.Job) bool {
-			return j.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING || terminal(j)
-		})
-		if j.GetStartTime() == nil || j.GetStartTime().AsTime().Sub(j.GetSubmitTime().AsTime()) > 2*time.Minute {
-			t.Errorf("delegated job did not start at once at idle: %s", brief(j))
-		}
-	}
+	checkSpread(t, c, ids, "delegated")
 }
 
 // TestACFPeerQuotesOnlyWhatItStartsNow: a conservative peer that could
@@ -81,6 +60,36 @@ func TestACFPeerQuotesOnlyWhatItStartsNow(t *testing.T) {
 		}
 		if j.GetSite() != "small" {
 			t.Errorf("job went to a peer that would not start it now: %s", brief(j))
+		}
+	}
+}
+
+// checkSpread checks the flood of 8 two-processor jobs submitted at small
+// (ids): 2 run at home and 6 at the idle peer, none at the busy one, and
+// each moved job (how: "delegated", "taken") starts at idle at once.
+func checkSpread(t *testing.T, c *Cluster, ids []string, how string) {
+	t.Helper()
+	small := c.Site("small")
+	at := map[string]int{}
+	for _, id := range ids {
+		j := waitJob(t, small, id, 20*time.Second, "running here or delegated", func(j *fedschedv1.Job) bool {
+			return j.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING || j.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED
+		})
+		at[j.GetSite()]++
+		if j.GetSite() != "small" {
+			checkRoute(t, j, "small", "idle")
+		}
+	}
+	t.Logf("jobs by executing site: %v", at)
+	if at["small"] != 2 || at["idle"] != 6 || at["busy"] != 0 {
+		t.Fatalf("jobs by executing site %v, want 2 at small and 6 at idle", at)
+	}
+	for _, j := range receivedFrom(t, c.Site("idle"), "small") {
+		j = waitJob(t, c.Site("idle"), j.GetId(), 20*time.Second, "running", func(j *fedschedv1.Job) bool {
+			return j.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING || terminal(j)
+		})
+		if j.GetStartTime() == nil || j.GetStartTime().AsTime().Sub(j.GetSubmitTime().AsTime()) > 2*time.Minute {
+			t.Errorf("%s job did not start at once at idle: %s", how, brief(j))
 		}
 	}
 }

@@ -33,28 +33,7 @@ func TestRQFPullsFromFloodedSite(t *testing.T) {
 	for range 8 {
 		ids = append(ids, submit(t, small, &fedschedv1.JobSpec{Procs: 2, EstimateSeconds: 3600, SimRuntimeSeconds: 1200, User: "flood", App: "be"}).GetId())
 	}
-	at := map[string]int{}
-	for _, id := range ids {
-		j := waitJob(t, small, id, 20*time.Second, "running here or delegated", func(j *fedschedv1.Job) bool {
-			return j.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING || j.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED
-		})
-		at[j.GetSite()]++
-		if j.GetSite() != "small" {
-			checkRoute(t, j, "small", "idle")
-		}
-	}
-	t.Logf("jobs by executing site: %v", at)
-	if at["small"] != 2 || at["idle"] != 6 || at["busy"] != 0 {
-		t.Fatalf("jobs by executing site %v, want 2 at small and 6 at idle", at)
-	}
-	for _, j := range receivedFrom(t, c.Site("idle"), "small") {
-		j = waitJob(t, c.Site("idle"), j.GetId(), 20*time.Second, "running", func(j *fedschedv1.Job) bool {
-			return j.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING || terminal(j)
-		})
-		if j.GetStartTime() == nil || j.GetStartTime().AsTime().Sub(j.GetSubmitTime().AsTime()) > 2*time.Minute {
-			t.Errorf("taken job did not start at once at idle: %s", brief(j))
-		}
-	}
+	checkSpread(t, c, ids, "taken")
 	// The origin explains a taken job and learns its outcome.
 	for _, id := range ids {
 		j := waitJob(t, small, id, 40*time.Second, "ended", terminal)

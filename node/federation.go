@@ -979,6 +979,25 @@ func (n *Node) applyReport(req *fedschedv1.ReportOutcomeRequest, now int64) erro
 	return nil
 }
 
+// agreedPrice is the price agreed with a peer for j, as the ledger needs it
+// (metrics.transition): only at the end of a met SLA of a job delegated out
+// or in (0 otherwise, and when the agreement had no price).
+func (n *Node) agreedPrice(j *fedschedv1.Job, prev fedschedv1.JobState) float64 {
+	if !terminal(j.GetState()) || terminal(prev) || j.GetSlaOutcome() != fedschedv1.SlaOutcome_SLA_OUTCOME_MET {
+		return 0
+	}
+	out := j.GetSite() != n.cfg.Site
+	if !out && (j.GetOriginSite() == "" || j.GetOriginSite() == n.cfg.Site) {
+		return 0 // the site's own job, run here
+	}
+	for _, a := range n.agreements {
+		if out && a.Role == roleOrigin && a.JobID == j.GetId() || !out && a.Role == rolePeer && a.PeerJobID == j.GetId() {
+			return a.Quote.Price
+		}
+	}
+	return 0
+}
+
 // cancelDelegated cancels a job the site delegated: the job is CANCELLED at
 // once and the peer is told (and retried) to terminate it.
 func (n *Node) cancelDelegated(rec store.JobRecord, msg string, now int64) (*fedschedv1.Job, bool) {

@@ -68,7 +68,7 @@ func (g grpcLogger) V(l int) bool {
 // queued, rejected, started, ended, delegated) carries the job id (and the
 // site, from n.log).
 func (n *Node) observeTransition(j *fedschedv1.Job, prev fedschedv1.JobState) {
-	n.metrics.transition(n.cfg.Site, j, prev)
+	n.metrics.transition(n.cfg.Site, j, prev, n.agreedPrice(j, prev))
 	if s := j.GetState(); terminal(s) || s == fedschedv1.JobState_JOB_STATE_DELEGATED {
 		n.remember(j)
 	}

@@ -31,6 +31,8 @@ type metrics struct {
 	outcomes    *prometheus.CounterVec
 	fees        prometheus.Counter
 	penalties   prometheus.Counter
+	priceEarned prometheus.Counter
+	pricePaid   prometheus.Counter
 	admissions  *prometheus.CounterVec
 	rejections  *prometheus.CounterVec
 	pof         prometheus.Histogram
@@ -66,7 +68,11 @@ func newMetrics(n *Node) *metrics {
 	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fedsched_sla_outcomes_total",
 		Help: "Settled SLAs of the site's jobs (delegated ones included), by outcome: met, violated, cancelled."}, []string{"outcome"})
 	m.fees = prometheus.NewCounter(prometheus.CounterOpts{Name: "fedsched_sla_fees_earned_total",
-		Help: "Fees of the SLAs met by jobs executed at this site, in the jobs' currency (coins)."})
+		Help: "Users' fees of the met SLAs this site earned, in the jobs' currency (coins): of the jobs it executed on the users' terms, and of the jobs it delegated under an agreed price."})
+	m.priceEarned = prometheus.NewCounter(prometheus.CounterOpts{Name: "fedsched_sla_prices_earned_total",
+		Help: "Agreed prices of the met SLAs of jobs this site executed for a peer that priced them (Libra+$), in coins."})
+	m.pricePaid = prometheus.NewCounter(prometheus.CounterOpts{Name: "fedsched_sla_prices_paid_total",
+		Help: "Agreed prices this site paid peers for the met SLAs of the jobs it delegated to them under a price, in coins."})
 	m.penalties = prometheus.NewCounter(prometheus.CounterOpts{Name: "fedsched_sla_penalties_owed_total",
 		Help: "Penalties of the SLAs violated by jobs executed at this site, in coins."})
 	m.admissions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fedsched_admissions_total",
@@ -90,7 +96,7 @@ func newMetrics(n *Node) *metrics {
 		Help: "Duration of one scheduling pass of the event loop, in seconds.", Buckets: latencyBuckets})
 	m.commit = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fedsched_store_commit_seconds",
 		Help: "Duration of one store transaction of the event loop (group commit), in seconds.", Buckets: latencyBuckets})
-	m.reg.MustRegister(m.jobs, m.wait, m.slowdown, m.outcomes, m.fees, m.penalties, m.admissions, m.rejections, m.pof,
+	m.reg.MustRegister(m.jobs, m.wait, m.slowdown, m.outcomes, m.fees, m.penalties, m.priceEarned, m.pricePaid, m.admissions, m.rejections, m.pof,
 		m.delegations, m.quotesAsked, m.quotesGiven, m.queuesAsked, m.takes, m.pass, m.commit,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fedsched_loop_queue_depth",
 			Help: "Requests waiting for the event loop."}, func() float64 { return float64(len(n.ops)) }),
@@ -110,8 +116,16 @@ func (m *metrics) stored(s fedschedv1.JobState) {
 }
 
 // transition counts a job's state change (prev is UNSPECIFIED for a new
-// job); j is the job after the change.
-func (m *metrics) transition(site string, j *fedschedv1.Job, prev fedschedv1.JobState) {
+// job); j is the job after the change, and price the price agreed for it
+// with a peer (0: none, or the peer took the job on the user's terms).
+//
+// Money follows the agreement (as the simulator's sim.FedSLA): a job run
+// on the user's terms earns its executing site the fee when met and costs
+// it the penalty when violated. Under an agreed price the executing peer
+// earns the price instead of the fee (and still owes the penalty), and the
+// origin earns the fee and pays the price; a violation leaves the origin
+// nothing (it passes the peer's penalty on to the user).
+func (m *metrics) transition(site string, j *fedschedv1.Job, prev fedschedv1.JobState, price float64) {
 	s := j.GetState()
 	if s == prev {
 		return
@@ -169,10 +183,17 @@ func (m *metrics) transition(site string, j *fedschedv1.Job, prev fedschedv1.Job
 	switch o := j.GetSlaOutcome(); o {
 	case fedschedv1.SlaOutcome_SLA_OUTCOME_MET, fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED:
 		m.outcomes.WithLabelValues(strings.ToLower(strings.TrimPrefix(o.String(), "SLA_OUTCOME_"))).Inc()
+		met := o == fedschedv1.SlaOutcome_SLA_OUTCOME_MET
 		if j.GetSite() != site {
-			return // executed by a peer: its ledger, not ours
+			if met && price > 0 { // delegated under a price: the fee is ours, the price the peer's
+				m.fees.Add(j.GetSpec().GetFee())
+				m.pricePaid.Add(price)
+			}
+			return // otherwise executed by a peer on the user's terms: its ledger, not ours
 		}
-		if o == fedschedv1.SlaOutcome_SLA_OUTCOME_MET {
+		if met && price > 0 {
+			m.priceEarned.Add(price)
+		} else if met {
 			m.fees.Add(j.GetSpec().GetFee())
 		} else if o == fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED {
 			m.penalties.Add(j.GetSpec().GetPenalty())

@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"math"
+	"net"
 	"testing"
 	"time"
 
@@ -20,8 +21,10 @@ import (
 // answers (what fedsched explain prints).
 func TestQuotePrice(t *testing.T) {
 	lp := delegation.LibraPlus{PBase: 1, Alpha: 1, Beta: 0.5}
-	sites := startFederationSites(t, 100, node.FederationConfig{}, func(_ int, c *config.Config) {
+	web := []string{freeAddr(t), freeAddr(t)}
+	sites := startFederationSites(t, 100, node.FederationConfig{}, func(i int, c *config.Config) {
 		c.Delegation.Pricing = config.Pricing{Model: "libra+$", PBase: lp.PBase, Alpha: lp.Alpha, Beta: lp.Beta}
+		c.HTTP.Listen = web[i]
 	}, 2, 8)
 	ctx := context.Background()
 	deadline := time.Now().Add(48 * time.Hour).Unix()
@@ -76,4 +79,35 @@ func TestQuotePrice(t *testing.T) {
 	if err != nil || ag.GetAgreement().GetOffer().GetPrice() != as[0].GetPrice() {
 		t.Fatalf("agreement %v %v: want the answer's price %v", ag, err, as[0].GetPrice())
 	}
+	// The ledger follows the agreement: once the SLA is met, the origin
+	// has earned the user's fee and paid the price, the peer has earned
+	// the price and no fee.
+	if j := waitState(t, sites[0].client, r.GetJob().GetId(), fedschedv1.JobState_JOB_STATE_COMPLETED); j.GetSlaOutcome() != fedschedv1.SlaOutcome_SLA_OUTCOME_MET {
+		t.Fatalf("outcome %v, want met", j.GetSlaOutcome())
+	}
+	price := as[0].GetPrice()
+	ledger := []map[string]float64{
+		{"fedsched_sla_fees_earned_total": 100, "fedsched_sla_prices_paid_total": price, "fedsched_sla_prices_earned_total": 0},
+		{"fedsched_sla_fees_earned_total": 0, "fedsched_sla_prices_paid_total": 0, "fedsched_sla_prices_earned_total": price},
+	}
+	for i, want := range ledger {
+		fams := scrape(t, "http://"+web[i])
+		for name, v := range want {
+			if got := value(fams, name); math.Abs(got-v) > 1e-9 {
+				t.Errorf("site %d: %s = %v, want %v", i, name, got, v)
+			}
+		}
+	}
+}
+
+// freeAddr is a loopback address nothing listens on (for a node's HTTP
+// listener).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -50,10 +50,6 @@ const (
 	// maxStartPast is how far in the past a reservation may start, in
 	// seconds (a request takes a moment to arrive).
 	maxStartPast = 60
-	// maxLayRounds bounds how often clearOfStanding lays further and
-	// places a job again (a job the rules leave room for is clear after
-	// one or two).
-	maxLayRounds = 64
 )
 
 // reservations is the node's bookkeeping of operators' reservations. The
@@ -356,35 +352,21 @@ func (n *Node) addInstance(s *standingRes, core int64, w plan.Window) {
 }
 
 // clearOfStanding keeps a placement just made clear of every instance of
-// the rules, however far ahead, as if all were laid in advance (the
-// simulator lays a scenario's rules so): a job the rules leave no room
-// for (plan.StandingExcludes) is rejected; one placed past the laid range
-// is taken out (undo), the rules are laid as far as its end, and it is
-// placed again (redo), until it is clear. Never is a slot promised that an
-// instance will claim later.
+// the rules, however far ahead, as if all were laid in advance: the rule
+// the site agent applies too (plan.KeepClearOfStanding).
 func (n *Node) clearOfStanding(now int64, pj plan.Job, pl plan.Placement, undo func(), redo func() plan.Placement) plan.Placement {
-	r := &n.resv
-	if len(r.rules) == 0 || !pl.OK() {
+	if len(n.resv.rules) == 0 {
 		return pl
 	}
-	if plan.StandingExcludes(n.standingRules(), n.procs, pj, now) {
-		undo()
-		return plan.Placement{Reason: plan.ReasonRejectedNoGap}
-	}
-	for range maxLayRounds {
-		if !pl.OK() || pl.Reason == plan.ReasonQueued || pl.End <= r.laidTo {
-			return pl
-		}
-		undo()
-		n.layStanding(now, pl.End)
-		pl = redo()
-	}
-	if pl.OK() && pl.Reason != plan.ReasonQueued && pl.End > r.laidTo {
-		undo()
-		return plan.Placement{Reason: plan.ReasonRejectedNoGap}
-	}
-	return pl
+	return plan.KeepClearOfStanding(n.standingRules(), n.procs, pj, now, pl, nodeLayer{n}, undo, redo)
 }
+
+// nodeLayer lays the node's standing reservations for
+// plan.KeepClearOfStanding.
+type nodeLayer struct{ n *Node }
+
+func (l nodeLayer) LaidTo() int64       { return l.n.resv.laidTo }
+func (l nodeLayer) LayTo(now, to int64) { l.n.layStanding(now, to) }
 
 // standingRules are the rules of the standing reservations, in id order.
 func (n *Node) standingRules() []plan.Standing {

@@ -207,3 +207,43 @@ func StandingExcludes(rules []Standing, procs int, j Job, from int64) bool {
 	_, ok := walls.EarliestFit(j.Procs, j.Estimate, start, end)
 	return !ok
 }
+
+// maxLayRounds bounds how often a placement is laid further and made
+// again by KeepClearOfStanding.
+const maxLayRounds = 64
+
+// StandingLayer lays a site's standing reservations lazily: LaidTo is how
+// far every rule's instances are in the plan, LayTo lays them further.
+type StandingLayer interface {
+	LaidTo() int64
+	LayTo(now, to int64)
+}
+
+// KeepClearOfStanding keeps a placement pl of job j, just made, clear of
+// the instances of rules, the one rule of a node and of a site agent: a
+// job the rules leave no room for (StandingExcludes) is rejected; one
+// placed past the laid range is taken out (undo), the rules are laid as
+// far as its end, and it is placed again (redo), until it is clear. No
+// slot is ever promised that an instance will claim later.
+func KeepClearOfStanding(rules []Standing, procs int, j Job, now int64, pl Placement, l StandingLayer, undo func(), redo func() Placement) Placement {
+	if len(rules) == 0 || !pl.OK() {
+		return pl
+	}
+	if StandingExcludes(rules, procs, j, now) {
+		undo()
+		return Placement{Reason: ReasonRejectedNoGap}
+	}
+	for range maxLayRounds {
+		if !pl.OK() || pl.Reason == ReasonQueued || pl.End <= l.LaidTo() {
+			return pl
+		}
+		undo()
+		l.LayTo(now, pl.End)
+		pl = redo()
+	}
+	if pl.OK() && pl.Reason != ReasonQueued && pl.End > l.LaidTo() {
+		undo()
+		return Placement{Reason: ReasonRejectedNoGap}
+	}
+	return pl
+}

@@ -126,6 +126,12 @@ type FedRecord struct {
 	// the job spans the two sites); 0 for none.
 	Leased int
 	Lender int
+	// Price is what site Payer agreed to pay site Exec for running the
+	// job (the peer's quote, delegation.QuotePrice; a priced agreement
+	// when Price > 0 and Payer != Exec). 0: the executing site takes the
+	// job on the user's terms (FedResult.SLA).
+	Price float64
+	Payer int
 }
 
 // FedResult is the outcome of a federated replay.
@@ -432,6 +438,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				f.Exec, f.Decision, f.Route = k, d.Placement, d.Route
 			case site.DecideDelegate:
 				f.Route = d.Route
+				f.Price, f.Payer = d.Price, k
 			case site.DecideStart:
 				pending.apply(&f.Record, i, plan.Decision{Kind: plan.DecideStart, JobID: int64(i), Start: d.Start, End: d.End}, t, gens)
 			case site.DecideExtend:

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -198,4 +199,69 @@ func TestRQFScenario(t *testing.T) {
 	if moved == 0 || (a-f)/a < 0.10 {
 		t.Fatalf("RQF pulled %d jobs; lublin's AWRT changed by %.1f %%", moved, 100*(a-f)/a)
 	}
+}
+
+// TestPricedLedger: under Libra+$ prices the money follows the agreement.
+// The small origin earns every user fee and pays the big peer the agreed
+// price of each job it delegated; the peer earns the prices and no fee;
+// the federation's total is the users' fees whatever the prices.
+func TestPricedLedger(t *testing.T) {
+	cfg := smallFederation()
+	const fee = 10.0
+	for i := range cfg.Sites[0].Jobs {
+		j := &cfg.Sites[0].Jobs[i]
+		j.Deadline, j.Fee, j.Penalty = j.Submit+100_000, fee, fee
+	}
+	cfg.Sites[1].Pricing = delegation.LibraPlus{PBase: 1, Alpha: 1}
+	res, err := RunFederation(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alpha only: PBase × procs × estimate in hours = 1 × 2 × 600/3600.
+	const price = 2 * 600 / 3600.0
+	delegated := 0
+	for _, f := range res.Records {
+		if f.Exec == 1 {
+			delegated++
+			if math.Abs(f.Price-price) > 1e-9 || f.Payer != 0 {
+				t.Fatalf("job %d ran at big for %v paid by site %d, want %v paid by small", f.ID, f.Price, f.Payer, price)
+			}
+		}
+	}
+	if delegated == 0 || delegated == len(res.Records) {
+		t.Fatalf("%d of %d jobs delegated: the test needs some of each", delegated, len(res.Records))
+	}
+	small, big := res.SLA(0), res.SLA(1)
+	t.Logf("small %+v\nbig %+v", small, big)
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	n, d := float64(len(res.Records)), float64(delegated)
+	near("small fees", small.Fees, n*fee)
+	near("small price paid", small.PricePaid, d*price)
+	near("small price earned", small.PriceEarned, 0)
+	near("small gain", small.Gain, n*fee-d*price)
+	near("big fees", big.Fees, 0)
+	near("big price earned", big.PriceEarned, d*price)
+	near("big gain", big.Gain, d*price)
+	near("total gain", small.Gain+big.Gain, n*fee)
+	if big.Accepted != delegated || small.Accepted != len(res.Records)-delegated {
+		t.Errorf("accepted small %d, big %d: counted where the jobs ran", small.Accepted, big.Accepted)
+	}
+
+	// Free quotes: the peer takes the jobs on the user's terms.
+	cfg.Sites[1].Pricing = nil
+	free, err := RunFederation(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, fb := free.SLA(0), free.SLA(1)
+	if fs.PricePaid != 0 || fb.PriceEarned != 0 {
+		t.Errorf("free quotes: prices paid %v, earned %v", fs.PricePaid, fb.PriceEarned)
+	}
+	near("free: big fees", fb.Fees, float64(fb.Met)*fee)
+	near("free: total gain", fs.Gain+fb.Gain, n*fee)
 }

@@ -265,6 +265,17 @@ func (s *Scenario) HasSLAs() bool {
 	return false
 }
 
+// HasPrices reports whether a site prices its quotes (a pricing model
+// other than free): the SLA report then shows fees and prices.
+func (s *Scenario) HasPrices() bool {
+	for _, site := range s.Sites {
+		if m := strings.ToLower(site.Pricing.Model); m != "" && m != "free" {
+			return true
+		}
+	}
+	return false
+}
+
 // LoadScenario reads and checks a scenario file. Unknown fields are errors.
 func LoadScenario(path string) (*Scenario, error) {
 	b, err := os.ReadFile(path)
@@ -354,21 +365,6 @@ func (s *Scenario) bad(msg string, path ...any) error {
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-// validName is the node's rule for site names: letters, digits, '.', '-'
-// and '_', at most 63, starting with a letter or digit.
-func validName(n string) bool {
-	if n == "" || len(n) > 63 {
-		return false
-	}
-	for i, r := range n {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || i > 0 && (r == '.' || r == '-' || r == '_')
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *Scenario) check() error {
 	if len(s.Sites) < 2 {
 		return s.bad(fmt.Sprintf("a federation needs at least two sites, got %d", len(s.Sites)), "sites")
@@ -436,7 +432,7 @@ func (s *Scenario) check() error {
 		switch {
 		case site.Name == "":
 			return at("required", "name")
-		case !validName(site.Name):
+		case !delegation.ValidSiteName(site.Name):
 			return at(fmt.Sprintf("%q: letters, digits, '.', '-' and '_', at most 63, starting with a letter or digit", site.Name), "name")
 		case seen[site.Name]:
 			return at(fmt.Sprintf("%q repeated", site.Name), "name")
@@ -493,7 +489,7 @@ func (s *Scenario) check() error {
 				return at(fmt.Sprintf("must be >= 0 seconds, got %d", fx.Start), "fixed", f, "start")
 			case fx.End <= fx.Start:
 				return at(fmt.Sprintf("must be after start (%d), got %d", fx.Start, fx.End), "fixed", f, "end")
-			case fx.Name != "" && !validName(fx.Name):
+			case fx.Name != "" && !delegation.ValidSiteName(fx.Name):
 				return at(fmt.Sprintf("%q: letters, digits, '.', '-' and '_'", fx.Name), "fixed", f, "name")
 			case fx.Every < 0:
 				return at(fmt.Sprintf("must be >= 0 seconds (0: a one-off reservation), got %d", fx.Every), "fixed", f, "every")

@@ -420,15 +420,7 @@ func Settle(recs []Record, procs int) SLARun {
 		if r.Decision.Reason == plan.ReasonOverbooked {
 			out.Overbooked++
 		}
-		terms := overbook.Terms{Procs: r.Procs, Estimate: r.Estimate, Fee: r.Fee, Penalty: r.Penalty}
-		got := int64(0)
-		if r.Started {
-			got = r.Ran()
-			if !r.Killed {
-				got = r.Runtime
-			}
-		}
-		s := overbook.Settle(terms, got, r.Runtime, r.NodeFailed)
+		s := settle(r)
 		if r.NodeFailed && s.Outcome == overbook.Violated {
 			out.FailureViolations++
 		}
@@ -444,6 +436,19 @@ func Settle(recs []Record, procs int) SLARun {
 	out.Gain = out.Fees - out.Penalties
 	out.Metrics = ComputeMetrics(recs, procs)
 	return out
+}
+
+// settle settles one accepted job's SLA (overbook.Settle).
+func settle(r *Record) overbook.Settlement {
+	terms := overbook.Terms{Procs: r.Procs, Estimate: r.Estimate, Fee: r.Fee, Penalty: r.Penalty}
+	got := int64(0)
+	if r.Started {
+		got = r.Ran()
+		if !r.Killed {
+			got = r.Runtime
+		}
+	}
+	return overbook.Settle(terms, got, r.Runtime, r.NodeFailed)
 }
 
 // Experiment runs every run of an SLA experiment, two at a time (runs are

@@ -155,6 +155,9 @@ type Decision struct {
 	Route delegation.Route
 	// Outcome is how a delegated job ended (Outcome).
 	Outcome Outcome
+	// Price is the price agreed with Peer (Delegate): the peer's quote
+	// (delegation.QuotePrice), 0 when the peer does not price.
+	Price float64
 }
 
 // Ready is everything the agent decided since the last call to Ready: the
@@ -550,7 +553,7 @@ func (a *Agent) Step(now int64, m Message) {
 		if m.Offer.Overbooked {
 			pl.Reason = plan.ReasonOverbooked
 		}
-		a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: m.From, Route: jb.route})
+		a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: m.From, Route: jb.route, Price: m.Offer.Price})
 	case KindRelease:
 		if jb := a.jobs[m.Job]; jb != nil && jb.state == stateHeld && m.From == jb.from {
 			a.site.Unhold(now, jb.pj.ID)

@@ -17,9 +17,6 @@ import (
 // gossips counts them.
 const standingHorizon = 7 * 24 * 3600
 
-// maxLayRounds bounds how often a placement is laid further and made again.
-const maxLayRounds = 64
-
 // layTo lays every instance of the rules that starts before to and has not
 // ended by now.
 func (a *Agent) layTo(now, to int64) {
@@ -41,30 +38,17 @@ func (a *Agent) layTo(now, to int64) {
 }
 
 // clearOfStanding keeps a placement just made clear of the rules'
-// instances (the node's function of the same name): undo takes it out,
-// redo makes it again.
+// instances (plan.KeepClearOfStanding, the node's rule too): undo takes
+// it out, redo makes it again.
 func (a *Agent) clearOfStanding(now int64, pj plan.Job, pl plan.Placement, undo func(), redo func() plan.Placement) plan.Placement {
-	if len(a.cfg.Standing) == 0 || !pl.OK() {
-		return pl
-	}
-	if plan.StandingExcludes(a.cfg.Standing, a.cfg.Procs, pj, now) {
-		undo()
-		return plan.Placement{Reason: plan.ReasonRejectedNoGap}
-	}
-	for range maxLayRounds {
-		if !pl.OK() || pl.Reason == plan.ReasonQueued || pl.End <= a.laidTo {
-			return pl
-		}
-		undo()
-		a.layTo(now, pl.End)
-		pl = redo()
-	}
-	if pl.OK() && pl.Reason != plan.ReasonQueued && pl.End > a.laidTo {
-		undo()
-		return plan.Placement{Reason: plan.ReasonRejectedNoGap}
-	}
-	return pl
+	return plan.KeepClearOfStanding(a.cfg.Standing, a.cfg.Procs, pj, now, pl, agentLayer{a}, undo, redo)
 }
+
+// agentLayer lays the agent's rules for plan.KeepClearOfStanding.
+type agentLayer struct{ a *Agent }
+
+func (l agentLayer) LaidTo() int64       { return l.a.laidTo }
+func (l agentLayer) LayTo(now, to int64) { l.a.layTo(now, to) }
 
 // layForQueue lays the rules as far as the waiting jobs of a queue policy
 // reach if they start now, before a pass starts any of them (the node's

@@ -28,9 +28,13 @@ func plotExperiment(path, name string, rows []sim.ExperimentRow) error {
 			labels[i] += fmt.Sprintf("\nseed %d", r.Seed)
 		}
 		ours[0][i], ours[1][i] = 100*r.AWRTChange, 100*r.UtilizationChange
-		if r.StudyAWRTChange != nil {
-			study[0][i], study[1][i] = 100**r.StudyAWRTChange, 100**r.StudyUtilizationChange
-			refs = true
+		// A reference may give one figure alone (the study's text): the
+		// other has no bar.
+		for k, x := range []*float64{r.StudyAWRTChange, r.StudyUtilizationChange} {
+			if x != nil {
+				study[k][i] = 100 * *x
+				refs = true
+			}
 		}
 	}
 	w := vg.Points(float64(max(400, 64*len(rows)+120)))

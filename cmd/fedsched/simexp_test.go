@@ -23,7 +23,9 @@ func TestSimExperiment(t *testing.T) {
 		"a.swf":   swf,
 		"sc.yaml": "name: sc\nsites:\n  - {name: a, trace: " + a + "}\n  - {name: b, trace: " + a + "}\n",
 		"exp.yaml": "name: x\ngrid:\n  scenarios: [sc.yaml]\n  transfers: [p-easy, acf]\n" +
-			"reference:\n  - {scenario: sc, site: a, awrt_change: 1, utilization_change: 2}\n",
+			"reference:\n  - {scenario: sc, site: a, awrt_change: 1, utilization_change: 2}\n" +
+			// One figure alone, as the study's text gives some.
+			"  - {scenario: sc, site: b, awrt_change: 3}\n",
 	}
 	for n, c := range files {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {

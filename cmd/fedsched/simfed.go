@@ -78,6 +78,15 @@ type fedSLAReport struct {
 	AcceptedByOverbookingPeerCI95 *float64 `json:"accepted_by_overbooking_peer_ci95,omitempty"`
 	GainByOverbookingPeer         float64  `json:"gain_by_overbooking_peer"`
 	GainByOverbookingPeerCI95     *float64 `json:"gain_by_overbooking_peer_ci95,omitempty"`
+	// Fees, PriceEarned and PricePaid appear when a site prices its
+	// quotes (sim.FedSLA: gain = fees + price_earned − price_paid −
+	// penalties).
+	Fees            *float64 `json:"fees,omitempty"`
+	FeesCI95        *float64 `json:"fees_ci95,omitempty"`
+	PriceEarned     *float64 `json:"price_earned,omitempty"`
+	PriceEarnedCI95 *float64 `json:"price_earned_ci95,omitempty"`
+	PricePaid       *float64 `json:"price_paid,omitempty"`
+	PricePaidCI95   *float64 `json:"price_paid_ci95,omitempty"`
 	// Failed and FailureViolations appear when a site's processors fail.
 	Failed                *float64 `json:"failed,omitempty"`
 	FailedCI95            *float64 `json:"failed_ci95,omitempty"`
@@ -123,7 +132,7 @@ func meanCI(xs []float64) (float64, *float64) {
 	return m, &h
 }
 
-func fedSLAOf(runs []sim.FedSLA, failures bool) *fedSLAReport {
+func fedSLAOf(runs []sim.FedSLA, failures, prices bool) *fedSLAReport {
 	pick := func(f func(sim.FedSLA) float64) []float64 {
 		xs := make([]float64, len(runs))
 		for i, r := range runs {
@@ -140,6 +149,13 @@ func fedSLAOf(runs []sim.FedSLA, failures bool) *fedSLAReport {
 	r.Gain, r.GainCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.Gain }))
 	r.AcceptedByOverbookingPeer, r.AcceptedByOverbookingPeerCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.AcceptedByOverbookingPeer) }))
 	r.GainByOverbookingPeer, r.GainByOverbookingPeerCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.GainByOverbookingPeer }))
+	if prices {
+		var f, e, p float64
+		f, r.FeesCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.Fees }))
+		e, r.PriceEarnedCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.PriceEarned }))
+		p, r.PricePaidCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return s.PricePaid }))
+		r.Fees, r.PriceEarned, r.PricePaid = &f, &e, &p
+	}
 	if failures {
 		var f, v float64
 		f, r.FailedCI95 = meanCI(pick(func(s sim.FedSLA) float64 { return float64(s.Failed) }))
@@ -152,6 +168,7 @@ func fedSLAOf(runs []sim.FedSLA, failures bool) *fedSLAReport {
 func addSLA(a, b sim.FedSLA) sim.FedSLA {
 	return sim.FedSLA{Accepted: a.Accepted + b.Accepted, Rejected: a.Rejected + b.Rejected, Overbooked: a.Overbooked + b.Overbooked,
 		Met: a.Met + b.Met, Violated: a.Violated + b.Violated, Fees: a.Fees + b.Fees, Penalties: a.Penalties + b.Penalties, Gain: a.Gain + b.Gain,
+		PriceEarned: a.PriceEarned + b.PriceEarned, PricePaid: a.PricePaid + b.PricePaid,
 		AcceptedByOverbookingPeer: a.AcceptedByOverbookingPeer + b.AcceptedByOverbookingPeer, GainByOverbookingPeer: a.GainByOverbookingPeer + b.GainByOverbookingPeer,
 		Failed: a.Failed + b.Failed, FailureViolations: a.FailureViolations + b.FailureViolations}
 }
@@ -223,7 +240,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	}
 	rep := fedReport{Scenario: sc.Name, Transfer: transfer, Runs: runs}
 	rep.MigrationsN, rep.MigrationsSA = fed.Migrations()
-	slas, failures := sc.HasSLAs(), sc.HasFailures()
+	slas, failures, prices := sc.HasSLAs(), sc.HasFailures(), sc.HasPrices()
 	totals := make([]sim.FedSLA, runs)
 	delegated := make([]float64, runs)
 	protocol := fed.Offered != nil
@@ -276,7 +293,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 			r.DelegatedOutShare = r.DelegatedOut / float64(r.Jobs)
 		}
 		if slas {
-			r.SLA = fedSLAOf(perRun, failures)
+			r.SLA = fedSLAOf(perRun, failures, prices)
 		}
 		if fed.Leasing != nil {
 			r.Lease = &fed.Leasing[k]
@@ -304,7 +321,7 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 		rep.Totals.Messages = &m
 	}
 	if slas {
-		rep.Totals.SLA = fedSLAOf(totals, failures)
+		rep.Totals.SLA = fedSLAOf(totals, failures, prices)
 	}
 	printFedTable(tableOut(cmd, f.jsonOut), rep)
 	if f.utilPlot != "" || f.queuePlot != "" {
@@ -355,8 +372,11 @@ func printFedTable(w io.Writer, r fedReport) {
 	if r.Totals.SLA != nil {
 		fmt.Fprintln(w, "SLAs where the jobs ran (rejected: submitted there, taken by no site; by overbooking peer: submitted there, accepted by a peer only by overbooking)")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fails := r.Totals.SLA.Failed != nil
+		fails, priced := r.Totals.SLA.Failed != nil, r.Totals.SLA.Fees != nil
 		fmt.Fprintf(tw, "site\taccepted\trejected\toverbooked\tmet\tviolated\tgain\tby overbooking peer\tgain by overbooking peer\t")
+		if priced {
+			fmt.Fprintf(tw, "fees\tprice earned\tprice paid\t")
+		}
 		if fails {
 			fmt.Fprintf(tw, "failed\tfailure violations\t")
 		}
@@ -366,6 +386,9 @@ func printFedTable(w io.Writer, r fedReport) {
 				pm(s.Overbooked, s.OverbookedCI95, "%.0f"), pm(s.Met, s.MetCI95, "%.0f"), pm(s.Violated, s.ViolatedCI95, "%.0f"),
 				pm(s.Gain, s.GainCI95, "%.0f"), pm(s.AcceptedByOverbookingPeer, s.AcceptedByOverbookingPeerCI95, "%.0f"),
 				pm(s.GainByOverbookingPeer, s.GainByOverbookingPeerCI95, "%.0f"))
+			if priced {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t", pm(*s.Fees, s.FeesCI95, "%.0f"), pm(*s.PriceEarned, s.PriceEarnedCI95, "%.0f"), pm(*s.PricePaid, s.PricePaidCI95, "%.0f"))
+			}
 			if fails {
 				fmt.Fprintf(tw, "%s\t%s\t", pm(*s.Failed, s.FailedCI95, "%.0f"), pm(*s.FailureViolations, s.FailureViolationsCI95, "%.0f"))
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,27 +105,7 @@ func TestSimScenarioFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	slaOf := func(path string, runs string) []map[string]float64 {
-		out := filepath.Join(dir, "out.json")
-		if _, err := run(t, "sim", "--scenario", path, "--json", out, "--runs", runs); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rep struct {
-			Sites []struct {
-				SLA map[string]float64 `json:"sla"`
-			} `json:"sites"`
-		}
-		if err := json.Unmarshal(b, &rep); err != nil {
-			t.Fatal(err)
-		}
-		var out2 []map[string]float64
-		for _, s := range rep.Sites {
-			out2 = append(out2, s.SLA)
-		}
-		return out2
+		return scenarioSLAs(t, path, "--runs", runs)
 	}
 	failed := 0.0
 	for _, sla := range slaOf(path, "4") {
@@ -222,4 +203,69 @@ func TestExecRecordsLease(t *testing.T) {
 	if bins[0].Busy != 3*100.0/200 || bins[0].Waiting != 0 {
 		t.Errorf("b's timeline %+v", bins)
 	}
+}
+
+// TestSimScenarioPrices: with a site that prices its quotes each site's sla
+// has fees, price_earned and price_paid, the prices balance, and gain =
+// fees + price_earned − price_paid − penalties (none here); without prices
+// these keys are absent.
+func TestSimScenarioPrices(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../../scenarios/three-sites-sla-priced.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "priced.yaml")
+	if err := os.WriteFile(short, []byte(strings.Replace(string(b), "span: 60d", "span: 10d", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slaOf := func(path string) []map[string]float64 { return scenarioSLAs(t, path) }
+	var earned, paid float64
+	for _, sla := range slaOf(short) {
+		for _, k := range []string{"fees", "price_earned", "price_paid"} {
+			if _, ok := sla[k]; !ok {
+				t.Fatalf("sla without %q: %v", k, sla)
+			}
+		}
+		if sla["violated"] == 0 && math.Abs(sla["gain"]-(sla["fees"]+sla["price_earned"]-sla["price_paid"])) > 1e-6 {
+			t.Errorf("gain %v != fees %v + price earned %v - price paid %v", sla["gain"], sla["fees"], sla["price_earned"], sla["price_paid"])
+		}
+		earned += sla["price_earned"]
+		paid += sla["price_paid"]
+	}
+	if earned == 0 || math.Abs(earned-paid) > 1e-6 {
+		t.Errorf("prices earned %v, paid %v: want equal and not zero", earned, paid)
+	}
+	for _, sla := range slaOf("../../scenarios/demo.yaml") {
+		if _, ok := sla["price_paid"]; ok {
+			t.Fatalf("prices reported without pricing: %v", sla)
+		}
+	}
+}
+
+// scenarioSLAs runs the scenario at path (with args) and returns each
+// site's sla object from --json.
+func scenarioSLAs(t *testing.T, path string, args ...string) []map[string]float64 {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out.json")
+	if _, err := run(t, append([]string{"sim", "--scenario", path, "--json", out}, args...)...); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Sites []struct {
+			SLA map[string]float64 `json:"sla"`
+		} `json:"sites"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var slas []map[string]float64
+	for _, s := range rep.Sites {
+		slas = append(slas, s.SLA)
+	}
+	return slas
 }
