@@ -160,6 +160,8 @@ func TestRunRejectsBadInput(t *testing.T) {
 	}{
 		{"unsorted", []Job{{ID: 1, Submit: 5, Procs: 1, Estimate: 1, Deadline: plan.Forever}, {ID: 2, Submit: 4, Procs: 1, Estimate: 1, Deadline: plan.Forever}}, ErrUnsorted},
 		{"duplicate", []Job{{ID: 1, Procs: 1, Estimate: 1, Deadline: plan.Forever}, {ID: 1, Procs: 1, Estimate: 1, Deadline: plan.Forever}}, ErrDuplicateJob},
+		{"duplicate, sparse ids", []Job{{ID: -1 << 62, Procs: 1, Estimate: 1, Deadline: plan.Forever}, {ID: 1 << 62, Procs: 1, Estimate: 1, Deadline: plan.Forever},
+			{ID: -1 << 62, Procs: 1, Estimate: 1, Deadline: plan.Forever}}, ErrDuplicateJob},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,6 +170,27 @@ func TestRunRejectsBadInput(t *testing.T) {
 				t.Fatalf("Run = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSparseIDsReplayAlike checks that a replay does not depend on how its
+// jobs are numbered: ids spread far apart (indexed by a map) and ids 1..n
+// (indexed by a slice) give the same records.
+func TestSparseIDsReplayAlike(t *testing.T) {
+	dense := kth(t)[:3000]
+	sparse := slices.Clone(dense)
+	for i := range sparse {
+		sparse[i].ID = int64(i)*1_000_003 - 1<<40
+	}
+	for _, pol := range []plan.Policy{plan.EASY, plan.Conservative} {
+		a, b := replay(t, dense, 100, pol), replay(t, sparse, 100, pol)
+		for i := range a.Records {
+			ra, rb := a.Records[i], b.Records[i]
+			ra.ID, rb.ID = 0, 0
+			if fmt.Sprint(ra) != fmt.Sprint(rb) {
+				t.Fatalf("%v: job %d: dense ids %+v, sparse ids %+v", pol, i, ra, rb)
+			}
+		}
 	}
 }
 
