@@ -70,8 +70,8 @@ func (s *Site) sortQueue() {
 // reserveSoft reserves pl for e with the job's deadline as a target only:
 // the reservation's window ends at Forever, so a job that can no longer meet
 // its deadline still runs (EDF, LTTR).
-func (s *Site) reserveSoft(e *entry, pl Placement) error {
-	err := s.plan.Reserve(Reservation{ID: e.job.ID, Procs: e.job.Procs, Start: pl.Start, End: pl.End, Release: e.job.Release, Deadline: Forever})
+func (s *Site) reserveSoft(e *entry, pl Placement, fitted bool) error {
+	err := s.plan.reserve(Reservation{ID: e.job.ID, Procs: e.job.Procs, Start: pl.Start, End: pl.End, Release: e.job.Release, Deadline: Forever}, fitted)
 	if err == nil {
 		e.place = pl
 	}

@@ -105,13 +105,19 @@ func (p *Plan) check(r Reservation) error {
 // id is taken, r is malformed or outside its window, or the processors are
 // not free.
 func (p *Plan) Reserve(r Reservation) error {
+	return p.reserve(r, false)
+}
+
+// reserve is Reserve for a caller that may already know r's processors are
+// free (fitted): the queue pass, which has just checked it.
+func (p *Plan) reserve(r Reservation, fitted bool) error {
 	if _, dup := p.res[r.ID]; dup {
 		return fmt.Errorf("reserve %d: %w", r.ID, ErrDuplicate)
 	}
 	if err := p.check(r); err != nil {
 		return err
 	}
-	if !p.prof.Fits(r.Procs, r.Start, r.End) {
+	if !fitted && !p.prof.Fits(r.Procs, r.Start, r.End) {
 		return fmt.Errorf("reserve %d: %d procs over [%d, %d): %w", r.ID, r.Procs, r.Start, r.End, ErrNoFit)
 	}
 	p.prof.Add(r.Start, r.End, -r.Procs)

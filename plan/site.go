@@ -169,7 +169,13 @@ func (s *Site) Submit(now int64, j Job) Placement {
 }
 
 func (s *Site) reserve(e *entry, pl Placement) error {
-	err := s.plan.Reserve(Reservation{ID: e.job.ID, Procs: e.job.Procs, Start: pl.Start, End: pl.End, Release: e.job.Release, Deadline: e.job.Deadline})
+	return s.reserveFitted(e, pl, false)
+}
+
+// reserveFitted is reserve; fitted says the caller has just checked that
+// the processors are free over pl, so the plan need not check it again.
+func (s *Site) reserveFitted(e *entry, pl Placement, fitted bool) error {
+	err := s.plan.reserve(Reservation{ID: e.job.ID, Procs: e.job.Procs, Start: pl.Start, End: pl.End, Release: e.job.Release, Deadline: e.job.Deadline}, fitted)
 	if err == nil {
 		e.place = pl
 		s.replaced(e)
@@ -402,9 +408,9 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 			pl := Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}
 			var err error
 			if soft {
-				err = s.reserveSoft(e, pl)
+				err = s.reserveSoft(e, pl, true)
 			} else {
-				err = s.reserve(e, pl)
+				err = s.reserveFitted(e, pl, true)
 			}
 			if err == nil {
 				s.start(e)
