@@ -279,24 +279,31 @@ func (s *Site) replan(now int64) {
 		s.tidy()
 		queue = s.waiting
 	}
+	_, plain := s.adm.(FullEstimate)
+	// The free count now changes only when a reservation moves; it is read
+	// again then, not for every waiting job.
+	freeNow := prof.Free(now)
 	for _, e := range queue {
 		cur := e.place
 		full := cur.End-cur.Start >= e.job.Estimate
 		// A reservation can only move earlier if at least its processors
 		// are free somewhere before its start: skip it cheaply otherwise.
-		if full && prof.Free(now) < e.job.Procs && prof.firstAfter(now, int32(e.job.Procs), true) >= cur.Start {
+		if full && freeNow < e.job.Procs && prof.firstAfter(now, int32(e.job.Procs), true) >= cur.Start {
 			continue
 		}
-		if _, plain := s.adm.(FullEstimate); plain && !s.canMoveEarlier(e, now) {
+		if plain && !s.canMoveEarlier(e, now) {
 			continue
 		}
 		if _, err := s.plan.Release(e.job.ID); err != nil {
 			continue
 		}
+		// FullEstimate's Replan returns an earliest fit in the plan as it
+		// is: the plan need not check that it fits.
 		pl := s.adm.Replan(s.plan, &e.job, now, cur)
-		if !pl.OK() || s.reserve(e, pl) != nil {
-			s.reserve(e, cur) //nolint:errcheck // cur was free a moment ago
+		if !pl.OK() || s.reserveFitted(e, pl, plain) != nil {
+			s.reserveFitted(e, cur, true) //nolint:errcheck // cur was free a moment ago
 		}
+		freeNow = prof.Free(now)
 		if s.cfg.TrackMoves && (e.place.Start != cur.Start || e.place.End != cur.End) {
 			s.moved = append(s.moved, e.job.ID)
 		}
