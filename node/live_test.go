@@ -265,6 +265,46 @@ func (f *flakyKillExecutor) Kill(id string) error {
 	return f.Simulated.Kill(id)
 }
 
+// TestFailedKillRetried: a job cancelled while running whose kill failed
+// (a transient fault) is killed again a few seconds later, without a
+// restart, and its processors come back; it does not hold them until its
+// reservation's end.
+func TestFailedKillRetried(t *testing.T) {
+	clk := clock.NewManual(monday)
+	cfg := testConfig(t.TempDir())
+	ex := &flakyKillExecutor{Simulated: executor.NewSimulated(executor.SimulatedConfig{Clock: clk}), failed: map[string]bool{}}
+	n, err := node.New(cfg, node.Deps{Store: store.NewMemStore(), Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serveNode(t, n, ex)
+	j := submitAt(t, c, 8, time.Hour, 0, 0)
+	waitState(t, c, j.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING)
+	if _, err := c.CancelJob(context.Background(), &fedschedv1.CancelJobRequest{JobId: j.GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := getJob(t, c, j.GetId()); got.GetState() != fedschedv1.JobState_JOB_STATE_CANCELLED || got.GetEndTime() != nil {
+		t.Fatalf("after a cancel whose kill failed: %v, end %v; want CANCELLED and still running", got.GetState(), got.GetEndTime())
+	}
+	clk.Advance(11 * time.Second)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		got := getJob(t, c, j.GetId())
+		site, err := c.GetSite(context.Background(), &fedschedv1.GetSiteRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GetEndTime() != nil && site.GetSite().GetFreeProcs() == 8 {
+			if end := got.GetEndTime().AsTime(); end.After(clk.Now()) || end.Before(monday.Add(10*time.Second)) {
+				t.Errorf("ended at %v; want at the retry, 10 s after the cancel at %v", end, monday)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("11 s after a failed kill the cancelled job still runs (end %v, %d processors free): the kill was not retried", got.GetEndTime(), site.GetSite().GetFreeProcs())
+		}
+	}
+}
+
 // TestCancelledJobKilledAgainAfterRestart: a job cancelled while running
 // whose kill failed still runs when the node restarts; the restarted node
 // kills it again and frees its processors, rather than leave it running

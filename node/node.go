@@ -70,14 +70,17 @@ type Node struct {
 	done  chan struct{} // closed when Run returns
 
 	// Owned by the loop goroutine:
-	live     map[int64]*liveJob // pending and running jobs, by core id
-	nextSeq  uint64
-	pending  changes
-	watchers map[int]*watcher
-	nextW    int
-	eventSeq uint64
-	procs    int
-	usable   int // processors the executor's batch system offers (slurm.go)
+	live map[int64]*liveJob // pending and running jobs, by core id
+	// killRetry: cancelled jobs still running whose kill failed, by core
+	// id, with the time of the next try (kills.go).
+	killRetry map[int64]int64
+	nextSeq   uint64
+	pending   changes
+	watchers  map[int]*watcher
+	nextW     int
+	eventSeq  uint64
+	procs     int
+	usable    int // processors the executor's batch system offers (slurm.go)
 
 	// Federation (federation.go). agreements, byOrigin and inflight are
 	// owned by the loop; history and conns are shared with the delegation
@@ -152,7 +155,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs, usable: cfg.Procs,
-		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), watchers: make(map[int]*watcher),
+		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), killRetry: make(map[int64]int64), watchers: make(map[int]*watcher),
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
 		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), pullKick: make(chan struct{}, 1),
 		resv: newReservations(deps.StandingHorizon)}
@@ -250,7 +253,7 @@ func (n *Node) Run(ctx context.Context) error {
 			timer.Stop()
 		}
 		var tick <-chan time.Time
-		if wake := min(n.site.NextWake(passed), n.reservationWake()); wake < plan.Forever {
+		if wake := min(n.site.NextWake(passed), n.reservationWake(), n.killRetryWake()); wake < plan.Forever {
 			timer = n.deps.Clock.NewTimer(max(time.Unix(wake, 0).Sub(n.deps.Clock.Now()), 0))
 			tick = timer.C()
 		}
@@ -295,6 +298,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.handleExit(e, now)
 		}
 		n.capacity(now)
+		n.retryKills(now)
 		n.expireAgreements(now)
 		deliver := make([]func(error), 0, len(batch))
 		for _, o := range batch {

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fedsched/fedsched/delegation"
-	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
@@ -285,26 +284,14 @@ func (n *Node) cancel(id, note string, now int64) submitResult {
 		msg += ": " + note
 	}
 	if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING {
-		killErr := n.deps.Executor.Kill(id)
-		if killErr != nil {
-			n.log.Warn("kill of a cancelled job failed", "job", id, "err", killErr)
-		}
-		// The processors stay reserved until the process has ended (at
-		// the latest at its reservation's end, when its supervisor kills
-		// it whatever happened to this kill).
+		// The processors stay reserved until the process has ended.
 		lj.cancelled = true
 		if lj.sla {
 			lj.job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED
 			n.pending.putSLA(store.SLARecord{JobID: id, Outcome: lj.job.SlaOutcome, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty, PoF: lj.job.GetPof(), DecidedAt: time.Unix(now, 0)})
 		}
 		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER, msg, now)
-		if errors.Is(killErr, executor.ErrUnknownJob) {
-			// The executor no longer tracks the job: its end was reported
-			// already (and is still on its way) or is lost. No exit will
-			// free the processors, so the job ends now; a late report of
-			// its exit is ignored.
-			n.handleExit(executor.Exit{JobID: id, Lost: true}, now)
-		}
+		n.kill(lj, now)
 		return submitResult{job: proto.Clone(lj.job).(*fedschedv1.Job)}
 	}
 	n.finish(lj, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER, msg, fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED, now)

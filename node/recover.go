@@ -106,22 +106,6 @@ func (n *Node) recover(ctx context.Context) error {
 	return n.commit(ctx)
 }
 
-// rekill kills a cancelled job that is still running; a job the executor
-// no longer tracks has ended, and is recorded so.
-func (n *Node) rekill(lj *liveJob, now int64) {
-	id := lj.job.GetId()
-	err := n.deps.Executor.Kill(id)
-	switch {
-	case errors.Is(err, executor.ErrUnknownJob):
-		n.handleExit(executor.Exit{JobID: id, Lost: true}, now)
-	case err != nil:
-		// Its supervisor still kills it at its reservation's end.
-		n.log.Warn("kill of a cancelled job failed again after the restart", "job", id, "err", err)
-	default:
-		n.log.Info("cancelled job still running at the restart: killed again", "job", id)
-	}
-}
-
 func compareIDs(a, b string) int {
 	if len(a) != len(b) {
 		return len(a) - len(b)
@@ -203,9 +187,9 @@ func (n *Node) restore(rec store.JobRecord, now int64) {
 		if lj.cancelled {
 			// Cancelled while running, and still running: the kill the
 			// cancel asked for failed (or never reached the process before
-			// the node stopped). Ask again rather than let it hold its
-			// processors until its reservation's end.
-			n.rekill(lj, now)
+			// the node stopped). Ask again (and on, while it fails) rather
+			// than let it hold its processors until its reservation's end.
+			n.kill(lj, now)
 		}
 		return
 	}
