@@ -278,30 +278,11 @@ func TestFailedKillRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := serveNode(t, n, ex)
-	j := submitAt(t, c, 8, time.Hour, 0, 0)
-	waitState(t, c, j.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING)
-	if _, err := c.CancelJob(context.Background(), &fedschedv1.CancelJobRequest{JobId: j.GetId()}); err != nil {
-		t.Fatal(err)
-	}
-	if got := getJob(t, c, j.GetId()); got.GetState() != fedschedv1.JobState_JOB_STATE_CANCELLED || got.GetEndTime() != nil {
-		t.Fatalf("after a cancel whose kill failed: %v, end %v; want CANCELLED and still running", got.GetState(), got.GetEndTime())
-	}
+	j := cancelRunning(t, c)
 	clk.Advance(11 * time.Second)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		got := getJob(t, c, j.GetId())
-		site, err := c.GetSite(context.Background(), &fedschedv1.GetSiteRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.GetEndTime() != nil && site.GetSite().GetFreeProcs() == 8 {
-			if end := got.GetEndTime().AsTime(); end.After(clk.Now()) || end.Before(monday.Add(10*time.Second)) {
-				t.Errorf("ended at %v; want at the retry, 10 s after the cancel at %v", end, monday)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("11 s after a failed kill the cancelled job still runs (end %v, %d processors free): the kill was not retried", got.GetEndTime(), site.GetSite().GetFreeProcs())
-		}
+	got := waitFreed(t, c, j.GetId(), "11 s after a failed kill: the kill was not retried")
+	if end := got.GetEndTime().AsTime(); end.After(clk.Now()) || end.Before(monday.Add(10*time.Second)) {
+		t.Errorf("ended at %v; want at the retry, 10 s after the cancel at %v", end, monday)
 	}
 }
 
@@ -333,33 +314,13 @@ func TestCancelledJobKilledAgainAfterRestart(t *testing.T) {
 		return n, c, stop
 	}
 	_, c, stop := start()
-	j := submitAt(t, c, 8, time.Hour, 0, 0)
-	waitState(t, c, j.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING)
-	if _, err := c.CancelJob(context.Background(), &fedschedv1.CancelJobRequest{JobId: j.GetId()}); err != nil {
-		t.Fatal(err)
-	}
-	if got := getJob(t, c, j.GetId()); got.GetState() != fedschedv1.JobState_JOB_STATE_CANCELLED || got.GetEndTime() != nil {
-		t.Fatalf("after a cancel whose kill failed: %v, end %v; want CANCELLED and still running", got.GetState(), got.GetEndTime())
-	}
+	j := cancelRunning(t, c)
 	stop()
 
 	_, c, stop = start()
 	defer stop()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		got := getJob(t, c, j.GetId())
-		site, err := c.GetSite(context.Background(), &fedschedv1.GetSiteRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.GetEndTime() != nil && site.GetSite().GetFreeProcs() == 8 {
-			if got.GetState() != fedschedv1.JobState_JOB_STATE_CANCELLED {
-				t.Errorf("killed again after the restart: %v, want CANCELLED", got.GetState())
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the restart the cancelled job still runs (end %v, %d processors free): it was not killed again", got.GetEndTime(), site.GetSite().GetFreeProcs())
-		}
+	if got := waitFreed(t, c, j.GetId(), "after the restart: it was not killed again"); got.GetState() != fedschedv1.JobState_JOB_STATE_CANCELLED {
+		t.Errorf("killed again after the restart: %v, want CANCELLED", got.GetState())
 	}
 }
 
@@ -409,5 +370,42 @@ func TestRestartSmaller(t *testing.T) {
 	site, err := s.client.GetSite(ctx, &fedschedv1.GetSiteRequest{})
 	if err != nil || site.GetSite().GetFreeProcs() != 4 {
 		t.Errorf("site after restart: %v %v", site, err)
+	}
+}
+
+// cancelRunning submits a job of 8 processors to c, waits for it to run
+// and cancels it; the executor fails the kill, so the job is CANCELLED and
+// still running.
+func cancelRunning(t *testing.T, c fedschedv1.SiteServiceClient) *fedschedv1.Job {
+	t.Helper()
+	j := submitAt(t, c, 8, time.Hour, 0, 0)
+	waitState(t, c, j.GetId(), fedschedv1.JobState_JOB_STATE_RUNNING)
+	if _, err := c.CancelJob(context.Background(), &fedschedv1.CancelJobRequest{JobId: j.GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	got := getJob(t, c, j.GetId())
+	if got.GetState() != fedschedv1.JobState_JOB_STATE_CANCELLED || got.GetEndTime() != nil {
+		t.Fatalf("after a cancel whose kill failed: %v, end %v; want CANCELLED and still running", got.GetState(), got.GetEndTime())
+	}
+	return got
+}
+
+// waitFreed waits until job id has ended and the site's 8 processors are
+// free again, and returns the job; it fails the test with why after 20 s
+// of wall time.
+func waitFreed(t *testing.T, c fedschedv1.SiteServiceClient, id, why string) *fedschedv1.Job {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		got := getJob(t, c, id)
+		site, err := c.GetSite(context.Background(), &fedschedv1.GetSiteRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GetEndTime() != nil && site.GetSite().GetFreeProcs() == 8 {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled job still runs (end %v, %d processors free) %s", got.GetEndTime(), site.GetSite().GetFreeProcs(), why)
+		}
 	}
 }
