@@ -18,22 +18,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fedsched/fedsched/node/executor/slurmtest"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
 // The tests in this file run real `fedsched node` processes in front of
 // the local Slurm that scripts/slurm-up.sh starts (.ci/run does), and
 // crash them with SIGKILL. They skip, saying so, where there is no Slurm.
-
-func requireSlurm(t *testing.T) {
-	t.Helper()
-	if os.Getenv("SLURM_CONF") == "" {
-		t.Skip("SKIP Slurm tests: SLURM_CONF is not set; as root run `export SLURM_CONF=$(scripts/slurm-up.sh | tail -1)` (installs and starts a local Slurm)")
-	}
-	if out, err := exec.Command("scontrol", "ping").CombinedOutput(); err != nil || !strings.Contains(string(out), "UP") {
-		t.Fatalf("SLURM_CONF is set but slurmctld does not answer (run scripts/slurm-up.sh): %v %s", err, out)
-	}
-}
 
 var (
 	binOnce sync.Once
@@ -210,7 +201,7 @@ func slurmNamed(t *testing.T, name string) []string {
 // SIGKILL while its jobs run in Slurm; restarted, it re-attaches every one
 // of them (no second submission) and records their real ends.
 func TestSlurmSiteSurvivesSIGKILL(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	site := fmt.Sprintf("sk%d", os.Getpid())
 	n := startProcNode(t, "--site", site, "--data", t.TempDir(), "--executor", "slurm", "--slurm-poll-interval", "200ms")
 	if s := n.site(); s.GetExecutor() != "slurm" || s.GetProcs() < 4 {
@@ -248,7 +239,7 @@ func TestSlurmSiteSurvivesSIGKILL(t *testing.T) {
 // TestSlurmSiteCancelAndDrain: cancelling a job cancels its Slurm job; a
 // drained Slurm node shrinks the site's plan and its return restores it.
 func TestSlurmSiteCancelAndDrain(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	n := startProcNode(t, "--site", fmt.Sprintf("dr%d", os.Getpid()), "--data", t.TempDir(), "--executor", "slurm", "--slurm-poll-interval", "200ms")
 	j := n.submit(cmdSpec(1, 120, "sleep", "100"))
 	n.waitJob(j.GetId(), "running", 20*time.Second, inState(fedschedv1.JobState_JOB_STATE_RUNNING))
@@ -306,7 +297,7 @@ func TestSlurmSiteCancelAndDrain(t *testing.T) {
 // TestSlurmAndProcessSitesDelegate: a two-site federation, one site in
 // front of Slurm and one running processes, delegating to each other.
 func TestSlurmAndProcessSitesDelegate(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	pid := os.Getpid()
 	gs, gp := freePort(t), freePort(t)
 	sl := startProcNode(t, "--site", fmt.Sprintf("slurm%d", pid), "--data", t.TempDir(), "--executor", "slurm", "--procs", "4",

@@ -7,23 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// These tests run against a real local Slurm (scripts/slurm-up.sh, which
-// .ci/run starts). They skip, saying so, when there is none.
-func requireSlurm(t *testing.T) {
-	t.Helper()
-	conf := os.Getenv("SLURM_CONF")
-	if conf == "" {
-		t.Skip("SKIP Slurm tests: SLURM_CONF is not set; as root run `export SLURM_CONF=$(scripts/slurm-up.sh | tail -1)` (installs and starts a local Slurm)")
-	}
-	if _, err := exec.LookPath("sbatch"); err != nil {
-		t.Skip("SKIP Slurm tests: sbatch is not on PATH; run scripts/slurm-up.sh as root")
-	}
-	if out, err := exec.Command("scontrol", "ping").CombinedOutput(); err != nil || !strings.Contains(string(out), "UP") {
-		t.Fatalf("SLURM_CONF=%s is set but slurmctld does not answer (run scripts/slurm-up.sh): %v %s", conf, err, out)
-	}
-}
+	"github.com/fedsched/fedsched/node/executor/slurmtest"
+)
 
 // TestSimExperimentSlurm: a small experiment (two transfers x two seeds x
 // two replications: eight cells of a few seconds) run locally and
@@ -31,7 +17,7 @@ func requireSlurm(t *testing.T) {
 // byte-identical CSVs, and every cell ran as an array task (its log and
 // rows are in the shared directory).
 func TestSimExperimentSlurm(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "fedsched")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

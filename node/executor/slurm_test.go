@@ -11,25 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fedsched/fedsched/node/executor/slurmtest"
 )
-
-// These tests run against a real local Slurm (scripts/slurm-up.sh, which
-// .ci/run starts). They skip, saying so, when there is none.
-
-// requireSlurm skips the test unless SLURM_CONF names a running Slurm.
-func requireSlurm(t *testing.T) {
-	t.Helper()
-	conf := os.Getenv("SLURM_CONF")
-	if conf == "" {
-		t.Skip("SKIP Slurm tests: SLURM_CONF is not set; as root run `export SLURM_CONF=$(scripts/slurm-up.sh | tail -1)` (installs and starts a local Slurm)")
-	}
-	if _, err := exec.LookPath("sbatch"); err != nil {
-		t.Skip("SKIP Slurm tests: sbatch is not on PATH; run scripts/slurm-up.sh as root")
-	}
-	if out, err := exec.Command("scontrol", "ping").CombinedOutput(); err != nil || !strings.Contains(string(out), "UP") {
-		t.Fatalf("SLURM_CONF=%s is set but slurmctld does not answer (run scripts/slurm-up.sh): %v %s", conf, err, out)
-	}
-}
 
 // testAccounts is the tests' consent to run their jobs, which name no
 // user, as root when the tests run as root (CI does).
@@ -100,7 +84,7 @@ func waitSlurmState(t *testing.T, sid, want string) {
 }
 
 func TestSlurmRunsJobsAndMapsExitCodes(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	dir := t.TempDir()
 	s, stop := newTestSlurm(t, dir)
 	defer stop()
@@ -144,7 +128,7 @@ func TestSlurmRunsJobsAndMapsExitCodes(t *testing.T) {
 }
 
 func TestSlurmScriptAndOutputPaths(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	s, stop := newTestSlurm(t, t.TempDir())
 	defer stop()
 	work := t.TempDir()
@@ -167,7 +151,7 @@ func TestSlurmScriptAndOutputPaths(t *testing.T) {
 }
 
 func TestSlurmKillDeadlineTimeoutAndExternalCancel(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	s, stop := newTestSlurm(t, t.TempDir())
 	defer stop()
 	ctx := context.Background()
@@ -231,7 +215,7 @@ func TestSlurmKillDeadlineTimeoutAndExternalCancel(t *testing.T) {
 // recorded (found by name and comment), and reports a job Slurm never had
 // as lost; nothing is submitted twice.
 func TestSlurmReattach(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	dir := t.TempDir()
 	first, err := NewSlurm(SlurmConfig{DataDir: dir, Partition: "fedsched", Accounts: testAccounts})
 	if err != nil {
@@ -293,7 +277,7 @@ func TestSlurmReattach(t *testing.T) {
 }
 
 func TestSlurmCapacityFollowsDrain(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	s, err := NewSlurm(SlurmConfig{DataDir: t.TempDir(), Accounts: testAccounts})
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +320,7 @@ func TestSlurmCapacityFollowsDrain(t *testing.T) {
 // TestSlurmRunsAsTheJobsUser: from a root node, a job runs in Slurm as its
 // user (sbatch --uid/--gid); a user without an account here cannot start.
 func TestSlurmRunsAsTheJobsUser(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	if os.Geteuid() != 0 {
 		t.Skip("SKIP: the node must run as root to submit for another user")
 	}
@@ -374,7 +358,7 @@ func TestSlurmRunsAsTheJobsUser(t *testing.T) {
 // refuses what the partition can never run, and the start fails at once
 // with Slurm's message (rather than a job pending for ever).
 func TestSlurmRefusesImpossibleRequests(t *testing.T) {
-	requireSlurm(t)
+	slurmtest.Require(t)
 	s, err := NewSlurm(SlurmConfig{DataDir: t.TempDir(), Partition: "fedsched", Accounts: testAccounts})
 	if err != nil {
 		t.Fatal(err)
