@@ -121,18 +121,7 @@ func runCrashCase(t *testing.T, tc crashCase) {
 				t.Error(err)
 			}
 			close(crashed)
-			if victim == "a" {
-				// The caller is the crashed site: its goroutine is
-				// frozen until the crash has stopped its loop, as if
-				// the process were gone.
-				<-cctx.Done()
-				time.Sleep(100 * time.Millisecond)
-				return status.Error(codes.Unavailable, "e2e: the calling site crashed")
-			}
-			if tc.lostReply {
-				return status.Error(codes.Unavailable, "e2e: the reply was lost in the crash")
-			}
-			return nil
+			return afterCrash(cctx, victim == "a", tc.lostReply)
 		})
 	}
 
@@ -358,4 +347,20 @@ func TestOutcomeBeforeAgreement(t *testing.T) {
 	if final.GetState() != fedschedv1.JobState_JOB_STATE_COMPLETED {
 		t.Errorf("final: %s", brief(final))
 	}
+}
+
+// afterCrash is what a hooked call answers once the hook has crashed a
+// site: if the caller is the crashed site, its goroutine is frozen until
+// the crash has stopped its loop, as if the process were gone; otherwise
+// the reply is lost (lostReply) or delivered.
+func afterCrash(cctx context.Context, callerCrashed, lostReply bool) error {
+	if callerCrashed {
+		<-cctx.Done()
+		time.Sleep(100 * time.Millisecond)
+		return status.Error(codes.Unavailable, "e2e: the calling site crashed")
+	}
+	if lostReply {
+		return status.Error(codes.Unavailable, "e2e: the reply was lost in the crash")
+	}
+	return nil
 }

@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/fedsched/fedsched/node/config"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -97,15 +94,7 @@ func runTakeCrash(t *testing.T, tc crashCase) {
 			t.Error(err)
 		}
 		crashed <- victim
-		if victim == "small" {
-			<-cctx.Done()
-			time.Sleep(100 * time.Millisecond)
-			return status.Error(codes.Unavailable, "e2e: the calling site crashed")
-		}
-		if tc.lostReply {
-			return status.Error(codes.Unavailable, "e2e: the reply was lost in the crash")
-		}
-		return nil
+		return afterCrash(cctx, victim == "small", tc.lostReply)
 	})
 	// The filler keeps the job waiting at small (for 1200 s) until idle
 	// takes it.
