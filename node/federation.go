@@ -251,6 +251,7 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 			Quote: delegation.Quote{Site: a.GetPeerSite(), HoldID: a.GetId(), Start: a.GetOffer().GetStart().AsTime().Unix(),
 				End: a.GetOffer().GetEnd().AsTime().Unix(), PoF: a.GetOffer().GetPof(), Price: a.GetOffer().GetPrice()}}}
 		n.putAgreement(ag, now)
+		n.byOrigin[originKey(n.cfg.Site, ag.JobID)] = ag.ID
 		msg := fmt.Sprintf("delegated to %s as %s (quotes asked of %v)", a.GetPeerSite(), a.GetPeerJobId(), o.asked)
 		if fl.take {
 			msg = fmt.Sprintf("delegated to %s as %s: it took the job from this site's queue to start it at once (RQF)", a.GetPeerSite(), a.GetPeerJobId())
@@ -990,10 +991,14 @@ func (n *Node) agreedPrice(j *fedschedv1.Job, prev fedschedv1.JobState) float64 
 	if !out && (j.GetOriginSite() == "" || j.GetOriginSite() == n.cfg.Site) {
 		return 0 // the site's own job, run here
 	}
-	for _, a := range n.agreements {
-		if out && a.Role == roleOrigin && a.JobID == j.GetId() || !out && a.Role == rolePeer && a.PeerJobID == j.GetId() {
+	// byOrigin indexes this site's own delegated jobs as (this site, job
+	// id); a job run here for a peer is its agreement's id.
+	if out {
+		if a := n.agreements[n.byOrigin[originKey(n.cfg.Site, j.GetId())]]; a != nil && a.Role == roleOrigin && a.JobID == j.GetId() {
 			return a.Quote.Price
 		}
+	} else if a := n.agreements[j.GetId()]; a != nil && a.Role == rolePeer && a.PeerJobID == j.GetId() {
+		return a.Quote.Price
 	}
 	return 0
 }

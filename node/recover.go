@@ -246,8 +246,8 @@ func (n *Node) recoverAgreements(ctx context.Context, now int64) error {
 			continue
 		}
 		n.agreements[a.ID] = &a
+		n.byOrigin[originKey(a.Origin, a.JobID)] = a.ID // a peer's job here, or this site's own at a peer
 		if a.Role == rolePeer {
-			n.byOrigin[originKey(a.Origin, a.JobID)] = a.ID
 			if uint64(a.Seq) > n.nextSeq {
 				n.nextSeq = uint64(a.Seq)
 			}

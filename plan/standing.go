@@ -229,6 +229,9 @@ func KeepClearOfStanding(rules []Standing, procs int, j Job, now int64, pl Place
 	if len(rules) == 0 || !pl.OK() {
 		return pl
 	}
+	if pl.Reason != ReasonQueued && pl.End <= l.LaidTo() {
+		return pl // clear of every instance laid, and none lies before LaidTo unlaid
+	}
 	if StandingExcludes(rules, procs, j, now) {
 		undo()
 		return Placement{Reason: ReasonRejectedNoGap}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/fedsched/fedsched/delegation"
 )
 
 // Config is the configuration of one site node.
@@ -536,20 +538,13 @@ func (c Config) Validate() error {
 	case !(d.CommunityShare >= 0 && d.CommunityShare < 1):
 		bad("delegation.community_share", "must be in [0, 1)")
 	}
-	switch p := d.Pricing; p.Model {
-	case "", "free":
-		if p.PBase != 0 || p.Alpha != 0 || p.Beta != 0 {
-			bad("delegation.pricing", "pbase, alpha and beta have no effect with the free model; set model: libra+$")
-		}
-	case "libra+$":
-		ok := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }
-		if !(p.PBase > 0) || math.IsInf(p.PBase, 0) || !ok(p.Alpha) || !ok(p.Beta) || p.Alpha+p.Beta == 0 {
-			bad("delegation.pricing", "libra+$ wants pbase > 0 and alpha, beta >= 0, not both 0")
-		}
-	default:
-		bad("delegation.pricing.model", "%q: want free or libra+$", p.Model)
-	}
-	if d.Transfer == "rqf" && d.Pricing != (Pricing{}) {
+	// The node's own parser (node/launch.go) decides, so that what is
+	// accepted here is what runs.
+	p := d.Pricing
+	switch pr, err := delegation.ParsePricing(p.Model, delegation.LibraPlus{PBase: p.PBase, Alpha: p.Alpha, Beta: p.Beta}); {
+	case err != nil:
+		bad("delegation.pricing", "%v", err)
+	case d.Transfer == "rqf" && pr != (delegation.Free{}):
 		bad("delegation.pricing", "an rqf site makes no quotes, so nothing carries a price; leave pricing out or use on-reject or acf")
 	}
 	switch d.Transfer {
