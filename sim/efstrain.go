@@ -103,6 +103,9 @@ func TrainEFS(ctx context.Context, cfg EFSTrainConfig) (*EFSTrainResult, error) 
 		return nil, fmt.Errorf("efs training: mutation steps %v, %v: %w", cfg.StepNWP, cfg.StepNJP, ErrBadConfig)
 	case len(cfg.Start) > cfg.Mu:
 		return nil, fmt.Errorf("efs training: %d starting rule bases for a population of %d: %w", len(cfg.Start), cfg.Mu, ErrBadConfig)
+	case slices.ContainsFunc(cfg.Start, func(rb *delegation.RuleBase) bool { return rb == nil || len(rb.Rules) != cfg.Rules }):
+		// Recombination pairs rule i of two parents: every one has Rules.
+		return nil, fmt.Errorf("efs training: a starting rule base without %d rules: %w", cfg.Rules, ErrBadConfig)
 	}
 	workers := cfg.Workers
 	if workers == 0 {

@@ -197,18 +197,22 @@ func (r *FedResult) ExecMetrics(k int) Metrics {
 func (r *FedResult) LeasedArea(k int) (in, out float64) {
 	for i := range r.Records {
 		f := &r.Records[i]
-		if f.Leased == 0 || !f.Started {
-			continue
-		}
-		a := float64(f.Leased) * float64(f.Ran())
 		if f.Exec == k {
-			in += a
+			in += f.leasedArea()
 		}
 		if f.Lender == k {
-			out += a
+			out += f.leasedArea()
 		}
 	}
 	return in, out
+}
+
+// leasedArea is the area the job ran on leased processors.
+func (f *FedRecord) leasedArea() float64 {
+	if f.Leased == 0 || !f.Started {
+		return 0
+	}
+	return float64(f.Leased) * float64(f.Ran())
 }
 
 func (r *FedResult) index() {
@@ -436,6 +440,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 					res.Offered[k]++ // offered, taken by no peer, and refused here
 				}
 				f.Exec, f.Decision, f.Route = k, d.Placement, d.Route
+				ab.dropped(f) // it will never end
 			case site.DecideDelegate:
 				f.Route = d.Route
 				f.Price, f.Payer = d.Price, k
@@ -447,13 +452,18 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				// As the single-site replay (Run): a running job stops
 				// now, killed; placed again, it runs from the start.
 				f.NodeFailed = true
-				if f.Started {
+				switch {
+				case f.Started:
 					gens[i]++ // its completion will not come
 					f.End, f.Killed = t, true
 					if d.Placement.OK() {
 						f.Restarts++
 						f.Started = false
+					} else {
+						ab.ended(f) // lost: this was its end
 					}
+				case !d.Placement.OK():
+					ab.dropped(f) // lost while waiting: it will never end
 				}
 			}
 		}
@@ -661,6 +671,15 @@ func (b *abortBound) ended(f *FedRecord) {
 		b.open -= f.area()
 		b.openAt -= f.area() * float64(f.Submit)
 		b.done += float64(f.Procs) * float64(f.Ran()) * float64(f.End-f.Submit)
+	}
+}
+
+// dropped takes out of the bound a job that will never end (rejected, or
+// lost while waiting), which would otherwise count as waiting for ever.
+func (b *abortBound) dropped(f *FedRecord) {
+	if b != nil && f.Origin == b.site {
+		b.open -= f.area()
+		b.openAt -= f.area() * float64(f.Submit)
 	}
 }
 

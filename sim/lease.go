@@ -164,8 +164,11 @@ func (r *FedResult) leaseTotals() {
 		if f.Leased == 0 || !f.Started {
 			continue
 		}
+		a := f.leasedArea()
 		r.Leasing[f.Exec].Leases++
+		r.Leasing[f.Exec].AreaIn += a
 		r.Leasing[f.Lender].Lent++
+		r.Leasing[f.Lender].AreaOut += a
 		in[f.Exec] = append(in[f.Exec], ev{f.Start, f.Leased}, ev{f.End, -f.Leased})
 		out[f.Lender] = append(out[f.Lender], ev{f.Start, f.Leased}, ev{f.End, -f.Leased})
 	}
@@ -188,7 +191,6 @@ func (r *FedResult) leaseTotals() {
 	for k := range r.Sites {
 		l := &r.Leasing[k]
 		l.PeakIn, l.PeakOut = peak(in[k]), peak(out[k])
-		l.AreaIn, l.AreaOut = r.LeasedArea(k)
 	}
 }
 

@@ -168,10 +168,8 @@ func sbatchWait(ctx context.Context, args []string) (submitted bool, err error) 
 		}
 		return true, nil
 	case <-ctx.Done():
-		if id != "" {
-			if out, err := exec.Command("scancel", id).CombinedOutput(); err != nil {
-				slog.Warn("scancel of the job array failed", "job", id, "err", err, "output", strings.TrimSpace(string(out)))
-			}
+		if out, err := exec.Command("scancel", id).CombinedOutput(); err != nil {
+			slog.Warn("scancel of the job array failed", "job", id, "err", err, "output", strings.TrimSpace(string(out)))
 		}
 		c.Process.Kill() //nolint:errcheck // it may have ended
 		<-done
