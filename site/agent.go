@@ -187,10 +187,10 @@ type job struct {
 	route delegation.Route
 	state state
 	// origin side
-	offered bool          // the transfer policy has offered it to peers
-	offer   OfferDecision // what a quote must beat (Choose)
-	rounds   [][]string // candidate rounds still to ask
-	asked    []string   // this round, in rank order
+	offered  bool          // the transfer policy has offered it to peers
+	offer    OfferDecision // what a quote must beat (Choose)
+	rounds   [][]string    // candidate rounds still to ask
+	asked    []string      // this round, in rank order
 	waiting  map[string]bool
 	offers   map[string]*Offer
 	deadline int64 // answers are waited for until here
@@ -208,15 +208,15 @@ type job struct {
 
 // Agent is one site's decision core.
 type Agent struct {
-	cfg  Config
+	cfg Config
 	// rules are the site's settings as the shared decision rules read
 	// them (rules.go).
 	rules Rules
 	site  *plan.Site
-	adm  *overbook.Admission
-	seq  int64
-	jobs map[JobKey]*job
-	byID map[int64]*job
+	adm   *overbook.Admission
+	seq   int64
+	jobs  map[JobKey]*job
+	byID  map[int64]*job
 	// waits holds the jobs in a state with a time limit (asking, agreeing,
 	// held, taking): NextWake and Tick look only at them.
 	waits   map[JobKey]*job
