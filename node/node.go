@@ -123,12 +123,6 @@ type Node struct {
 	// checked on every submission; a scan of all live jobs would make each
 	// submission cost O(live)). Owned by the loop.
 	pendingBy map[string]int
-	// stamp is the last timestamp stampAt made, shared by the records of
-	// every job that changes in that second. Owned by the loop.
-	stamp struct {
-		sec int64
-		ts  *timestamppb.Timestamp
-	}
 }
 
 // liveJob is a job that still holds or may hold processors.
@@ -207,18 +201,6 @@ func (n *Node) Ready() bool { return n.ready.Load() }
 func (n *Node) now() int64 { return n.deps.Clock.Now().Unix() }
 
 func toTime(sec int64) *timestamppb.Timestamp { return timestamppb.New(time.Unix(sec, 0)) }
-
-// stampAt is toTime for the loop's records: the jobs that change in the
-// same second share one timestamp message (a message per field and job
-// was a fifth of the objects a waiting job keeps on the heap, all of them
-// for the collector to mark). Timestamps are never changed in place: a
-// field gets a new one. Only the loop goroutine may call it.
-func (n *Node) stampAt(sec int64) *timestamppb.Timestamp {
-	if n.stamp.ts == nil || n.stamp.sec != sec {
-		n.stamp.sec, n.stamp.ts = sec, toTime(sec)
-	}
-	return n.stamp.ts
-}
 
 // Run recovers the node's state from its store and then runs the event loop
 // until ctx is cancelled. It returns an error if recovery fails or a write
@@ -584,8 +566,8 @@ func (n *Node) setState(j *fedschedv1.Job, rec store.JobRecord, state fedschedv1
 	prev := j.GetState()
 	n.notePending(j, prev, state)
 	j.State, j.Reason, j.Message = state, reason, msg
-	j.UpdateTime = n.stampAt(now)
-	j.History = append(j.History, &fedschedv1.Transition{From: prev, To: state, Reason: reason, Message: msg, Time: n.stampAt(now)})
+	j.UpdateTime = toTime(now)
+	j.History = append(j.History, &fedschedv1.Transition{From: prev, To: state, Reason: reason, Message: msg, Time: toTime(now)})
 	rec.Job = j
 	n.pending.putJob(rec)
 	n.eventSeq++
@@ -647,7 +629,7 @@ func (n *Node) pass(ctx context.Context, now int64, replies func(error)) error {
 		r, api := n.reservationOf(lj.job.GetId(), lj.pj.Procs, pl, lj.pj.Estimate)
 		n.pending.putRes(lj.job.GetId(), r)
 		lj.job.Reservation, lj.job.Pof, lj.job.Overbooked = api, pl.PoF, r.Overbooked
-		lj.job.UpdateTime = n.stampAt(now)
+		lj.job.UpdateTime = toTime(now)
 		lj.rec.Job = lj.job
 		n.pending.putJob(lj.rec)
 	}

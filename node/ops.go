@@ -119,8 +119,8 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		pj.Fee, pj.Penalty = spec.GetFee(), spec.GetPenalty()
 	}
 	job := &fedschedv1.Job{Id: id, Spec: proto.Clone(spec).(*fedschedv1.JobSpec), Site: n.cfg.Site, OriginSite: n.cfg.Site,
-		SubmitTime: n.stampAt(now)}
-	job.Route = []*fedschedv1.RouteHop{{Site: n.cfg.Site, Reason: fedschedv1.Reason_REASON_UNSPECIFIED, Message: "submitted", Time: n.stampAt(now)}}
+		SubmitTime: toTime(now)}
+	job.Route = []*fedschedv1.RouteHop{{Site: n.cfg.Site, Reason: fedschedv1.Reason_REASON_UNSPECIFIED, Message: "submitted", Time: toTime(now)}}
 	rec := store.JobRecord{Job: job, IdempotencyKey: key, BodyHash: hash}
 	if n.federating() {
 		// The transfer policy before admission, the site agent's rule
