@@ -28,11 +28,15 @@ func closed(j *Job, now int64) bool {
 	return max(now, j.Release) > latestStart(j)
 }
 
-// noteQueued keeps expireAt a lower bound for a job joining the queue.
+// noteQueued keeps expireAt a lower bound for a job joining the queue, and
+// the bounds queueWake skips its scan by. Every job that joins the queue of
+// a queue policy passes here.
 func (s *Site) noteQueued(e *entry) {
+	s.lateRelease = max(s.lateRelease, e.job.Release)
 	if s.cfg.Policy.hardQueue() {
 		if ls := latestStart(&e.job); ls < Forever {
 			s.expireAt = min(s.expireAt, max(ls, e.job.Release)+1)
+			s.queuedDeadline = true
 		}
 	}
 }
@@ -66,6 +70,11 @@ func (s *Site) expireQueued(now int64) {
 // released or, under a policy with hard deadlines, its window closes.
 func (s *Site) queueWake(now int64) int64 {
 	t := Forever
+	if now >= s.lateRelease && !s.queuedDeadline {
+		// No job that ever joined the queue is released after now or has
+		// a window to close: nothing to scan for.
+		return t
+	}
 	hard := s.cfg.Policy.hardQueue()
 	for _, e := range s.waiting {
 		if r := e.job.Release; r > now {

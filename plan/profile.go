@@ -30,6 +30,9 @@ type Profile struct {
 	root  int32
 	seed  uint64 // xorshift state for treap priorities; deterministic
 	runs  runSums
+	// ver counts the changes of the step function (Adds that change it),
+	// so that a caller can tell that an answer it keeps is still current.
+	ver uint64
 }
 
 type tnode struct {
@@ -247,6 +250,7 @@ func (p *Profile) Add(start, end int64, delta int) {
 	if start >= end || delta == 0 {
 		return
 	}
+	p.ver++
 	_, vs := p.floor(start)
 	_, ve := p.floor(end)
 	l, m := p.split(p.root, start)
