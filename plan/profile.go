@@ -93,31 +93,34 @@ func (p *Profile) apply(i, d int32) {
 }
 
 func (p *Profile) push(i int32) {
-	n := &p.nodes[i]
-	if n.lz != 0 {
-		p.apply(n.left, n.lz)
-		p.apply(n.right, n.lz)
-		n.lz = 0
+	// Small enough to inline: most nodes have nothing pending.
+	if p.nodes[i].lz != 0 {
+		p.pushLazy(i)
 	}
 }
 
-func (p *Profile) pull(i int32) {
+func (p *Profile) pushLazy(i int32) {
 	n := &p.nodes[i]
-	n.mn, n.mx, n.lo, n.hi, n.size, n.sumOK = n.val, n.val, n.key, n.key, 1, 0
+	p.apply(n.left, n.lz)
+	p.apply(n.right, n.lz)
+	n.lz = 0
+}
+
+func (p *Profile) pull(i int32) {
+	// Locals, not fields: written through n the compiler would store and
+	// reload each field around every read of a child.
+	nodes := p.nodes
+	n := &nodes[i]
+	mn, mx, lo, hi, size := n.val, n.val, n.key, n.key, int32(1)
 	if l := n.left; l != 0 {
-		c := &p.nodes[l]
-		n.mn = min(n.mn, c.mn)
-		n.mx = max(n.mx, c.mx)
-		n.lo = c.lo
-		n.size += c.size
+		c := &nodes[l]
+		mn, mx, lo, size = min(mn, c.mn), max(mx, c.mx), c.lo, size+c.size
 	}
 	if r := n.right; r != 0 {
-		c := &p.nodes[r]
-		n.mn = min(n.mn, c.mn)
-		n.mx = max(n.mx, c.mx)
-		n.hi = c.hi
-		n.size += c.size
+		c := &nodes[r]
+		mn, mx, hi, size = min(mn, c.mn), max(mx, c.mx), c.hi, size+c.size
 	}
+	n.mn, n.mx, n.lo, n.hi, n.size, n.sumOK = mn, mx, lo, hi, size, 0
 }
 
 // split cuts the treap at key: keys < key go left, keys >= key go right.
