@@ -18,6 +18,7 @@ import (
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+	"github.com/fedsched/fedsched/site"
 )
 
 // Peers is what the node needs of membership: who is in the federation and
@@ -182,6 +183,9 @@ type inflight struct {
 	// offered, out of the plan, to peers that would start it now (ACF),
 	// and comes back into the plan if none does.
 	acf bool
+	// offer is the transfer policy's decision (site.OfferFirst or
+	// OfferRejected): what a quote must beat to be taken (site.Choose).
+	offer site.OfferDecision
 	// take: a peer took the job from this site's queue (RQF, rqf.go);
 	// peer and hold name the taker's hold, which the site agrees to; the
 	// job comes back into the plan if the taker does not confirm.
@@ -190,11 +194,11 @@ type inflight struct {
 
 // startDelegation marks a job as being delegated; the protocol runs after
 // the mark is durable.
-func (n *Node) startDelegation(lj *liveJob, local plan.Placement, now int64) {
+func (n *Node) startDelegation(lj *liveJob, local plan.Placement, d site.OfferDecision, now int64) {
 	_, msg := rejectReason(local, lj.pj, n.cfg.Site, now)
 	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED,
 		"no local slot ("+msg+"): asking peers for quotes", now)
-	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job}
+	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job, offer: d}
 }
 
 // delegationResult is what a delegation goroutine found.
@@ -260,11 +264,13 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 	} else if fl.acf || fl.take {
 		// The peer did not confirm: the job comes back to this site's plan.
 		delete(n.live, o.seq)
-		n.readmit(lj, now)
+		n.readmit(lj, now, " (after the peer it was offered to did not confirm)")
 	} else {
-		msg := "no local slot, and no peer offered one"
+		// No peer took a job the site had rejected: local admission
+		// decides again, as the site agent's does (time has passed).
+		msg := "; no peer offered a slot"
 		if len(o.asked) == 0 {
-			msg = "no local slot, and no reachable peer could take the job"
+			msg = "; no reachable peer could take the job"
 		} else if len(o.refused) > 0 {
 			msg += fmt.Sprintf(" (refused by %v)", o.refused)
 		}
@@ -272,11 +278,9 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 			msg += ": " + o.err.Error()
 		}
 		delete(n.live, o.seq)
-		if lj.sla {
-			lj.job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED
+		if !n.readmit(lj, now, msg) && lj.sla {
 			n.pending.putSLA(store.SLARecord{JobID: lj.job.GetId(), Outcome: fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty})
 		}
-		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_REJECTED_NO_GAP, msg, now)
 	}
 	job := proto.Clone(lj.job).(*fedschedv1.Job)
 	return func(err error) {
@@ -295,7 +299,7 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 // them in (delegation.Rounds, as the site agent does).
 func (n *Node) candidates(job *fedschedv1.Job, seq int64) [][]delegation.Candidate {
 	cands := n.peerCandidates()
-	route := routeOf(job)
+	route := routeOf(job.GetRoute())
 	n.histMu.Lock()
 	hist := maps2(n.history)
 	n.histMu.Unlock()
@@ -328,33 +332,38 @@ func maps2(m map[string]delegation.History) map[string]delegation.History {
 	return out
 }
 
-// mayDelegate is the one place the site applies delegation.max_hops: a
-// job whose route already holds MaxHops delegations is neither delegated
-// further by this site nor quoted for (taken from another site) by it.
+// rules are the site's settings as the shared decision rules of site/
+// read them (site/rules.go): the node and the site agent decide offers,
+// choices, holds and disclosures by the same functions.
+func (n *Node) rules() *site.Rules {
+	return &site.Rules{Name: n.cfg.Site, Procs: n.procs, Transfer: n.fed.Transfer, MaxHops: n.fed.MaxHops,
+		CommunityShare: n.fed.CommunityShare, Pricing: n.fed.Pricing, Clear: n.clearOfStanding}
+}
+
+// mayDelegate applies delegation.max_hops to a job of this site: one
+// whose route already holds MaxHops delegations is not delegated further
+// (the rules of site/ apply it too, to offers, holds and disclosures).
 func (n *Node) mayDelegate(route []*fedschedv1.RouteHop) bool {
-	return delegationsOf(route).CanDelegate(n.fed.MaxHops)
+	return routeOf(route).CanDelegate(n.fed.MaxHops)
 }
 
-// delegationsOf is the route's completed delegations: a site received the
-// job from a peer under an agreement. (An origin's DELEGATED hop may be an
-// intent it abandoned in a crash; only the receiving hop proves the
-// delegation happened.)
-func delegationsOf(route []*fedschedv1.RouteHop) delegation.Route {
-	var r delegation.Route
+// routeOf is a job's route as the shared rules read it: every site it has
+// been at, and every site an origin was agreeing with (both count as
+// visits: a job never goes back to a site it passed through); its
+// delegations (Hops) are only the completed ones, where a site received
+// it under an agreement. (An origin's DELEGATED hop may be an intent it
+// abandoned in a crash; only the receiving hop proves the delegation
+// happened.)
+func routeOf(route []*fedschedv1.RouteHop) delegation.Route {
+	r := make(delegation.Route, 0, len(route)+1)
 	for _, h := range route {
+		hop := delegation.Hop{Site: h.GetSite()}
 		if h.GetReason() == fedschedv1.Reason_REASON_RECEIVED_FROM_PEER {
-			r = append(r, delegation.Hop{Site: h.GetSite(), Action: delegation.ActionDelegated})
+			hop.Action = delegation.ActionDelegated
 		}
-	}
-	return r
-}
-
-func routeOf(j *fedschedv1.Job) delegation.Route {
-	var r delegation.Route
-	for _, h := range j.GetRoute() {
-		r = append(r, delegation.Hop{Site: h.GetSite()})
+		r = append(r, hop)
 		if h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
-			r = append(r, delegation.Hop{Site: h.GetPeerSite(), Action: delegation.ActionDelegated})
+			r = append(r, delegation.Hop{Site: h.GetPeerSite()})
 		}
 	}
 	return r
@@ -413,7 +422,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 		}
 	}
 	cands := n.candidates(job, fl.seq)
-	if len(cands) == 0 && fl.reply == nil && !fl.acf {
+	if len(cands) == 0 && fl.reply == nil && !fl.offer.StartNow {
 		// A delegation resumed after a restart, before gossip knows
 		// any peer: wait for the membership rather than reject at once,
 		// while the job can still make its deadline.
@@ -445,7 +454,7 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 				cl, err := n.client(qctx, c.Site, c.Addr)
 				if err == nil {
 					r, err = cl.Quote(qctx, &fedschedv1.QuoteRequest{OriginSite: n.cfg.Site, OriginJobId: job.GetId(), Spec: spec,
-						Route: job.GetRoute(), HoldSeconds: n.fed.HoldSeconds, StartNow: fl.acf})
+						Route: job.GetRoute(), HoldSeconds: n.fed.HoldSeconds, StartNow: fl.offer.StartNow})
 				}
 				n.metrics.quotesAsked.WithLabelValues(c.Site, quoteAnswer(r, err)).Inc()
 				mu.Lock()
@@ -468,68 +477,74 @@ func (n *Node) delegate(ctx context.Context, fl inflight) {
 		slices.Sort(res.refused)
 		slices.SortFunc(res.answers, func(a, b *fedschedv1.QuoteAnswer) int { return strings.Compare(a.GetPeerSite(), b.GetPeerSite()) })
 	}()
-	// Ordered spill-over: each preferred peer alone, in order, then the
-	// location policy's ranking of the others. A round that brings offers
-	// ends the asking; if the peer chosen among them does not confirm, the
-	// next round is asked (as the site agent does), and only when none is
-	// left does the job fall back to this site.
-	rounds := cands
-	for len(rounds) > 0 {
-		offers = offers[:0]
-		for len(rounds) > 0 && len(offers) == 0 {
-			ask(rounds[0])
-			rounds = rounds[1:]
+	// release lets the peers of a round's offers idx go (holds expire by
+	// themselves if this fails).
+	release := func(round []quoted, idx []int) {
+		for _, i := range idx {
+			o := round[i]
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.fed.QuoteTimeout)
+			if cl, err := n.client(rctx, o.site, o.addr); err == nil {
+				cl.Release(rctx, &fedschedv1.ReleaseRequest{HoldId: o.offer.GetHoldId()}) //nolint:errcheck // holds expire by themselves
+			}
+			cancel()
 		}
-		if len(offers) == 0 {
+	}
+	background := func(round []quoted, idx []int) {
+		if len(idx) == 0 {
 			return
 		}
-		// Best breaks ties by position: the location policy's rank,
-		// whatever order the replies came in.
+		n.bg.Add(1)
+		go func() { defer n.bg.Done(); release(round, idx) }()
+	}
+	// Ordered spill-over: each preferred peer alone, in order, then the
+	// location policy's ranking of the others. The site agent's choice
+	// (site.Choose) decides each round; a round without a winner, or
+	// whose winner does not confirm, is followed by the next (as the
+	// site agent does), and only when none is left does the job fall
+	// back to this site.
+	for rounds := cands; len(rounds) > 0; {
+		offers = offers[:0]
+		ask(rounds[0])
+		rounds = rounds[1:]
+		// Rank order, whatever order the replies came in: Best breaks
+		// ties by position.
 		slices.SortFunc(offers, func(a, b quoted) int { return a.rank - b.rank })
-		qs := make([]delegation.Quote, len(offers))
-		for i, o := range offers {
-			qs[i] = delegation.Quote{Site: o.site, HoldID: o.offer.GetHoldId(), Start: o.offer.GetStart().AsTime().Unix(),
-				End: o.offer.GetEnd().AsTime().Unix(), PoF: o.offer.GetPof(), Price: o.offer.GetPrice(), Expires: o.offer.GetExpires().AsTime().Unix()}
-			if fl.acf {
-				qs[i] = qs[i].StartingAt(n.now())
-			}
-		}
-		best := delegation.Best(qs, spec.GetFee(), spec.GetPenalty(), 0)
 		round := slices.Clone(offers)
-		release := func(skip int) {
-			for i, o := range round {
-				if i == skip {
-					continue
-				}
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.fed.QuoteTimeout)
-				if cl, err := n.client(rctx, o.site, o.addr); err == nil {
-					cl.Release(rctx, &fedschedv1.ReleaseRequest{HoldId: o.offer.GetHoldId()}) //nolint:errcheck // holds expire by themselves
-				}
-				cancel()
-			}
+		os := make([]*site.Offer, len(round))
+		for i, o := range round {
+			os[i] = &site.Offer{Quote: quoteOf(o.site, o.offer)}
+		}
+		best, losers := site.Choose(n.now(), fl.offer, spec.GetFee(), spec.GetPenalty(), os)
+		if best < 0 {
+			background(round, losers)
+			continue
 		}
 		win := round[best]
 		// Persist the choice before agreeing (write-ahead).
 		intent := &delegationResult{seq: fl.seq, intent: true, peer: win.site, offer: win.offer, proceed: make(chan bool, 1)}
 		if err := n.send(ctx, intent); err != nil {
-			release(-1)
+			release(round, append(losers, best))
 			res = &delegationResult{seq: -1}
 			return
 		}
 		if ok, err := await(ctx, n, (<-chan bool)(intent.proceed)); err != nil || !ok {
-			release(-1)
+			release(round, append(losers, best))
 			res = &delegationResult{seq: -1}
 			return
 		}
-		// The losers' holds are released off the critical path (they
-		// expire by themselves if this fails).
-		n.bg.Add(1)
-		go func() { defer n.bg.Done(); release(best) }()
+		// The losers' holds are released off the critical path.
+		background(round, losers)
 		if res = n.agreeWith(ctx, fl, win.site, win.addr, win.offer.GetHoldId(), res); res.seq == -1 || res.agreed != nil {
 			return
 		}
 		// A definite refusal (res.err): the next round, if any.
 	}
+}
+
+// quoteOf is a peer's offer as the shared rules read it.
+func quoteOf(peer string, o *fedschedv1.Offer) delegation.Quote {
+	return delegation.Quote{Site: peer, HoldID: o.GetHoldId(), Start: o.GetStart().AsTime().Unix(), End: o.GetEnd().AsTime().Unix(),
+		PoF: o.GetPof(), Price: o.GetPrice(), Expires: o.GetExpires().AsTime().Unix()}
 }
 
 // agreeWith agrees to a peer's hold for fl's job (a quote it chose, or the
@@ -652,15 +667,14 @@ func refuse(reason fedschedv1.Reason, msg string) *fedschedv1.QuoteResponse {
 	return &fedschedv1.QuoteResponse{Refusal: reason, Message: msg}
 }
 
+// quote answers a quote request (and an RQF pick) by the site agent's
+// rule: site.MayHold, then site.HoldFor (start-now, standing
+// reservations, community share, price); a refusal is mapped to its
+// reason code (refusal).
 func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.QuoteResponse, error) {
-	for _, h := range req.GetRoute() {
-		if h.GetSite() == n.cfg.Site || h.GetPeerSite() == n.cfg.Site {
-			return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "the job has been at "+n.cfg.Site+" before"), nil
-		}
-	}
-	if !n.mayDelegate(req.GetRoute()) {
-		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, fmt.Sprintf("taking the job would be its delegation number %d; %s allows at most delegation.max_hops = %d",
-			delegationsOf(req.GetRoute()).Hops()+1, n.cfg.Site, n.fed.MaxHops)), nil
+	rules := n.rules()
+	if r := site.MayHold(rules, routeOf(req.GetRoute())); r != nil {
+		return refusal(r, plan.Job{}, now), nil
 	}
 	key := originKey(req.GetOriginSite(), req.GetOriginJobId())
 	if id, ok := n.byOrigin[key]; ok {
@@ -677,45 +691,37 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 	n.nextSeq++
 	seq := int64(n.nextSeq)
 	pj := planJob(spec, seq, now)
-	hold := n.fed.HoldSeconds
-	if req.GetHoldSeconds() > 0 {
-		hold = min(hold, req.GetHoldSeconds())
-	}
-	if req.GetStartNow() && !n.site.CanStartNow(now, pj) {
-		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "this site's own policy would not start the job now"), nil
-	}
-	pl := n.site.Hold(now, pj, now+hold)
-	pl = n.clearOfStanding(now, pj, pl, func() { n.site.Unhold(now, seq) }, func() plan.Placement { return n.site.Hold(now, pj, now+hold) })
-	if !pl.OK() {
-		reason, msg := rejectReason(pl, pj, n.cfg.Site, now)
-		return refuse(reason, msg), nil
-	}
-	if req.GetStartNow() && pl.Start != now {
-		n.site.Unhold(now, seq)
-		return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, "this site would not start the job now"), nil
-	}
-	if share := (delegation.CommunityShare{Share: n.fed.CommunityShare}); share.Share > 0 {
-		free := n.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
-		if !share.Allows(pj.Procs, free, n.procs) {
-			n.site.Unhold(now, seq)
-			return refuse(fedschedv1.Reason_REASON_REJECTED_COMMUNITY_SHARE, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)), nil
-		}
-	}
-	price, affordable := delegation.QuotePrice(n.fed.Pricing, n.site.Plan().Profile(), pj, pl, now)
-	if !affordable {
-		n.site.Unhold(now, seq)
-		return refuse(fedschedv1.Reason_REASON_REJECTED_BUDGET, delegation.BudgetRefusal(price, pj.Fee)), nil
+	until := site.HoldUntil(now, n.fed.HoldSeconds, req.GetHoldSeconds())
+	pl, price, r := site.HoldFor(n.site, rules, now, pj, until, req.GetStartNow())
+	if r != nil {
+		return refusal(r, pj, now), nil
 	}
 	specB, _ := proto.Marshal(spec)
 	routeB, _ := proto.Marshal(&fedschedv1.Job{Route: req.GetRoute()})
 	a := &agreementRec{Role: rolePeer, Seq: seq, Spec: specB, Route: routeB, Agreement: delegation.Agreement{
 		ID: jobID(n.cfg.Site, uint64(seq)), JobID: req.GetOriginJobId(), Origin: req.GetOriginSite(), Peer: n.cfg.Site, State: delegation.Pending,
-		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: jobID(n.cfg.Site, uint64(seq)), Start: pl.Start, End: pl.End, PoF: pl.PoF, Price: price, Expires: now + hold}}}
+		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: jobID(n.cfg.Site, uint64(seq)), Start: pl.Start, End: pl.End, PoF: pl.PoF, Price: price, Expires: until}}}
 	a.Updated = now
 	n.agreements[a.ID] = a // a hold: memory only (see agreementRec.stored)
 	n.addHold(a)
 	n.byOrigin[key] = a.ID
 	return &fedschedv1.QuoteResponse{Offer: offerOf(a, n.cfg.Site)}, nil
+}
+
+// refusal is a refusal of the shared hold rule as a quote answer: its
+// reason code, and its message (for a job the site has no slot for, the
+// window it searched: rejectReason).
+func refusal(r *site.Refusal, pj plan.Job, now int64) *fedschedv1.QuoteResponse {
+	switch r.Kind {
+	case site.RefuseNoPlacement:
+		reason, msg := rejectReason(r.Placement, pj, r.Site, now)
+		return refuse(reason, msg)
+	case site.RefuseCommunityShare:
+		return refuse(fedschedv1.Reason_REASON_REJECTED_COMMUNITY_SHARE, r.Error())
+	case site.RefuseBudget:
+		return refuse(fedschedv1.Reason_REASON_REJECTED_BUDGET, r.Error())
+	}
+	return refuse(fedschedv1.Reason_REASON_REJECTED_NO_GAP, r.Error())
 }
 
 func offerOf(a *agreementRec, site string) *fedschedv1.Offer {

@@ -12,10 +12,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+	"github.com/fedsched/fedsched/site"
 )
 
 // jobID is the id of the seq-th job of a site; ids sort in submission order.
@@ -122,31 +122,33 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		SubmitTime: toTime(now)}
 	job.Route = []*fedschedv1.RouteHop{{Site: n.cfg.Site, Reason: fedschedv1.Reason_REASON_UNSPECIFIED, Message: "submitted", Time: toTime(now)}}
 	rec := store.JobRecord{Job: job, IdempotencyKey: key, BodyHash: hash}
-	if n.federating() && n.fed.Transfer == delegation.ACF && n.mayDelegate(job.GetRoute()) {
-		// ACF, as the site agent decides it: a job the site would accept
-		// but its own policy would not start now is offered, out of the
-		// plan, to peers that would start it now; it comes back if none
-		// does. The reply waits for the offer (bounded by the quote
-		// timeout).
-		local := n.site.Probe(now, pj)
-		if local.OK() && delegation.ShouldDelegate(delegation.ACF, true, n.site.CanStartNow(now, pj)) {
+	if n.federating() {
+		// The transfer policy before admission, the site agent's rule
+		// (site.OfferFirst): under ACF a job the site would accept but its
+		// own policy would not start now is offered, out of the plan, to
+		// peers that would start it now; it comes back if none does. The
+		// reply waits for the offer (bounded by the quote timeout).
+		if d := site.OfferFirst(n.site, n.rules(), now, pj, routeOf(job.GetRoute())); d.Offer {
 			lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
 			n.live[lj.seq] = lj
 			lj.rec = n.setState(job, rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, acfOffering, now)
-			n.inflight[lj.seq] = &inflight{seq: lj.seq, job: job, acf: true}
+			n.inflight[lj.seq] = &inflight{seq: lj.seq, job: job, acf: true, offer: d}
 			return submitResult{deferred: lj.seq}
 		}
 	}
 	pl := n.site.Submit(now, pj)
 	pl = n.clearOfStanding(now, pj, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
 	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
-	if !pl.OK() && n.federating() && delegation.ShouldDelegate(n.fed.Transfer, false, false) && n.mayDelegate(job.GetRoute()) && (pl.Reason == plan.ReasonRejectedNoGap || pl.Reason == plan.ReasonRejectedRisk || pl.Reason == plan.ReasonRejectedTooWide) {
-		// Transfer policy: a job the site cannot take goes to the peers.
-		// The reply waits for the protocol (bounded by the quote timeout).
-		lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
-		n.live[lj.seq] = lj
-		n.startDelegation(lj, pl, now)
-		return submitResult{deferred: lj.seq}
+	if n.federating() {
+		// The transfer policy after a rejection (site.OfferRejected): a
+		// job the site cannot take goes to the peers. The reply waits for
+		// the protocol (bounded by the quote timeout).
+		if d := site.OfferRejected(n.rules(), routeOf(job.GetRoute()), pl); d.Offer {
+			lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
+			n.live[lj.seq] = lj
+			n.startDelegation(lj, pl, d, now)
+			return submitResult{deferred: lj.seq}
+		}
 	}
 	if !pl.OK() {
 		reason, msg := rejectReason(pl, pj, n.cfg.Site, now)
@@ -186,9 +188,10 @@ func (n *Node) acceptLocal(lj *liveJob, pl plan.Placement, now int64) {
 // tells such a job from one that had no local slot by it.
 const acfOffering = "this site would not start the job now (ACF): offering it to peers that would"
 
-// readmit puts a job that ACF offered to peers, none of which took it,
-// into the plan, as at submission; if it no longer fits, it is rejected.
-func (n *Node) readmit(lj *liveJob, now int64) {
+// readmit puts a job that was offered to peers, none of which took it,
+// into the plan, as at submission; if it no longer fits, it is rejected
+// (why is added to the message) and readmit reports false.
+func (n *Node) readmit(lj *liveJob, now int64, why string) bool {
 	pl := n.site.Submit(now, lj.pj)
 	pl = n.clearOfStanding(now, lj.pj, pl, func() { n.site.Cancel(now, lj.pj.ID) }, func() plan.Placement { return n.site.Submit(now, lj.pj) })
 	lj.job.OverbookSamples, lj.job.TooFewSamples = pl.Samples, pl.TooFewSamples
@@ -197,10 +200,11 @@ func (n *Node) readmit(lj *liveJob, now int64) {
 		if lj.sla {
 			lj.job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED
 		}
-		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg+" (after the peer it was offered to did not confirm)", now)
-		return
+		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg+why, now)
+		return false
 	}
 	n.acceptLocal(lj, pl, now)
+	return true
 }
 
 // keyed finds a job submitted with key earlier in the current turn.

@@ -12,6 +12,7 @@ import (
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+	"github.com/fedsched/fedsched/site"
 )
 
 // metaSite names the site a data directory belongs to.
@@ -272,6 +273,9 @@ func (n *Node) recoverInflight(rec store.JobRecord, now int64) {
 	lj := &liveJob{seq: int64(seq), job: j, rec: rec, pj: pj, sla: spec.GetDeadline() != nil}
 	n.live[lj.seq] = lj
 	fl := &inflight{seq: lj.seq, job: j, acf: j.GetMessage() == acfOffering, take: isHandOver(j)}
+	// The local end it had to beat is not stored: after a restart any
+	// quote does (under ACF, any that starts now).
+	fl.offer = site.OfferDecision{Offer: true, LocalEnd: plan.Forever, StartNow: fl.acf}
 	for _, h := range j.GetRoute() {
 		if h.GetSite() == n.cfg.Site && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
 			fl.peer = h.GetPeerSite()

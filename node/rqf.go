@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedsched/fedsched/delegation"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+	"github.com/fedsched/fedsched/site"
 )
 
 // RQF, the pull transfer policy, live. The rules are the site agent's
@@ -27,10 +28,6 @@ import (
 // explain work as for any delegated job. A node answers queue requests
 // only if its operator opted in (delegation.disclose_queue): the answer
 // discloses its waiting jobs.
-
-// maxDisclosed bounds how many waiting jobs one queue answer lists (the
-// site agent's bound).
-const maxDisclosed = 64
 
 // rqfHandingOver starts the state message of a job handed over to a peer
 // that took it from the queue; recovery tells such a job by it.
@@ -78,13 +75,8 @@ func (n *Node) kickPull(now int64) {
 }
 
 // idle is the free processors of a site that has nothing waiting, 0 when
-// it is not idle: the agent's condition for pulling.
-func (n *Node) idle(now int64) int {
-	if n.site.Waiting() > 0 {
-		return 0
-	}
-	return n.site.Plan().Free(now)
-}
+// it is not idle: the agent's condition for pulling (site.IdleProcs).
+func (n *Node) idle(now int64) int { return site.IdleProcs(n.site, now) }
 
 type idleOp struct{ reply chan int }
 
@@ -208,33 +200,34 @@ func (o *queueOp) run(n *Node, _ int64) func(error) {
 	return func(error) { o.reply <- queueResult{jobs: jobs, err: err} }
 }
 
-// disclose lists the jobs submitted here that wait and may still be
-// delegated, that have not been at the asking site and fit its free
-// processors, in queue order (the agent's disclose).
+// disclose lists the jobs waiting here that the agent's disclosure rule
+// (site.Discloses) lets the asking site see, in queue order, at most
+// site.MaxDisclosed.
 func (n *Node) disclose(req *fedschedv1.PeerQueueRequest) ([]*fedschedv1.QueuedJob, error) {
 	if !n.fed.DiscloseQueue {
 		return nil, fmt.Errorf("site %s does not disclose its queue (delegation.disclose_queue is off): %w", n.cfg.Site, ErrQueueNotDisclosed)
 	}
 	var out []*fedschedv1.QueuedJob
+	rules := n.rules()
 	for _, id := range n.site.WaitingIDs(nil) {
 		lj := n.live[id]
-		if !n.waitsHere(lj) || lj.pj.Procs > int(req.GetFreeProcs()) || routeOf(lj.job).Visited(req.GetSite()) {
+		if !n.waitsHere(lj) || !site.Discloses(rules, lj.job.GetOriginSite(), routeOf(lj.job.GetRoute()), lj.pj.Procs, req.GetSite(), int(req.GetFreeProcs())) {
 			continue
 		}
 		out = append(out, &fedschedv1.QueuedJob{JobId: lj.job.GetId(), Spec: proto.Clone(lj.job.GetSpec()).(*fedschedv1.JobSpec),
 			Route: cloneRoute(lj.job.GetRoute())})
-		if len(out) == maxDisclosed {
+		if len(out) == site.MaxDisclosed {
 			break
 		}
 	}
 	return out, nil
 }
 
-// waitsHere reports whether lj is a job submitted here that waits for its
-// start, not being delegated, and may still be delegated.
+// waitsHere reports whether lj waits for its start in this site's plan,
+// not cancelled and not being delegated: the node's side of "waiting"
+// (the agent's plan holds only such jobs).
 func (n *Node) waitsHere(lj *liveJob) bool {
-	return lj != nil && lj.job.GetOriginSite() == n.cfg.Site && lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING &&
-		!lj.cancelled && n.inflight[lj.seq] == nil && n.mayDelegate(lj.job.GetRoute())
+	return lj != nil && lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && !lj.cancelled && n.inflight[lj.seq] == nil
 }
 
 func cloneRoute(r []*fedschedv1.RouteHop) []*fedschedv1.RouteHop {
@@ -273,7 +266,10 @@ func (n *Node) handOver(req *fedschedv1.TakeRequest, now int64) error {
 		return nil // a retried take
 	}
 	lj := n.live[int64(seq)]
-	if !ok || !n.waitsHere(lj) || routeOf(lj.job).Visited(req.GetSite()) || !n.site.Cancel(now, lj.seq) {
+	// The disclosure rule again: only a job the taker may see may be
+	// taken (its free processors are its hold's business).
+	if !ok || !n.waitsHere(lj) || !site.Discloses(n.rules(), lj.job.GetOriginSite(), routeOf(lj.job.GetRoute()), lj.pj.Procs, req.GetSite(), lj.pj.Procs) ||
+		!n.site.Cancel(now, lj.seq) {
 		return fmt.Errorf("job %s does not wait at %s for %s to take: %w", req.GetJobId(), n.cfg.Site, req.GetSite(), ErrNotWaiting)
 	}
 	if n.adm != nil {

@@ -28,17 +28,25 @@ func closed(j *Job, now int64) bool {
 	return max(now, j.Release) > latestStart(j)
 }
 
-// noteQueued keeps expireAt a lower bound for a job joining the queue, and
-// the bounds queueWake skips its scan by. Every job that joins the queue of
-// a queue policy passes here.
+// noteQueued keeps expireAt a lower bound for a job joining the queue.
 func (s *Site) noteQueued(e *entry) {
-	s.lateRelease = max(s.lateRelease, e.job.Release)
 	if s.cfg.Policy.hardQueue() {
 		if ls := latestStart(&e.job); ls < Forever {
 			s.expireAt = min(s.expireAt, max(ls, e.job.Release)+1)
-			s.queuedDeadline = true
 		}
 	}
+}
+
+// noteWake keeps quietFrom an upper bound of the times queueWake can
+// return for a job joining the queue (its release, and under a hard queue
+// its window's close), so that a queue whose jobs were all released before
+// now, without windows, is not scanned at every NextWake.
+func (s *Site) noteWake(e *entry) {
+	w := e.job.Release
+	if ls := latestStart(&e.job); ls < Forever && s.cfg.Policy.hardQueue() {
+		w = max(w, ls+1)
+	}
+	s.quietFrom = max(s.quietFrom, w)
 }
 
 // expireQueued drops the waiting jobs whose window has closed at now and
@@ -70,10 +78,8 @@ func (s *Site) expireQueued(now int64) {
 // released or, under a policy with hard deadlines, its window closes.
 func (s *Site) queueWake(now int64) int64 {
 	t := Forever
-	if now >= s.lateRelease && !s.queuedDeadline {
-		// No job that ever joined the queue is released after now or has
-		// a window to close: nothing to scan for.
-		return t
+	if now >= s.quietFrom {
+		return t // every job that ever joined the queue is released and, under a hard queue, past its window
 	}
 	hard := s.cfg.Policy.hardQueue()
 	for _, e := range s.waiting {

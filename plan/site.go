@@ -93,6 +93,9 @@ type Site struct {
 	// expireAt is a lower bound of the earliest time a waiting job's window
 	// closes under a queue policy with hard deadlines (expire.go).
 	expireAt int64
+	// quietFrom: from then on, no job that joined the queue is released
+	// later or has a window that closes later (noteWake).
+	quietFrom int64
 	// due indexes the waiting jobs by id and start under Conservative;
 	// dead counts the entries of waiting that left the queue through it,
 	// npos the entries that joined (due.go).
@@ -101,11 +104,6 @@ type Site struct {
 	npos int64
 	// head keeps the head's earliest fit across passes (EASY, EDF, LTTR).
 	head headFit
-	// lateRelease is the latest release of a job that joined the queue of
-	// a queue policy, queuedDeadline whether one had a deadline under a
-	// policy with hard deadlines (noteQueued, queueWake).
-	lateRelease    int64
-	queuedDeadline bool
 	// spare holds the entries of jobs that ended, for Submit to reuse
 	// under the queue policies: there nothing keeps a pointer to an entry
 	// once its job left the running set (Conservative's due index may
@@ -136,12 +134,12 @@ type headFit struct {
 // earliest returns j's earliest fit from onOrAfter on in prof, from the
 // cache when it is current.
 func (h *headFit) earliest(prof *Profile, j *Job, onOrAfter int64) (int64, bool) {
-	if h.valid && h.ver == prof.ver && h.id == j.ID && h.procs == j.Procs && h.est == j.Estimate &&
+	if h.valid && h.ver == prof.version && h.id == j.ID && h.procs == j.Procs && h.est == j.Estimate &&
 		h.onOrAfter <= onOrAfter && (!h.ok || onOrAfter <= h.start) {
 		return h.start, h.ok
 	}
 	st, ok := prof.EarliestFit(j.Procs, j.Estimate, onOrAfter, Forever)
-	*h = headFit{id: j.ID, procs: j.Procs, est: j.Estimate, onOrAfter: onOrAfter, start: st, ok: ok, ver: prof.ver, valid: true}
+	*h = headFit{id: j.ID, procs: j.Procs, est: j.Estimate, onOrAfter: onOrAfter, start: st, ok: ok, ver: prof.version, valid: true}
 	return st, ok
 }
 
@@ -149,7 +147,7 @@ func (h *headFit) earliest(prof *Profile, j *Job, onOrAfter int64) (int64, bool)
 // one only by a reservation admitted beside the head's slot.
 func (h *headFit) keep(prof *Profile, was uint64) {
 	if h.valid && h.ver == was {
-		h.ver = prof.ver
+		h.ver = prof.version
 	}
 }
 
@@ -165,7 +163,7 @@ func NewSite(cfg Config) (*Site, error) {
 	if adm == nil {
 		adm = FullEstimate{}
 	}
-	s := &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry), expireAt: Forever}
+	s := &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry), expireAt: Forever, quietFrom: Never}
 	for _, f := range cfg.Fixed {
 		if _, err := s.AddFixed(Never, f, false); err != nil {
 			return nil, fmt.Errorf("site: %w", err)
@@ -483,7 +481,7 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 		}
 		if fits {
 			pl := Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}
-			was := prof.ver
+			was := prof.version
 			var err error
 			if soft {
 				err = s.reserveSoft(e, pl, true)

@@ -15,6 +15,8 @@ import (
 // for quotes now, with what they gossip (a hint, never a promise). The node
 // reads it from memberlist digests, the simulator from the other agents'
 // exact outlook; that difference is one of the drivers' (docs/architecture.md).
+// The agent reads the slice Candidates returns before it calls again and
+// keeps nothing of it, so a view may reuse it.
 type PeerView interface {
 	Candidates(now int64) []delegation.Candidate
 }
@@ -187,10 +189,10 @@ type job struct {
 	route delegation.Route
 	state state
 	// origin side
-	localEnd int64      // end of the local answer when delegation began
-	startNow bool       // ACF: ask only for quotes that start now
-	rounds   [][]string // candidate rounds still to ask
-	asked    []string   // this round, in rank order
+	offered  bool          // the transfer policy has offered it to peers
+	offer    OfferDecision // what a quote must beat (Choose)
+	rounds   [][]string    // candidate rounds still to ask
+	asked    []string      // this round, in rank order
 	waiting  map[string]bool
 	offers   map[string]*Offer
 	deadline int64 // answers are waited for until here
@@ -208,12 +210,15 @@ type job struct {
 
 // Agent is one site's decision core.
 type Agent struct {
-	cfg  Config
-	site *plan.Site
-	adm  *overbook.Admission
-	seq  int64
-	jobs map[JobKey]*job
-	byID map[int64]*job
+	cfg Config
+	// rules are the site's settings as the shared decision rules read
+	// them (rules.go).
+	rules Rules
+	site  *plan.Site
+	adm   *overbook.Admission
+	seq   int64
+	jobs  map[JobKey]*job
+	byID  map[int64]*job
 	// waits holds the jobs in a state with a time limit (asking, agreeing,
 	// held, taking): NextWake and Tick look only at them.
 	waits   map[JobKey]*job
@@ -296,6 +301,11 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("site agent %s: %w", cfg.Name, err)
 	}
 	a.site = s
+	a.rules = Rules{Name: cfg.Name, Procs: cfg.Procs, Transfer: cfg.Transfer, MaxHops: cfg.MaxHops, CommunityShare: cfg.CommunityShare,
+		Pricing: cfg.Pricing}
+	if len(cfg.Standing) > 0 {
+		a.rules.Clear = a.clearOfStanding
+	}
 	return a, nil
 }
 
@@ -368,25 +378,24 @@ func (a *Agent) Submit(now int64, id int64, j plan.Job) {
 	}
 }
 
-// offer runs the push transfer policy for jb and starts asking peers; it
-// reports false when the job stays home.
+// offer runs the push transfer policy for jb before admission
+// (OfferFirst) and starts asking peers; it reports false when the job
+// goes to admission, whose rejection may still offer it (admit).
 func (a *Agent) offer(now int64, jb *job) bool {
-	if a.cfg.Peers == nil || a.cfg.Transfer == delegation.RQF || !jb.route.CanDelegate(a.cfg.MaxHops) {
+	if a.cfg.Peers == nil || !jb.route.CanDelegate(a.cfg.MaxHops) {
 		return false
 	}
 	if a.cfg.Transfer == delegation.EFS {
 		return a.offerEFS(now, jb)
 	}
-	local := a.site.Probe(now, jb.pj)
-	startsNow := local.OK() && a.site.CanStartNow(now, jb.pj)
-	if !delegation.ShouldDelegate(a.cfg.Transfer, local.OK(), startsNow) {
-		return false
-	}
-	jb.localEnd = plan.Forever
-	if local.OK() && local.Start != plan.Forever {
-		jb.localEnd = local.End
-	}
-	jb.startNow = a.cfg.Transfer == delegation.ACF && local.OK()
+	d := OfferFirst(a.site, &a.rules, now, jb.pj, jb.route)
+	return d.Offer && a.offerTo(now, jb, d)
+}
+
+// offerTo starts asking the peers for quotes that beat d; false when no
+// peer may be asked.
+func (a *Agent) offerTo(now int64, jb *job, d OfferDecision) bool {
+	jb.offered, jb.offer = true, d
 	jb.rounds = a.rounds(now, jb)
 	return a.ask(now, jb)
 }
@@ -420,16 +429,23 @@ func (a *Agent) ask(now int64, jb *job) bool {
 	spec.ID = 0
 	for _, p := range jb.asked {
 		jb.waiting[p] = true
-		a.send(Message{Kind: KindQuoteRequest, To: p, Job: jb.key, Spec: spec, Route: jb.route, StartNow: jb.startNow, HoldSeconds: a.cfg.HoldSeconds})
+		a.send(Message{Kind: KindQuoteRequest, To: p, Job: jb.key, Spec: spec, Route: jb.route, StartNow: jb.offer.StartNow, HoldSeconds: a.cfg.HoldSeconds})
 	}
 	return true
 }
 
-// admit runs local admission for jb.
+// admit runs local admission for jb; a job it rejects that has not been
+// offered yet goes to the peers if the transfer policy says so
+// (OfferRejected).
 func (a *Agent) admit(now int64, jb *job) {
 	pl := a.site.Submit(now, jb.pj)
 	pl = a.clearOfStanding(now, jb.pj, pl, func() { a.site.Cancel(now, jb.pj.ID) }, func() plan.Placement { return a.site.Submit(now, jb.pj) })
 	if !pl.OK() {
+		if !jb.offered && a.cfg.Peers != nil && jb.key.Site == a.cfg.Name {
+			if d := OfferRejected(&a.rules, jb.route, pl); d.Offer && a.offerTo(now, jb, d) {
+				return
+			}
+		}
 		a.forget(jb)
 		a.decide(Decision{Kind: DecideReject, Job: jb.key, Placement: pl, Route: jb.route})
 		return
@@ -439,43 +455,26 @@ func (a *Agent) admit(now int64, jb *job) {
 	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: pl, Route: jb.route})
 }
 
-// choose picks among the offers of the round that has ended.
+// choose picks among the offers of the round that has ended (Choose):
+// the winner is asked to agree, the others are released; with no winner
+// the next round is asked, or the site admits the job itself.
 func (a *Agent) choose(now int64, jb *job) {
-	quotes := make([]delegation.Quote, 0, len(jb.offers))
-	sites := make([]string, 0, len(jb.offers))
-	for _, p := range jb.asked { // rank order: Best breaks ties by position
-		o := jb.offers[p]
-		if o == nil {
-			continue
-		}
-		// A quote must beat what the origin can do itself; a peer whose
-		// transfer policy (EFS) takes the job into its queue promises no
-		// slot, and its acceptance is the migration.
-		if !o.Queued && (o.End >= jb.localEnd || jb.startNow && o.Start > now) {
-			a.send(Message{Kind: KindRelease, To: p, Job: jb.key})
-			continue
-		}
-		q := o.Quote
-		if jb.startNow && !o.Queued {
-			q = q.StartingAt(now)
-		}
-		quotes = append(quotes, q)
-		sites = append(sites, p)
+	offers := make([]*Offer, len(jb.asked))
+	for i, p := range jb.asked { // rank order: Best breaks ties by position
+		offers[i] = jb.offers[p]
 	}
-	b := delegation.Best(quotes, jb.pj.Fee, jb.pj.Penalty, now)
-	for i, p := range sites {
-		if i != b {
-			a.send(Message{Kind: KindRelease, To: p, Job: jb.key})
-		}
+	win, release := Choose(now, jb.offer, jb.pj.Fee, jb.pj.Penalty, offers)
+	for _, i := range release {
+		a.send(Message{Kind: KindRelease, To: jb.asked[i], Job: jb.key})
 	}
-	if b < 0 {
+	if win < 0 {
 		if !a.ask(now, jb) {
 			a.admit(now, jb)
 		}
 		return
 	}
 	a.set(jb, stateAgreeing)
-	jb.peer = sites[b]
+	jb.peer = jb.asked[win]
 	jb.deadline = now + a.cfg.ReplySeconds
 	a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
 }
@@ -607,8 +606,8 @@ func (a *Agent) quote(now int64, m Message) {
 		}
 		return
 	}
-	if m.Route.Visited(a.cfg.Name) {
-		refuse("the job has been at " + a.cfg.Name + " before")
+	if r := MayHold(&a.rules, m.Route); r != nil {
+		refuse(r.Error())
 		return
 	}
 	pj := m.Spec
@@ -617,53 +616,16 @@ func (a *Agent) quote(now int64, m Message) {
 		a.quoteEFS(now, m, pj)
 		return
 	}
-	hold := a.cfg.HoldSeconds
-	if m.HoldSeconds > 0 {
-		hold = min(hold, m.HoldSeconds)
-	}
-	pl, why := a.holdFor(now, pj, now+hold, m.StartNow)
-	if why != "" {
-		refuse(why)
+	until := HoldUntil(now, a.cfg.HoldSeconds, m.HoldSeconds)
+	pl, price, r := HoldFor(a.site, &a.rules, now, pj, until, m.StartNow)
+	if r != nil {
+		refuse(r.Error())
 		return
 	}
-	price, affordable := delegation.QuotePrice(a.cfg.Pricing, a.site.Plan().Profile(), pj, pl, now)
-	if !affordable {
-		a.site.Unhold(now, pj.ID)
-		refuse(delegation.BudgetRefusal(price, pj.Fee))
-		return
-	}
-	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: now + hold, from: m.From, price: price}
+	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: until, from: m.From, price: price}
 	a.add(jb)
 	a.set(jb, stateHeld)
 	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
-}
-
-// holdFor holds a slot for a peer's job until `until`, the rule of a
-// quote and of an RQF take alike: with startNow, only if this site's own
-// policy would start the job now and the slot starts now; and never into a
-// slot that would leave less than the community share to local users. It
-// returns the held placement, or why it holds none.
-func (a *Agent) holdFor(now int64, pj plan.Job, until int64, startNow bool) (plan.Placement, string) {
-	if startNow && !a.site.CanStartNow(now, pj) {
-		return plan.Placement{}, "its own policy would not start the job now"
-	}
-	pl := a.site.Hold(now, pj, until)
-	pl = a.clearOfStanding(now, pj, pl, func() { a.site.Unhold(now, pj.ID) }, func() plan.Placement { return a.site.Hold(now, pj, until) })
-	if !pl.OK() {
-		return pl, pl.Reason.String()
-	}
-	if startNow && pl.Start != now {
-		a.site.Unhold(now, pj.ID)
-		return pl, "it would not start now"
-	}
-	if share := (delegation.CommunityShare{Share: a.cfg.CommunityShare}); share.Share > 0 {
-		free := a.site.Plan().Profile().MinFree(pl.Start, pl.End) + pj.Procs
-		if !share.Allows(pj.Procs, free, a.cfg.Procs) {
-			a.site.Unhold(now, pj.ID)
-			return pl, fmt.Sprintf("the slot would leave less than %.0f %% of the site to its own users", 100*share.Share)
-		}
-	}
-	return pl, ""
 }
 
 func (a *Agent) offerOf(jb *job) *Offer {
@@ -730,7 +692,7 @@ func (a *Agent) NextWake(now int64) int64 {
 	for _, r := range a.reports {
 		t = min(t, max(r.next, now))
 	}
-	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil && a.site.Plan().Free(now) > 0 && a.site.Waiting() == 0 {
+	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil && IdleProcs(a.site, now) > 0 {
 		// An idle site asks again now and then while peers had work to
 		// give (nothing else wakes it); when they had none, its next own
 		// event does, so that a federation with nothing left goes quiet.
@@ -840,7 +802,7 @@ func (a *Agent) offerEFS(now int64, jb *job) bool {
 	// StartNow: a peer on ACF takes the job only if it would start it now
 	// (ACF's acceptance rule, as the study's partner applies it); a peer
 	// on EFS decides by its rule base and ignores it.
-	jb.localEnd, jb.startNow, jb.rounds = plan.Forever, true, rounds
+	jb.offered, jb.offer, jb.rounds = true, OfferDecision{Offer: true, LocalEnd: plan.Forever, StartNow: true}, rounds
 	return a.ask(now, jb)
 }
 
@@ -866,11 +828,7 @@ func (a *Agent) quoteEFS(now int64, m Message, pj plan.Job) {
 			Reason: fmt.Sprintf("the fuzzy transfer policy declines it (NWP %.3g, NJP %.3g)", nwp, njp)})
 		return
 	}
-	hold := a.cfg.HoldSeconds
-	if m.HoldSeconds > 0 {
-		hold = min(hold, m.HoldSeconds)
-	}
-	jb := &job{key: m.Job, pj: pj, route: m.Route, expires: now + hold, from: m.From, queued: true, at: now}
+	jb := &job{key: m.Job, pj: pj, route: m.Route, expires: HoldUntil(now, a.cfg.HoldSeconds, m.HoldSeconds), from: m.From, queued: true, at: now}
 	a.add(jb)
 	a.set(jb, stateHeld)
 	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})

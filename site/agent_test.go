@@ -402,3 +402,21 @@ func TestStandingAsLaidInAdvance(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectedByAdmissionIsOffered: a job whose probe fits but that
+// admission rejects (a standing reservation leaves it no room: every
+// placement must stay clear of it) goes to a peer under on-reject, as a
+// node sends it (site.OfferRejected after admission, the one rule of
+// both); the agent used to decide on its probe and reject it.
+func TestRejectedByAdmissionIsOffered(t *testing.T) {
+	rule := plan.Standing{Name: "nightly", Procs: 6, Start: 3600, Every: 86400, Length: 7200}
+	f := newFed(t, Config{Name: "a", Procs: 8, Policy: plan.Conservative, Standing: []plan.Standing{rule}},
+		Config{Name: "b", Procs: 16, Policy: plan.Conservative})
+	f.submit("a", 1, 4, 30*3600)
+	if _, rejected := f.find(DecideReject, JobKey{"a", 1}); rejected {
+		t.Fatal("a job the standing reservation excludes at home was rejected without asking the peers")
+	}
+	if d, ok := f.find(DecideDelegate, JobKey{"a", 1}); !ok || d.Peer != "b" {
+		t.Fatalf("not delegated to b: %+v", f.log)
+	}
+}

@@ -9,19 +9,16 @@ import (
 // waits between two rounds of asking.
 const pullEvery = 10
 
-// maxDisclosed bounds how many waiting jobs one queue answer lists.
-const maxDisclosed = 64
-
 // pull is RQF's trigger: after a pass that leaves processors idle with
 // nothing waiting here, ask the ranked peers for the jobs waiting in their
 // queues. (The study's RQF also pulls when its own head is blocked, to
 // backfill; testing every disclosed job against a long local queue made a
 // replay of months too slow, so this RQF pulls only into an empty queue.)
 func (a *Agent) pull(now int64) {
-	free := a.site.Plan().Free(now)
+	free := IdleProcs(a.site, now)
 	// At most one round per reply period: a site with idle processors
 	// ticks at every event, and each round discloses whole queues.
-	if free == 0 || a.site.Waiting() > 0 || a.rqfAt != minTime && now < a.rqfAt+a.cfg.ReplySeconds {
+	if free == 0 || a.rqfAt != minTime && now < a.rqfAt+a.cfg.ReplySeconds {
 		return
 	}
 	a.rqfAt, a.seen = now, 0
@@ -40,20 +37,20 @@ func (a *Agent) pull(now int64) {
 	}
 }
 
-// disclose answers a queue request with the jobs submitted here that wait
-// and may still be delegated, in queue order.
+// disclose answers a queue request with the jobs waiting here that the
+// disclosure rule lets the asker see (Discloses), in queue order.
 func (a *Agent) disclose(now int64, m Message) {
 	out := Message{Kind: KindQueue, To: m.From}
 	a.ids = a.site.WaitingIDs(a.ids[:0])
 	for _, id := range a.ids {
 		jb := a.byID[id]
-		if jb == nil || jb.key.Site != a.cfg.Name || jb.pj.Procs > m.Spec.Procs || !jb.route.CanDelegate(a.cfg.MaxHops) || jb.route.Visited(m.From) {
+		if jb == nil || !Discloses(&a.rules, jb.key.Site, jb.route, jb.pj.Procs, m.From, m.Spec.Procs) {
 			continue
 		}
 		spec := jb.pj
 		spec.ID = 0
 		out.Jobs = append(out.Jobs, QueuedJob{Job: jb.key, Spec: spec, Route: jb.route})
-		if len(out.Jobs) == maxDisclosed {
+		if len(out.Jobs) == MaxDisclosed {
 			break
 		}
 	}
@@ -62,7 +59,7 @@ func (a *Agent) disclose(now int64, m Message) {
 
 // pick takes, from a peer's queue, every job this site's own policy would
 // start now, holding its slot until the peer hands it over: the quote rule
-// with start-now (holdFor), community share included, as the node's pick.
+// with start-now (MayHold, HoldFor), as the node's pick.
 func (a *Agent) pick(now int64, m Message) {
 	a.pulling = max(0, a.pulling-1)
 	a.seen += len(m.Jobs)
@@ -72,8 +69,11 @@ func (a *Agent) pick(now int64, m Message) {
 		}
 		pj := q.Spec
 		pj.ID = a.nextID()
-		pl, why := a.holdFor(now, pj, now+a.cfg.ReplySeconds, true)
-		if why != "" {
+		if MayHold(&a.rules, q.Route) != nil {
+			continue
+		}
+		pl, _, r := HoldFor(a.site, &a.rules, now, pj, now+a.cfg.ReplySeconds, true)
+		if r != nil {
 			continue
 		}
 		jb := &job{key: q.Job, pj: pj, route: q.Route, place: pl, expires: now + a.cfg.ReplySeconds, from: m.From}
