@@ -226,17 +226,17 @@ func TestObserveOutcome(t *testing.T) {
 	}
 }
 
-// TestPullRanking: an idle RQF site never asks itself (the freest of
-// all), and asks at most MaxCandidates peers, those with a processor free
-// (b, full, is left out).
+// TestPullRanking: an idle RQF site never asks itself (a, which would
+// tie with the best and win by name), and asks at most MaxCandidates
+// peers, those with a processor free (c, full, is left out).
 func TestPullRanking(t *testing.T) {
-	cands := []delegation.Candidate{{Site: "a", Procs: 8, FreeNow: 8}, {Site: "me", Procs: 64, FreeNow: 64}, {Site: "b", Procs: 32, FreeNow: 0},
-		{Site: "c", Procs: 16, FreeNow: 16}}
+	cands := []delegation.Candidate{{Site: "b", Procs: 8, FreeNow: 8}, {Site: "a", Procs: 64, FreeNow: 64}, {Site: "c", Procs: 32, FreeNow: 0},
+		{Site: "d", Procs: 16, FreeNow: 16}}
 	var got []string
-	for _, c := range PullRanking(cands, "me", nil, delegation.LocationConfig{MaxCandidates: 2, Jitter: -1}, nil) {
+	for _, c := range PullRanking(cands, "a", nil, delegation.LocationConfig{MaxCandidates: 2, Jitter: -1}, nil) {
 		got = append(got, c.Site)
 	}
-	if fmt.Sprint(got) != "[a c]" {
-		t.Fatalf("ranking %v, want [a c]", got)
+	if fmt.Sprint(got) != "[b d]" {
+		t.Fatalf("ranking %v, want [b d]", got)
 	}
 }
