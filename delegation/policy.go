@@ -162,6 +162,24 @@ func (c LocationConfig) maxCandidates() int {
 // most MaxCandidates. rng must not be nil; derive its seed from the job so
 // that a decision can be replayed.
 func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand) []Candidate {
+	return rank(cands, procs, route, hist, cfg, rng, exclusion{})
+}
+
+// exclusion is the candidates Rounds leaves out of the ranking: the site
+// itself and its preferred peers (asked in rounds of their own).
+type exclusion struct {
+	on     bool
+	self   string
+	prefer []string
+}
+
+func (x exclusion) has(site string) bool {
+	return x.on && (site == x.self || slices.Contains(x.prefer, site))
+}
+
+// rank is Rank over the candidates x does not exclude, in their order (as
+// Rank of a copy without them, which Rounds need not make).
+func rank(cands []Candidate, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand, x exclusion) []Candidate {
 	type scored struct {
 		c     Candidate
 		score float64
@@ -183,7 +201,7 @@ func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 	n := cfg.maxCandidates()
 	top := make([]scored, 0, n)
 	for _, c := range cands {
-		if c.Procs < procs || route.Visited(c.Site) {
+		if c.Procs < procs || x.has(c.Site) || route.Visited(c.Site) {
 			continue
 		}
 		// Outlook: the share of the job's processors free soon, now
@@ -243,13 +261,7 @@ func Rounds(cands []Candidate, prefer []string, self string, procs int, route Ro
 			}
 		}
 	}
-	rest := make([]Candidate, 0, len(cands))
-	for _, c := range cands {
-		if c.Site != self && !slices.Contains(prefer, c.Site) {
-			rest = append(rest, c)
-		}
-	}
-	if ranked := Rank(rest, procs, route, hist, cfg, rng); len(ranked) > 0 {
+	if ranked := rank(cands, procs, route, hist, cfg, rng, exclusion{on: true, self: self, prefer: prefer}); len(ranked) > 0 {
 		rounds = append(rounds, ranked)
 	}
 	return rounds

@@ -132,3 +132,50 @@ func TestRounds(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundsRankMatchesReference checks the last round of Rounds (ranked
+// over the candidates in place, the site itself and its preferred peers
+// skipped) against the reference ranking of a copy without them, with
+// jitter, so that the random draws must fall on the same candidates.
+func TestRoundsRankMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 3000; trial++ {
+		n := rng.IntN(40)
+		cands := make([]Candidate, n)
+		for i := range cands {
+			f := func() int { return rng.IntN(5) * 8 }
+			cands[i] = Candidate{Site: fmt.Sprintf("s%02d", rng.IntN(30)), Procs: 8 + rng.IntN(3)*8, FreeNow: f(), Free1h: f(), Free4h: f(), Free24h: f()}
+		}
+		self := fmt.Sprintf("s%02d", rng.IntN(30))
+		var prefer []string
+		for range rng.IntN(4) {
+			prefer = append(prefer, fmt.Sprintf("s%02d", rng.IntN(30)))
+		}
+		var route Route
+		if rng.IntN(2) == 0 {
+			route = Route{{Site: fmt.Sprintf("s%02d", rng.IntN(30))}}
+		}
+		cfg := LocationConfig{MaxCandidates: rng.IntN(6), Jitter: []float64{-1, 0, 0.3}[rng.IntN(3)]}
+		procs := 1 + rng.IntN(20)
+		seed := rng.Uint64()
+		rest := slices.DeleteFunc(slices.Clone(cands), func(c Candidate) bool { return c.Site == self || slices.Contains(prefer, c.Site) })
+		want := refRank(rest, procs, route, nil, cfg, rand.New(rand.NewPCG(seed, 0)))
+		rs := Rounds(cands, prefer, self, procs, route, nil, cfg, rand.New(rand.NewPCG(seed, 0)))
+		var got []Candidate
+		if len(want) > 0 {
+			if len(rs) == 0 {
+				t.Fatalf("trial %d: no rounds, reference ranking %v", trial, want)
+			}
+			got = rs[len(rs)-1]
+		} else {
+			for _, r := range rs {
+				if len(r) != 1 || !slices.Contains(prefer, r[0].Site) {
+					t.Fatalf("trial %d: round %v, the reference ranks nothing", trial, r)
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: Rounds ranks %v, reference %v", trial, got, want)
+		}
+	}
+}

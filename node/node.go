@@ -115,6 +115,9 @@ type Node struct {
 	// recent are the last jobs that ended or were delegated, oldest first,
 	// for the status page (snapshot.go); owned by the loop.
 	recent []*fedschedv1.Job
+	// group is the loop's estimate of how many requests the next commit
+	// can carry (gather.go). Owned by the loop.
+	group groupCommit
 	// pendingBy counts the PENDING live jobs of each user, kept by
 	// setState and recounted after recovery (limits.max_pending_jobs is
 	// checked on every submission; a scan of all live jobs would make each
@@ -158,7 +161,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), killRetry: make(map[int64]int64), watchers: make(map[int]*watcher),
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
 		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), pullKick: make(chan struct{}, 1),
-		resv: newReservations(deps.StandingHorizon)}
+		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait}}
 	n.fed.defaults()
 	n.metrics = newMetrics(n)
 	if n.fed.Peers != nil && n.fed.Dial == nil {
@@ -293,6 +296,10 @@ func (n *Node) Run(ctx context.Context) error {
 				}
 			}
 		}
+		if len(batch) > 0 {
+			batch = n.group.gather(ctx, n.ops, batch)
+		}
+		n.group.turn()
 		now := n.now()
 		for _, e := range exits {
 			n.handleExit(e, now)
@@ -313,6 +320,9 @@ func (n *Node) Run(ctx context.Context) error {
 				}
 			}
 			delivered = true
+			if err == nil {
+				n.group.answered(len(batch), len(n.ops))
+			}
 		}
 		err := n.pass(ctx, now, replies)
 		passed = now
@@ -539,8 +549,10 @@ func (n *Node) commit(ctx context.Context) error {
 	}
 	// A commit must not be abandoned half way because the node is
 	// stopping: the replies waiting on it were promised durability.
-	defer since(n.metrics.commit, time.Now())
+	t0 := time.Now()
 	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
+	n.group.applied(time.Since(t0))
+	since(n.metrics.commit, t0)
 	c.jobs, c.res, c.sla, c.agree, c.stand, c.stats = nil, nil, nil, nil, nil, false
 	if err == nil {
 		n.publishPending()

@@ -30,6 +30,8 @@ type Profile struct {
 	root  int32
 	seed  uint64 // xorshift state for treap priorities; deterministic
 	runs  runSums
+	// version counts the calls of Add that changed something (Version).
+	version uint64
 }
 
 type tnode struct {
@@ -179,6 +181,31 @@ func (p *Profile) Free(t int64) int {
 	return int(v)
 }
 
+// FreeSpan returns the number of processors free at time t and the time of
+// the next breakpoint after t (Forever if none): until the profile changes
+// (Version), Free is the same over [t, until). One walk, as Free.
+func (p *Profile) FreeSpan(t int64) (free int, until int64) {
+	until = Forever
+	var val, acc int32
+	for i := p.root; i != 0; {
+		n := &p.nodes[i]
+		if n.key <= t {
+			val = n.val + acc
+			acc += n.lz
+			i = n.right
+		} else {
+			until = n.key
+			acc += n.lz
+			i = n.left
+		}
+	}
+	return int(val), until
+}
+
+// Version changes whenever the free count changes anywhere: two reads
+// under the same Version see the same profile.
+func (p *Profile) Version() uint64 { return p.version }
+
 // firstAfter returns the smallest breakpoint key > t whose free count is
 // >= q (atLeast) or < q (!atLeast), or Forever if there is none.
 func (p *Profile) firstAfter(t int64, q int32, atLeast bool) int64 {
@@ -247,6 +274,7 @@ func (p *Profile) Add(start, end int64, delta int) {
 	if start >= end || delta == 0 {
 		return
 	}
+	p.version++
 	_, vs := p.floor(start)
 	_, ve := p.floor(end)
 	l, m := p.split(p.root, start)

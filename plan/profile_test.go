@@ -139,6 +139,18 @@ func TestProfileAgainstReference(t *testing.T) {
 			if got, want := p.Free(at), ref.free(at); got != want {
 				t.Fatalf("seed %d: Free(%d) = %d, reference %d", seed, at, got, want)
 			}
+			free, until := p.Profile().FreeSpan(at)
+			if free != ref.free(at) || until <= at {
+				t.Fatalf("seed %d: FreeSpan(%d) = %d, %d; reference free %d", seed, at, free, until, ref.free(at))
+			}
+			for x := at; x < min(until, 300); x++ {
+				if ref.free(x) != free {
+					t.Fatalf("seed %d: FreeSpan(%d) = %d until %d, but the reference has %d free at %d", seed, at, free, until, ref.free(x), x)
+				}
+			}
+			if until < Forever && ref.free(until) == free {
+				t.Fatalf("seed %d: FreeSpan(%d) = %d until %d, where nothing changes", seed, at, free, until)
+			}
 			need := 1 + rng.IntN(procs+1)
 			d := 1 + rng.Int64N(60)
 			dl := Forever
@@ -285,5 +297,24 @@ func TestPlanRefusesBadReservations(t *testing.T) {
 				t.Fatalf("failed Reserve changed the profile: %v -> %v", before, after)
 			}
 		})
+	}
+}
+
+// TestProfileVersion: Version changes with every Add that changes the
+// profile, and only then.
+func TestProfileVersion(t *testing.T) {
+	p := NewProfile(4)
+	v := p.Version()
+	p.Add(10, 10, -1)
+	p.Add(10, 20, 0)
+	if p.Version() != v {
+		t.Fatalf("Version %d after empty Adds, was %d", p.Version(), v)
+	}
+	for i, a := range [][3]int64{{10, 20, -1}, {15, 30, -2}, {10, 20, 1}} {
+		p.Add(a[0], a[1], int(a[2]))
+		if p.Version() == v {
+			t.Fatalf("Add %d: Version still %d", i, v)
+		}
+		v = p.Version()
 	}
 }

@@ -93,6 +93,9 @@ type Site struct {
 	// expireAt is a lower bound of the earliest time a waiting job's window
 	// closes under a queue policy with hard deadlines (expire.go).
 	expireAt int64
+	// quietFrom: from then on, no job that joined the queue is released
+	// later or has a window that closes later (noteWake).
+	quietFrom int64
 	// due indexes the waiting jobs by id and start under Conservative;
 	// dead counts the entries of waiting that left the queue through it,
 	// npos the entries that joined (due.go).
@@ -113,7 +116,7 @@ func NewSite(cfg Config) (*Site, error) {
 	if adm == nil {
 		adm = FullEstimate{}
 	}
-	s := &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry), expireAt: Forever}
+	s := &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry), expireAt: Forever, quietFrom: Never}
 	for _, f := range cfg.Fixed {
 		if _, err := s.AddFixed(Never, f, false); err != nil {
 			return nil, fmt.Errorf("site: %w", err)

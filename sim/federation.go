@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -285,54 +284,107 @@ type fedSubmit struct {
 	idx  int32 // global record index
 }
 
-// delivery is a message in flight; ties at one time go by sequence number.
+// delivery is a message in flight.
 type delivery struct {
 	at  int64
-	seq int64
 	msg site.Message
 }
 
-type network []delivery
-
-func (h network) Len() int { return len(h) }
-func (h network) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
+// network is the messages in flight, in the order they are due. Every
+// message takes the same latency and is sent at the current time, which
+// never goes back, so the order they are sent in is the order they are due
+// in (ties at one time go in the order sent): a queue, not a heap.
+type network struct {
+	q    []delivery
+	head int
 }
-func (h network) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *network) Push(x any)   { *h = append(*h, x.(delivery)) }
-func (h *network) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (n *network) empty() bool { return n.head == len(n.q) }
+
+// next is the first message due (the network must not be empty).
+func (n *network) next() *delivery { return &n.q[n.head] }
+
+func (n *network) push(d delivery) {
+	if n.head > 0 && n.head == len(n.q) {
+		n.q, n.head = n.q[:0], 0 // drained: reuse the array from its start
+	} else if n.head >= 1024 && n.head >= len(n.q)/2 {
+		// Mostly delivered: move the rest to the front rather than grow.
+		k := copy(n.q, n.q[n.head:])
+		clear(n.q[k:])
+		n.q, n.head = n.q[:k], 0
+	}
+	n.q = append(n.q, d)
+}
+
+func (n *network) pop() site.Message {
+	d := &n.q[n.head]
+	m := d.msg
+	*d = delivery{} // let the message's route and offer go
+	n.head++
+	return m
 }
 
 // exactView is the simulator's membership: every other site, with its
 // outlook at the moment of asking, rounded as the node's gossip rounds it
 // (delegation.CoarseFree); the node's gossip is also seconds old
-// (docs/architecture.md lists the difference).
+// (docs/architecture.md lists the difference). The outlooks are shared by
+// every site's view (outlooks) and the slice it returns is reused at its
+// next call, as site.PeerView allows.
 type exactView struct {
-	agents []*site.Agent
-	sites  []FedSite
-	self   int
+	all  *outlooks
+	self int
+	buf  []delegation.Candidate
 }
 
-func (v exactView) Candidates(now int64) []delegation.Candidate {
-	out := make([]delegation.Candidate, 0, len(v.agents)-1)
-	for k, a := range v.agents {
-		if k == v.self {
+func (v *exactView) Candidates(now int64) []delegation.Candidate {
+	v.all.refresh(now)
+	v.buf = append(append(v.buf[:0], v.all.cands[:v.self]...), v.all.cands[v.self+1:]...)
+	return v.buf
+}
+
+// outlookAt are the times after now at which a peer's free processors are
+// read (delegation.Candidate's FreeNow, Free1h, Free4h, Free24h).
+var outlookAt = [4]int64{0, 3600, 4 * 3600, 24 * 3600}
+
+// outlooks are every site's Candidate as of the last refresh, each kept
+// until its site's profile changes (plan.Profile.Version) or time reaches
+// a breakpoint of one of the four figures (plan.Profile.FreeSpan): most
+// offers find most of 169 peers unchanged since the last offer.
+type outlooks struct {
+	agents  []*site.Agent
+	cands   []delegation.Candidate
+	version []uint64
+	until   []int64 // the figures hold for now < until (valid when > 0)
+	from    []int64
+}
+
+func newOutlooks(agents []*site.Agent, sites []FedSite) *outlooks {
+	o := &outlooks{agents: agents, cands: make([]delegation.Candidate, len(sites)),
+		version: make([]uint64, len(sites)), until: make([]int64, len(sites)), from: make([]int64, len(sites))}
+	for k, s := range sites {
+		o.cands[k] = delegation.Candidate{Site: s.Name, Procs: s.Procs}
+		o.until[k] = plan.Never // nothing read yet
+	}
+	return o
+}
+
+func (o *outlooks) refresh(now int64) {
+	for k, a := range o.agents {
+		p := a.Site().Plan().Profile()
+		if now < o.until[k] && now >= o.from[k] && p.Version() == o.version[k] {
 			continue
 		}
-		p := a.Site().Plan() // Site.Outlook's figures, without its slice per peer
-		procs := v.sites[k].Procs
-		free := func(at int64) int { return delegation.CoarseFree(p.Free(at), procs) }
-		out = append(out, delegation.Candidate{Site: v.sites[k].Name, Procs: procs,
-			FreeNow: free(now), Free1h: free(now + 3600), Free4h: free(now + 4*3600), Free24h: free(now + 24*3600)})
+		c := &o.cands[k]
+		until := plan.Forever
+		var free [4]int
+		for i, d := range outlookAt {
+			f, u := p.FreeSpan(now + d)
+			free[i] = delegation.CoarseFree(f, c.Procs)
+			until = min(until, u-d)
+		}
+		c.FreeNow, c.Free1h, c.Free4h, c.Free24h = free[0], free[1], free[2], free[3]
+		o.version[k], o.from[k], o.until[k] = p.Version(), now, until
 	}
-	return out
 }
 
 // RunFederation replays every site's jobs on one virtual clock, each site
@@ -365,6 +417,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		return nil, fmt.Errorf("sim: latency %d, loss %v: %w", cfg.Latency, cfg.Loss, ErrBadConfig)
 	}
 	agents := make([]*site.Agent, n)
+	views := make([]*exactView, n)
 	fails := make([]*failureProcess, n)
 	byName := make(map[string]int, n)
 	res := &FedResult{Sites: cfg.Sites, Offered: make([]int, n), Kept: make([]int, n), KeptStartable: make([]int, n)}
@@ -378,7 +431,8 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
 			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed}
 		if cfg.Federate {
-			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
+			views[k] = &exactView{}
+			ac.Peers = views[k]
 		}
 		if cfg.Transfer == delegation.EFS {
 			if ac.Rules = s.Rules; len(ac.Rules) == 0 {
@@ -408,12 +462,17 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			subs = append(subs, fedSubmit{at: j.Submit, site: k, idx: idx})
 		}
 	}
+	if cfg.Federate {
+		all := newOutlooks(agents, cfg.Sites)
+		for k, v := range views {
+			v.all, v.self = all, k
+		}
+	}
 	sortSubmits(subs)
 	ab := newAbortBound(cfg.Abort, res.Records)
 	gens := make([]int32, len(res.Records))
 	var pending completions
 	var net network
-	var seq int64
 	loss := rand.New(rand.NewPCG(cfg.Seed, 0x1055))
 	var t int64
 	// drain carries out what agent k decided and puts its messages on the
@@ -472,8 +531,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			if cfg.Loss > 0 && loss.Float64() < cfg.Loss {
 				continue
 			}
-			seq++
-			heap.Push(&net, delivery{at: t + cfg.Latency, seq: seq, msg: m})
+			net.push(delivery{at: t + cfg.Latency, msg: m})
 		}
 	}
 	next := 0
@@ -493,8 +551,8 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		if len(pending) > 0 {
 			t = min(t, pending[0].at)
 		}
-		if len(net) > 0 {
-			t = min(t, net[0].at)
+		if !net.empty() {
+			t = min(t, net.next().at)
 		}
 		if t == plan.Forever {
 			break
@@ -553,8 +611,8 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				agents[s.site].Submit(t, int64(s.idx), f.planJob())
 				drain(s.site)
 			}
-			for len(net) > 0 && net[0].at == t {
-				m := heap.Pop(&net).(delivery).msg
+			for !net.empty() && net.next().at == t {
+				m := net.pop()
 				k, ok := byName[m.To]
 				if !ok {
 					continue
@@ -571,7 +629,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 					ticked = true
 				}
 			}
-			if !ticked && (len(net) == 0 || net[0].at > t) && (len(pending) == 0 || pending[0].at > t) {
+			if !ticked && (net.empty() || net.next().at > t) && (len(pending) == 0 || pending[0].at > t) {
 				break
 			}
 		}

@@ -15,6 +15,8 @@ import (
 // for quotes now, with what they gossip (a hint, never a promise). The node
 // reads it from memberlist digests, the simulator from the other agents'
 // exact outlook; that difference is one of the drivers' (docs/architecture.md).
+// The agent reads the slice Candidates returns before it calls again and
+// keeps nothing of it, so a view may reuse it.
 type PeerView interface {
 	Candidates(now int64) []delegation.Candidate
 }
