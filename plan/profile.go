@@ -178,6 +178,36 @@ func (p *Profile) floor(t int64) (int32, int32) {
 	return best, bestVal
 }
 
+// floorAt returns the free count at t and just before t (at t-1), and
+// whether t is a breakpoint, in one walk: the search paths of t and t-1
+// part only at the node of key t, below which t-1's floor is the last node
+// of its left subtree. With no breakpoint before t, before is meaningless.
+func (p *Profile) floorAt(t int64) (has bool, at, before int32) {
+	var acc int32
+	for i := p.root; i != 0; {
+		n := &p.nodes[i]
+		switch {
+		case n.key < t:
+			at = n.val + acc
+			before = at
+			acc += n.lz
+			i = n.right
+		case n.key > t:
+			acc += n.lz
+			i = n.left
+		default:
+			at = n.val + acc
+			acc += n.lz
+			for i = n.left; i != 0; i = p.nodes[i].right {
+				before = p.nodes[i].val + acc
+				acc += p.nodes[i].lz
+			}
+			return true, at, before
+		}
+	}
+	return false, at, before
+}
+
 // Free returns the number of processors free at time t.
 func (p *Profile) Free(t int64) int {
 	_, v := p.floor(t)
@@ -285,21 +315,11 @@ func (p *Profile) Add(start, end int64, delta int) {
 	}
 	p.version++
 	d := int32(delta)
-	fs, vs := p.floor(start)
-	fe, ve := p.floor(end)
-	hasS := fs != 0 && p.nodes[fs].key == start
-	hasE := fe != 0 && p.nodes[fe].key == end
-	op := addOp{s: start, e: end, d: d}
-	if hasS && start > Never {
-		if _, prev := p.floor(start - 1); prev == vs+d {
-			op.delS = true
-		}
-	}
-	if hasE {
-		if _, before := p.floor(end - 1); before+d == ve {
-			op.delE = true
-		}
-	}
+	hasS, vs, ps := p.floorAt(start)
+	hasE, ve, pe := p.floorAt(end)
+	// A boundary the treap has is redundant after the change when the
+	// count just before it equals the count from it on.
+	op := addOp{s: start, e: end, d: d, delS: hasS && start > Never && ps == vs+d, delE: hasE && pe+d == ve}
 	if !hasS {
 		p.insert(start, vs)
 	}
