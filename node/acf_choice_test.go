@@ -3,9 +3,6 @@ package node_test
 import (
 	"context"
 	"testing"
-	"time"
-
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fedsched/fedsched/node"
 	"github.com/fedsched/fedsched/node/config"
@@ -29,26 +26,7 @@ func TestACFKeepsAJobNoQuoteBeats(t *testing.T) {
 	}, 1, 1)
 	ctx := context.Background()
 	cl := sites[0].client
-	st, err := cl.GetSite(ctx, &fedschedv1.GetSiteRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := st.GetSite().GetNow().AsTime()
-	wall := spec(1, 5000)
-	wall.SimRuntimeSeconds = 5000
-	wall.Release = timestamppb.New(now.Add(299 * time.Second))
-	if r, err := cl.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: wall}); err != nil || r.GetJob().GetState() != fedschedv1.JobState_JOB_STATE_PENDING ||
-		r.GetJob().GetSite() != "s0" {
-		t.Fatalf("wall job: %v %v", r, err)
-	}
-	sla := spec(1, 1000)
-	sla.SimRuntimeSeconds = 100
-	sla.Deadline, sla.Fee, sla.Penalty = timestamppb.New(now.Add(2000*time.Second)), 1, 1
-	r, err := cl.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: sla})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := r.GetJob()
+	j := overbookScenario(t, cl, 100)
 	if j.GetSite() != "s0" || !j.GetOverbooked() || j.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED {
 		t.Fatalf("SLA job: %v at %s, overbooked %v: %s", j.GetState(), j.GetSite(), j.GetOverbooked(), j.GetMessage())
 	}
