@@ -319,7 +319,13 @@ func (p *Profile) Add(start, end int64, delta int) {
 	hasE, ve, pe := p.floorAt(end)
 	// A boundary the treap has is redundant after the change when the
 	// count just before it equals the count from it on.
-	op := addOp{s: start, e: end, d: d, delS: hasS && start > Never && ps == vs+d, delE: hasE && pe+d == ve}
+	op := addOp{s: start, e: end, ts: start - 1, te: end - 1, d: d, delS: hasS && start > Never && ps == vs+d, delE: hasE && pe+d == ve}
+	if op.delS {
+		op.ts = start
+	}
+	if op.delE {
+		op.te = end
+	}
 	if !hasS {
 		p.insert(start, vs)
 	}
@@ -330,9 +336,13 @@ func (p *Profile) Add(start, end int64, delta int) {
 }
 
 // addOp is the work of one Add: shift the steps in [s, e) by d, and remove
-// the breakpoint at s (delS) or at e (delE).
+// the breakpoint at s (delS) or at e (delE). A subtree must be visited when
+// it has keys on both sides of s (lo <= s-1 < s <= hi) or of e, or holds a
+// breakpoint to remove (lo <= s <= hi): with ts = s-1, or s when s goes,
+// and te likewise, both are lo <= ts && s <= hi (or te, e).
 type addOp struct {
 	s, e       int64
+	ts, te     int64
 	d          int32
 	delS, delE bool
 }
@@ -369,23 +379,21 @@ func (p *Profile) insert(key int64, v int32) {
 // the subtree's new root. A subtree wholly inside [s, e) is shifted lazily,
 // one wholly outside is left alone, unless it holds a breakpoint to remove.
 func (p *Profile) addRange(i int32, op *addOp) int32 {
-	if i == 0 {
-		return 0
-	}
-	n := &p.nodes[i]
-	if !(op.delS && n.lo <= op.s && op.s <= n.hi || op.delE && n.lo <= op.e && op.e <= n.hi) {
-		if n.hi < op.s || n.lo >= op.e {
-			return i
-		}
+	n := &p.nodes[i] // addRange allocates no node: n stays valid
+	if !(n.lo <= op.ts && op.s <= n.hi || n.lo <= op.te && op.e <= n.hi) {
 		if op.s <= n.lo && n.hi < op.e {
 			p.apply(i, op.d)
-			return i
 		}
+		return i
 	}
 	p.push(i)
-	l := p.addRange(p.nodes[i].left, op)
-	r := p.addRange(p.nodes[i].right, op)
-	n = &p.nodes[i]
+	l, r := n.left, n.right
+	if l != 0 {
+		l = p.addRange(l, op)
+	}
+	if r != 0 {
+		r = p.addRange(r, op)
+	}
 	if n.key == op.s && op.delS || n.key == op.e && op.delE {
 		p.releaseSlot(i)
 		p.free = append(p.free, i)
