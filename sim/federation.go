@@ -422,7 +422,12 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	byName := make(map[string]int, n)
 	res := &FedResult{Sites: cfg.Sites, Offered: make([]int, n), Kept: make([]int, n), KeptStartable: make([]int, n)}
 	var sent [site.KindTaken + 1]int64
-	var subs []fedSubmit
+	jobs := 0
+	for _, s := range cfg.Sites {
+		jobs += len(s.Jobs)
+	}
+	res.Records = make([]FedRecord, 0, jobs)
+	subs := make([]fedSubmit, 0, jobs)
 	for k, s := range cfg.Sites {
 		byName[s.Name] = k
 		// NoGrowBack as the node: its executor enforces the kill time it
@@ -533,6 +538,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			}
 			net.push(delivery{at: t + cfg.Latency, msg: m})
 		}
+		agents[k].Recycle(r)
 	}
 	next := 0
 	events := 0
