@@ -133,7 +133,8 @@ type FedRecord struct {
 	Payer int
 }
 
-// FedResult is the outcome of a federated replay.
+// FedResult is the outcome of a federated replay. Its metrics methods keep
+// what they compute (indexes, per-site metrics): one goroutine at a time.
 type FedResult struct {
 	Sites   []FedSite
 	Records []FedRecord // grouped by origin site, in each site's job order
@@ -155,13 +156,21 @@ type FedResult struct {
 	// site k, in record order; built on the first metrics call, so that
 	// per-site metrics do not each scan every record.
 	byOrigin, byExec, byLender [][]int32
+	origin                     []*Metrics // OriginMetrics, computed once per site
 }
 
 // OriginMetrics returns the metrics of the jobs submitted at site k,
 // wherever they ran: AWRT_k as the federation digest defines it.
 func (r *FedResult) OriginMetrics(k int) Metrics {
 	r.index()
-	return ComputeMetrics(r.pick(r.byOrigin[k]), r.Sites[k].Procs)
+	if r.origin == nil {
+		r.origin = make([]*Metrics, len(r.Sites))
+	}
+	if r.origin[k] == nil {
+		m := ComputeMetrics(r.pick(r.byOrigin[k]), r.Sites[k].Procs)
+		r.origin[k] = &m
+	}
+	return *r.origin[k]
 }
 
 // ExecMetrics returns the metrics of the jobs executed at site k; its
