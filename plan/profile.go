@@ -92,31 +92,34 @@ func (p *Profile) apply(i, d int32) {
 }
 
 func (p *Profile) push(i int32) {
-	n := &p.nodes[i]
-	if n.lz != 0 {
-		p.apply(n.left, n.lz)
-		p.apply(n.right, n.lz)
-		n.lz = 0
+	// Small enough to inline: most nodes have nothing pending.
+	if p.nodes[i].lz != 0 {
+		p.pushLazy(i)
 	}
 }
 
-func (p *Profile) pull(i int32) {
+func (p *Profile) pushLazy(i int32) {
 	n := &p.nodes[i]
-	n.mn, n.mx, n.lo, n.hi, n.size, n.sumOK = n.val, n.val, n.key, n.key, 1, 0
+	p.apply(n.left, n.lz)
+	p.apply(n.right, n.lz)
+	n.lz = 0
+}
+
+func (p *Profile) pull(i int32) {
+	// Locals, not fields: written through n the compiler would store and
+	// reload each field around every read of a child.
+	nodes := p.nodes
+	n := &nodes[i]
+	mn, mx, lo, hi, size := n.val, n.val, n.key, n.key, int32(1)
 	if l := n.left; l != 0 {
-		c := &p.nodes[l]
-		n.mn = min(n.mn, c.mn)
-		n.mx = max(n.mx, c.mx)
-		n.lo = c.lo
-		n.size += c.size
+		c := &nodes[l]
+		mn, mx, lo, size = min(mn, c.mn), max(mx, c.mx), c.lo, size+c.size
 	}
 	if r := n.right; r != 0 {
-		c := &p.nodes[r]
-		n.mn = min(n.mn, c.mn)
-		n.mx = max(n.mx, c.mx)
-		n.hi = c.hi
-		n.size += c.size
+		c := &nodes[r]
+		mn, mx, hi, size = min(mn, c.mn), max(mx, c.mx), c.hi, size+c.size
 	}
+	n.mn, n.mx, n.lo, n.hi, n.size, n.sumOK = mn, mx, lo, hi, size, 0
 }
 
 // split cuts the treap at key: keys < key go left, keys >= key go right.
@@ -267,67 +270,113 @@ func (p *Profile) findBefore(i, acc int32, t int64, q int32) int64 {
 // Add adds delta free processors over [start, end): negative to reserve,
 // positive to release. It does not check capacity; Plan does.
 //
-// One pass: cut the treap at start and end, give the middle its two
-// boundary breakpoints if they are missing, shift it, drop a boundary that
-// no longer changes the count, and join the three parts again.
+// The boundaries are settled first, from the counts before the change: a
+// missing breakpoint at start or end is inserted (insert), and an existing
+// one that the change makes redundant (the count on both sides of it
+// becomes equal) is marked for removal. A new boundary is never redundant:
+// its count equals its predecessor's, and the change moves one side only.
+// Then one descent (addRange) shifts the steps in [start, end) and drops the
+// marked breakpoints, visiting only the nodes whose subtrees straddle a
+// boundary. Cutting the treap at both ends and joining it again, as Add
+// once did, touched about twice as many nodes.
 func (p *Profile) Add(start, end int64, delta int) {
 	if start >= end || delta == 0 {
 		return
 	}
 	p.version++
-	_, vs := p.floor(start)
-	_, ve := p.floor(end)
-	l, m := p.split(p.root, start)
-	m, r := p.split(m, end)
-	if m == 0 || p.first(m) != start {
-		m = p.merge(p.newNode(start, vs), m)
-	}
-	if r == 0 || p.first(r) != end {
-		r = p.merge(p.newNode(end, ve), r)
-	}
-	p.apply(m, int32(delta))
-	// A boundary is redundant when the count on both sides of it is equal.
-	dropEnd := p.lastVal(m) == ve
-	dropStart := l != 0 && p.lastVal(l) == vs+int32(delta)
-	if dropEnd {
-		r = p.popFirst(r)
-	}
-	if dropStart {
-		m = p.popFirst(m)
-	}
-	p.root = p.merge(p.merge(l, m), r)
-}
-
-// first returns the smallest key of treap t (not empty).
-func (p *Profile) first(t int32) int64 { return p.nodes[t].lo }
-
-// lastVal returns the free count of the last breakpoint of treap t (not
-// empty, nothing pending above its root).
-func (p *Profile) lastVal(t int32) int32 {
-	var acc int32
-	for {
-		n := &p.nodes[t]
-		if n.right == 0 {
-			return n.val + acc
+	d := int32(delta)
+	fs, vs := p.floor(start)
+	fe, ve := p.floor(end)
+	hasS := fs != 0 && p.nodes[fs].key == start
+	hasE := fe != 0 && p.nodes[fe].key == end
+	op := addOp{s: start, e: end, d: d}
+	if hasS && start > Never {
+		if _, prev := p.floor(start - 1); prev == vs+d {
+			op.delS = true
 		}
-		acc += n.lz
-		t = n.right
 	}
+	if hasE {
+		if _, before := p.floor(end - 1); before+d == ve {
+			op.delE = true
+		}
+	}
+	if !hasS {
+		p.insert(start, vs)
+	}
+	if !hasE {
+		p.insert(end, ve)
+	}
+	p.root = p.addRange(p.root, &op)
 }
 
-// popFirst removes the first breakpoint of treap t and returns the new root.
-func (p *Profile) popFirst(t int32) int32 {
-	p.push(t)
-	n := &p.nodes[t]
-	if n.left == 0 {
-		r := n.right
-		p.releaseSlot(t)
-		p.free = append(p.free, t)
-		return r
+// addOp is the work of one Add: shift the steps in [s, e) by d, and remove
+// the breakpoint at s (delS) or at e (delE).
+type addOp struct {
+	s, e       int64
+	d          int32
+	delS, delE bool
+}
+
+// insert adds a breakpoint at key, which the treap does not have, with
+// free count v. The new node takes its place by priority: the walk goes
+// down key's search path while the nodes there outrank it, telling each
+// that its subtree gains the key (no child need be read), then cuts the
+// subtree below in two to be the new node's children.
+func (p *Profile) insert(key int64, v int32) {
+	x := p.newNode(key, v) // may move p.nodes: no pointers into it before
+	prio := p.nodes[x].prio
+	link := &p.root
+	for i := p.root; i != 0 && p.nodes[i].prio > prio; i = *link {
+		p.push(i)
+		n := &p.nodes[i]
+		n.size++
+		n.lo, n.hi = min(n.lo, key), max(n.hi, key)
+		n.mn, n.mx = min(n.mn, v), max(n.mx, v)
+		n.sumOK = 0
+		if key < n.key {
+			link = &n.left
+		} else {
+			link = &n.right
+		}
 	}
-	n.left = p.popFirst(n.left)
-	p.pull(t)
-	return t
+	l, r := p.split(*link, key)
+	p.nodes[x].left, p.nodes[x].right = l, r
+	p.pull(x)
+	*link = x
+}
+
+// addRange applies op to subtree i (nothing pending above it) and returns
+// the subtree's new root. A subtree wholly inside [s, e) is shifted lazily,
+// one wholly outside is left alone, unless it holds a breakpoint to remove.
+func (p *Profile) addRange(i int32, op *addOp) int32 {
+	if i == 0 {
+		return 0
+	}
+	n := &p.nodes[i]
+	if !(op.delS && n.lo <= op.s && op.s <= n.hi || op.delE && n.lo <= op.e && op.e <= n.hi) {
+		if n.hi < op.s || n.lo >= op.e {
+			return i
+		}
+		if op.s <= n.lo && n.hi < op.e {
+			p.apply(i, op.d)
+			return i
+		}
+	}
+	p.push(i)
+	l := p.addRange(p.nodes[i].left, op)
+	r := p.addRange(p.nodes[i].right, op)
+	n = &p.nodes[i]
+	if n.key == op.s && op.delS || n.key == op.e && op.delE {
+		p.releaseSlot(i)
+		p.free = append(p.free, i)
+		return p.merge(l, r)
+	}
+	if op.s <= n.key && n.key < op.e {
+		n.val += op.d
+	}
+	n.left, n.right = l, r
+	p.pull(i)
+	return i
 }
 
 // MinFree returns the smallest number of free processors over [start, end).

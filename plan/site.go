@@ -102,6 +102,53 @@ type Site struct {
 	due  dueIndex
 	dead int
 	npos int64
+	// head keeps the head's earliest fit across passes (EASY, EDF, LTTR).
+	head headFit
+	// spare holds the entries of jobs that ended, for Submit to reuse
+	// under the queue policies: there nothing keeps a pointer to an entry
+	// once its job left the running set (Conservative's due index may
+	// still hold stale ones, so it never reuses them).
+	spare []*entry
+}
+
+// headFit is the earliest fit of a queue's head as last computed: the
+// start (ok false: none) for job id with procs and estimate, from
+// onOrAfter on, in the profile at version ver. The answer still holds while
+// the profile is at ver and now has not passed start: the same walk from a
+// later time up to start finds no earlier fit in the same profile. A
+// reservation the pass admits beside the head's slot (headSlot.admits)
+// takes processors only where the head leaves enough, so the head still fits
+// at start and nothing earlier can open: the pass moves ver on with it
+// (keep). Anything else that changes the profile (a job ending, a release,
+// a failure, a fixed reservation) invalidates it.
+type headFit struct {
+	id             int64
+	procs          int
+	est, onOrAfter int64
+	start          int64
+	ok             bool
+	ver            uint64
+	valid          bool
+}
+
+// earliest returns j's earliest fit from onOrAfter on in prof, from the
+// cache when it is current.
+func (h *headFit) earliest(prof *Profile, j *Job, onOrAfter int64) (int64, bool) {
+	if h.valid && h.ver == prof.version && h.id == j.ID && h.procs == j.Procs && h.est == j.Estimate &&
+		h.onOrAfter <= onOrAfter && (!h.ok || onOrAfter <= h.start) {
+		return h.start, h.ok
+	}
+	st, ok := prof.EarliestFit(j.Procs, j.Estimate, onOrAfter, Forever)
+	*h = headFit{id: j.ID, procs: j.Procs, est: j.Estimate, onOrAfter: onOrAfter, start: st, ok: ok, ver: prof.version, valid: true}
+	return st, ok
+}
+
+// keep records that the profile changed from version was to its current
+// one only by a reservation admitted beside the head's slot.
+func (h *headFit) keep(prof *Profile, was uint64) {
+	if h.valid && h.ver == was {
+		h.ver = prof.version
+	}
 }
 
 // NewSite returns the core of an empty site.
@@ -153,7 +200,7 @@ func (s *Site) Submit(now int64, j Job) Placement {
 	}
 	s.seq++
 	s.inOrder++
-	e := &entry{job: j, seq: s.seq}
+	e := s.newEntry(j)
 	if s.cfg.Policy != Conservative {
 		e.place = Placement{Reason: ReasonQueued}
 		s.enqueue(e)
@@ -169,6 +216,19 @@ func (s *Site) Submit(now int64, j Job) Placement {
 	}
 	s.appendWaiting(e)
 	return pl
+}
+
+// newEntry returns an entry for j with the next sequence number (s.seq),
+// reusing one of a job that ended if there is one.
+func (s *Site) newEntry(j Job) *entry {
+	if n := len(s.spare); n > 0 {
+		e := s.spare[n-1]
+		s.spare[n-1] = nil
+		s.spare = s.spare[:n-1]
+		*e = entry{job: j, seq: s.seq}
+		return e
+	}
+	return &entry{job: j, seq: s.seq}
 }
 
 func (s *Site) reserve(e *entry, pl Placement) error {
@@ -189,10 +249,15 @@ func (s *Site) reserveFitted(e *entry, pl Placement, fitted bool) error {
 // End tells the core that job id stopped at now (finished, or was killed at
 // the end of its reservation). Unknown ids are ignored and reported false.
 func (s *Site) End(now int64, id int64) bool {
-	if _, ok := s.running[id]; !ok {
+	e, ok := s.running[id]
+	if !ok {
 		return false
 	}
 	delete(s.running, id)
+	if s.cfg.Policy != Conservative {
+		*e = entry{}
+		s.spare = append(s.spare, e)
+	}
 	r, _ := s.plan.Get(id)
 	if s.cfg.KeepUntilEstimate && r.End > now {
 		heap.Push(&s.ghosts, ghost{id: id, end: r.End})
@@ -416,6 +481,7 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 		}
 		if fits {
 			pl := Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}
+			was := prof.version
 			var err error
 			if soft {
 				err = s.reserveSoft(e, pl, true)
@@ -423,6 +489,11 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 				err = s.reserveFitted(e, pl, true)
 			}
 			if err == nil {
+				if shadow.on {
+					// Admitted beside the head's slot: its earliest fit
+					// stays where it is.
+					s.head.keep(prof, was)
+				}
 				s.start(e)
 				// Its reservation starts now: exactly its processors
 				// are no longer free now.
@@ -475,7 +546,7 @@ func (h headSlot) admits(p *Profile, procs int, start, end int64) bool {
 // that no job started out of order can delay it, and returns it (on false
 // if it has none: no fit, or its id is already in the plan).
 func (s *Site) protectHead(j *Job, now int64) headSlot {
-	st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, max(now, j.Release), Forever)
+	st, ok := s.head.earliest(s.plan.prof, j, max(now, j.Release))
 	if !ok {
 		return headSlot{}
 	}

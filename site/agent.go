@@ -578,12 +578,7 @@ func (a *Agent) Step(now int64, m Message) {
 		}
 		a.forget(jb)
 		h := a.hist[m.From]
-		if jb.pj.Estimate > 0 {
-			h.Observe(float64(m.Outcome.End-jb.pj.Release) / float64(jb.pj.Estimate))
-		}
-		if len(jb.route) > 0 {
-			h.ObserveArea(jb.pj.Procs, m.Outcome.End-m.Outcome.Start, m.Outcome.End-jb.route[0].At)
-		}
+		ObserveOutcome(&h, jb.pj.Procs, jb.pj.Estimate, jb.route[0].At, m.Outcome.Start, m.Outcome.End)
 		a.hist[m.From] = h
 		a.decide(Decision{Kind: DecideOutcome, Job: jb.key, Peer: m.From, Outcome: m.Outcome, Route: jb.route})
 	case KindReportAck:
