@@ -1,6 +1,7 @@
 package site
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/fedsched/fedsched/delegation"
@@ -451,4 +452,13 @@ func TestRecycleReusesBatches(t *testing.T) {
 		t.Errorf("the recycled batch's array was not reused")
 	}
 	only(r2, 2) // not handed back: untouched
+}
+
+// TestJobKeyString: the key as "site/id" (hold ids and logs read it).
+func TestJobKeyString(t *testing.T) {
+	for _, k := range []JobKey{{"a", 0}, {"site007", 123}, {"b", -5}, {"", 1 << 62}} {
+		if got, want := k.String(), fmt.Sprintf("%s/%d", k.Site, k.ID); got != want {
+			t.Errorf("%#v.String() = %q, want %q", k, got, want)
+		}
+	}
 }
