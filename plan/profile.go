@@ -178,6 +178,36 @@ func (p *Profile) floor(t int64) (int32, int32) {
 	return best, bestVal
 }
 
+// floorAt returns the free count at t and just before t (at t-1), and
+// whether t is a breakpoint, in one walk: the search paths of t and t-1
+// part only at the node of key t, below which t-1's floor is the last node
+// of its left subtree. With no breakpoint before t, before is meaningless.
+func (p *Profile) floorAt(t int64) (has bool, at, before int32) {
+	var acc int32
+	for i := p.root; i != 0; {
+		n := &p.nodes[i]
+		switch {
+		case n.key < t:
+			at = n.val + acc
+			before = at
+			acc += n.lz
+			i = n.right
+		case n.key > t:
+			acc += n.lz
+			i = n.left
+		default:
+			at = n.val + acc
+			acc += n.lz
+			for i = n.left; i != 0; i = p.nodes[i].right {
+				before = p.nodes[i].val + acc
+				acc += p.nodes[i].lz
+			}
+			return true, at, before
+		}
+	}
+	return false, at, before
+}
+
 // Free returns the number of processors free at time t.
 func (p *Profile) Free(t int64) int {
 	_, v := p.floor(t)
@@ -285,20 +315,16 @@ func (p *Profile) Add(start, end int64, delta int) {
 	}
 	p.version++
 	d := int32(delta)
-	fs, vs := p.floor(start)
-	fe, ve := p.floor(end)
-	hasS := fs != 0 && p.nodes[fs].key == start
-	hasE := fe != 0 && p.nodes[fe].key == end
-	op := addOp{s: start, e: end, d: d}
-	if hasS && start > Never {
-		if _, prev := p.floor(start - 1); prev == vs+d {
-			op.delS = true
-		}
+	hasS, vs, ps := p.floorAt(start)
+	hasE, ve, pe := p.floorAt(end)
+	// A boundary the treap has is redundant after the change when the
+	// count just before it equals the count from it on.
+	op := addOp{s: start, e: end, ts: start - 1, te: end - 1, d: d, delS: hasS && start > Never && ps == vs+d, delE: hasE && pe+d == ve}
+	if op.delS {
+		op.ts = start
 	}
-	if hasE {
-		if _, before := p.floor(end - 1); before+d == ve {
-			op.delE = true
-		}
+	if op.delE {
+		op.te = end
 	}
 	if !hasS {
 		p.insert(start, vs)
@@ -310,9 +336,13 @@ func (p *Profile) Add(start, end int64, delta int) {
 }
 
 // addOp is the work of one Add: shift the steps in [s, e) by d, and remove
-// the breakpoint at s (delS) or at e (delE).
+// the breakpoint at s (delS) or at e (delE). A subtree must be visited when
+// it has keys on both sides of s (lo <= s-1 < s <= hi) or of e, or holds a
+// breakpoint to remove (lo <= s <= hi): with ts = s-1, or s when s goes,
+// and te likewise, both are lo <= ts && s <= hi (or te, e).
 type addOp struct {
 	s, e       int64
+	ts, te     int64
 	d          int32
 	delS, delE bool
 }
@@ -349,23 +379,21 @@ func (p *Profile) insert(key int64, v int32) {
 // the subtree's new root. A subtree wholly inside [s, e) is shifted lazily,
 // one wholly outside is left alone, unless it holds a breakpoint to remove.
 func (p *Profile) addRange(i int32, op *addOp) int32 {
-	if i == 0 {
-		return 0
-	}
-	n := &p.nodes[i]
-	if !(op.delS && n.lo <= op.s && op.s <= n.hi || op.delE && n.lo <= op.e && op.e <= n.hi) {
-		if n.hi < op.s || n.lo >= op.e {
-			return i
-		}
+	n := &p.nodes[i] // addRange allocates no node: n stays valid
+	if !(n.lo <= op.ts && op.s <= n.hi || n.lo <= op.te && op.e <= n.hi) {
 		if op.s <= n.lo && n.hi < op.e {
 			p.apply(i, op.d)
-			return i
 		}
+		return i
 	}
 	p.push(i)
-	l := p.addRange(p.nodes[i].left, op)
-	r := p.addRange(p.nodes[i].right, op)
-	n = &p.nodes[i]
+	l, r := n.left, n.right
+	if l != 0 {
+		l = p.addRange(l, op)
+	}
+	if r != 0 {
+		r = p.addRange(r, op)
+	}
 	if n.key == op.s && op.delS || n.key == op.e && op.delE {
 		p.releaseSlot(i)
 		p.free = append(p.free, i)

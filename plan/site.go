@@ -112,17 +112,17 @@ type Site struct {
 }
 
 // headFit is the earliest fit of a queue's head as last computed: the
-// start (ok false: none) for job id with procs and estimate, from
-// onOrAfter on, in the profile at version ver. The answer still holds while
-// the profile is at ver and now has not passed start: the same walk from a
-// later time up to start finds no earlier fit in the same profile. A
-// reservation the pass admits beside the head's slot (headSlot.admits)
-// takes processors only where the head leaves enough, so the head still fits
-// at start and nothing earlier can open: the pass moves ver on with it
-// (keep). Anything else that changes the profile (a job ending, a release,
-// a failure, a fixed reservation) invalidates it.
+// start (ok false: none) of procs processors for est seconds, from onOrAfter
+// on, in the profile at version ver. Which job asked does not matter. The
+// answer still holds while the profile is at ver and the time asked from
+// has not passed start: the same walk from a later time up to start finds
+// no earlier fit in the same profile. A reservation the pass admits beside
+// the head's slot (headSlot.admits) takes processors only where the head
+// leaves enough, so the head still fits at start and nothing earlier can
+// open: the pass moves ver on with it (keep). Anything else that changes
+// the profile (a job ending, a release, a failure, a fixed reservation)
+// invalidates it.
 type headFit struct {
-	id             int64
 	procs          int
 	est, onOrAfter int64
 	start          int64
@@ -134,12 +134,12 @@ type headFit struct {
 // earliest returns j's earliest fit from onOrAfter on in prof, from the
 // cache when it is current.
 func (h *headFit) earliest(prof *Profile, j *Job, onOrAfter int64) (int64, bool) {
-	if h.valid && h.ver == prof.version && h.id == j.ID && h.procs == j.Procs && h.est == j.Estimate &&
+	if h.valid && h.ver == prof.version && h.procs == j.Procs && h.est == j.Estimate &&
 		h.onOrAfter <= onOrAfter && (!h.ok || onOrAfter <= h.start) {
 		return h.start, h.ok
 	}
 	st, ok := prof.EarliestFit(j.Procs, j.Estimate, onOrAfter, Forever)
-	*h = headFit{id: j.ID, procs: j.Procs, est: j.Estimate, onOrAfter: onOrAfter, start: st, ok: ok, ver: prof.version, valid: true}
+	*h = headFit{procs: j.Procs, est: j.Estimate, onOrAfter: onOrAfter, start: st, ok: ok, ver: prof.version, valid: true}
 	return st, ok
 }
 

@@ -247,6 +247,11 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Name == "" {
 		return nil, fmt.Errorf("site agent: no name: %w", ErrInvalid)
 	}
+	if cfg.MaxHops > 1 {
+		// No rule offers on a job a site received, so a higher limit
+		// would change nothing.
+		return nil, fmt.Errorf("site agent %s: max hops %d: a job is delegated at most once (0 or 1): %w", cfg.Name, cfg.MaxHops, ErrInvalid)
+	}
 	if cfg.MaxHops < 0 || cfg.HoldSeconds < 0 || cfg.ReplySeconds < 0 || !(cfg.CommunityShare >= 0 && cfg.CommunityShare < 1) ||
 		cfg.Location.MaxCandidates < 0 || math.IsNaN(cfg.Location.Jitter) || math.IsInf(cfg.Location.Jitter, 0) {
 		return nil, fmt.Errorf("site agent %s: negative or non-finite setting: %w", cfg.Name, ErrInvalid)

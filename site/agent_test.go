@@ -261,6 +261,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		"no procs":                {Name: "a"},
 		"overbooking under easy":  {Name: "a", Procs: 4, Policy: plan.EASY, Overbooking: &Overbooking{}},
 		"negative hops":           {Name: "a", Procs: 4, MaxHops: -1},
+		"two hops":                {Name: "a", Procs: 4, MaxHops: 2},
 		"community share of 1":    {Name: "a", Procs: 4, CommunityShare: 1},
 		"unknown transfer policy": {Name: "a", Procs: 4, Transfer: 7},
 	} {
