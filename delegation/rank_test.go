@@ -62,7 +62,7 @@ func refRank(cands []Candidate, procs int, route Route, hist map[string]History,
 // stable sort, with ties (no jitter, equal outlooks, repeated names).
 func TestRankMatchesSortedReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := 0; trial < 3000; trial++ {
+	for trial := 0; trial < 30000; trial++ {
 		n := rng.IntN(40)
 		cands := make([]Candidate, n)
 		for i := range cands {
@@ -77,7 +77,7 @@ func TestRankMatchesSortedReference(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			route = Route{{Site: fmt.Sprintf("s%02d", rng.IntN(30))}}
 		}
-		cfg := LocationConfig{MaxCandidates: rng.IntN(6), Jitter: []float64{-1, 0, 0.3}[rng.IntN(3)]}
+		cfg := LocationConfig{MaxCandidates: rng.IntN(6), Jitter: []float64{-1, 0, 0.3, 2.5}[rng.IntN(4)]}
 		procs := 1 + rng.IntN(20)
 		seed := rng.Uint64()
 		got := Rank(cands, procs, route, hist, cfg, rand.New(rand.NewPCG(seed, 0)))

@@ -133,7 +133,8 @@ type FedRecord struct {
 	Payer int
 }
 
-// FedResult is the outcome of a federated replay.
+// FedResult is the outcome of a federated replay. Its metrics methods keep
+// what they compute (indexes, per-site metrics): one goroutine at a time.
 type FedResult struct {
 	Sites   []FedSite
 	Records []FedRecord // grouped by origin site, in each site's job order
@@ -155,13 +156,21 @@ type FedResult struct {
 	// site k, in record order; built on the first metrics call, so that
 	// per-site metrics do not each scan every record.
 	byOrigin, byExec, byLender [][]int32
+	origin                     []*Metrics // OriginMetrics, computed once per site
 }
 
 // OriginMetrics returns the metrics of the jobs submitted at site k,
 // wherever they ran: AWRT_k as the federation digest defines it.
 func (r *FedResult) OriginMetrics(k int) Metrics {
 	r.index()
-	return ComputeMetrics(r.pick(r.byOrigin[k]), r.Sites[k].Procs)
+	if r.origin == nil {
+		r.origin = make([]*Metrics, len(r.Sites))
+	}
+	if r.origin[k] == nil {
+		m := ComputeMetrics(r.pick(r.byOrigin[k]), r.Sites[k].Procs)
+		r.origin[k] = &m
+	}
+	return *r.origin[k]
 }
 
 // ExecMetrics returns the metrics of the jobs executed at site k; its
@@ -422,7 +431,12 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	byName := make(map[string]int, n)
 	res := &FedResult{Sites: cfg.Sites, Offered: make([]int, n), Kept: make([]int, n), KeptStartable: make([]int, n)}
 	var sent [site.KindTaken + 1]int64
-	var subs []fedSubmit
+	jobs := 0
+	for _, s := range cfg.Sites {
+		jobs += len(s.Jobs)
+	}
+	res.Records = make([]FedRecord, 0, jobs)
+	subs := make([]fedSubmit, 0, jobs)
 	for k, s := range cfg.Sites {
 		byName[s.Name] = k
 		// NoGrowBack as the node: its executor enforces the kill time it
@@ -477,7 +491,9 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	var t int64
 	// drain carries out what agent k decided and puts its messages on the
 	// network.
+	ticks := newTickQueue(n)
 	drain := func(k int) {
+		ticks.touch(k)
 		r := agents[k].Ready()
 		for _, d := range r.Decisions {
 			i := int32(d.Job.ID)
@@ -533,18 +549,18 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			}
 			net.push(delivery{at: t + cfg.Latency, msg: m})
 		}
+		agents[k].Recycle(r)
 	}
 	next := 0
 	events := 0
-	wakes := make([]int64, n)
-	for k := range wakes {
-		wakes[k] = plan.Forever
+	var failing []int // the sites whose processors fail
+	for k, fp := range fails {
+		if fp.on {
+			failing = append(failing, k)
+		}
 	}
 	for {
-		t = plan.Forever
-		for _, w := range wakes {
-			t = min(t, w)
-		}
+		t = ticks.earliest()
 		if next < len(subs) {
 			t = min(t, subs[next].at)
 		}
@@ -558,8 +574,8 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			break
 		}
 		// Failures and repairs only happen while there is work to do.
-		for _, fp := range fails {
-			t = min(t, fp.next())
+		for _, k := range failing {
+			t = min(t, fails[k].next())
 		}
 		if events++; events&0x3ff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -582,18 +598,19 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			if ended {
 				// As a node's turn does, a site re-plans after the ends
 				// before it takes the second's submissions and messages.
-				for k, a := range agents {
-					if a.Stepped() {
+				for _, k := range ticks.stepped() {
+					if a := agents[k]; a.Stepped() {
 						a.Tick(t)
 						drain(k)
-						wakes[k] = a.NextWake(t)
+						ticks.setWake(k, a.NextWake(t))
 					}
 				}
 			}
-			for k, fp := range fails {
-				for fp.due(t) {
+			for _, k := range failing {
+				for fp := fails[k]; fp.due(t); {
 					if fp.isRepair() {
 						agents[k].NodeUp(t)
+						ticks.touch(k)
 						fp.repaired(t)
 						continue
 					}
@@ -621,11 +638,11 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				drain(k)
 			}
 			ticked := false
-			for k, a := range agents {
-				if a.Stepped() || wakes[k] <= t {
+			for _, k := range ticks.due(t) {
+				if a := agents[k]; a.Stepped() || ticks.wakes[k] <= t {
 					a.Tick(t)
 					drain(k)
-					wakes[k] = a.NextWake(t)
+					ticks.setWake(k, a.NextWake(t))
 					ticked = true
 				}
 			}
@@ -649,6 +666,81 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		res.Offered[k] += res.Kept[k]
 	}
 	return res, nil
+}
+
+// tickQueue finds the sites to tick at a time without looking at every
+// site: those an event reached since they were last looked at (touched:
+// every call of an agent's methods but Tick may leave it Stepped), and
+// those whose wake is due (a heap of wakes; an entry whose site has set
+// another wake since is stale and skipped). Both lists come out in site
+// order, the order every site was ticked in when all were looked at.
+type tickQueue struct {
+	wakes []int64 // each site's wake (plan.Forever: none)
+	// heap holds the wakes set, as completions of the site (idx) at its
+	// wake (at): the same min-heap, in (time, site) order.
+	heap    completions
+	marked  []bool
+	touched []int
+	out     []int // scratch
+}
+
+func newTickQueue(n int) *tickQueue {
+	q := &tickQueue{wakes: make([]int64, n), marked: make([]bool, n)}
+	for k := range q.wakes {
+		q.wakes[k] = plan.Forever
+	}
+	return q
+}
+
+func (q *tickQueue) touch(k int) {
+	if !q.marked[k] {
+		q.marked[k] = true
+		q.touched = append(q.touched, k)
+	}
+}
+
+func (q *tickQueue) setWake(k int, w int64) {
+	q.wakes[k] = w
+	if w < plan.Forever {
+		q.heap.push(completion{at: w, idx: int32(k)})
+	}
+}
+
+// earliest is the earliest wake of any site, plan.Forever if none.
+func (q *tickQueue) earliest() int64 {
+	for len(q.heap) > 0 {
+		if e := q.heap[0]; q.wakes[e.idx] == e.at {
+			return e.at
+		}
+		q.heap.pop()
+	}
+	return plan.Forever
+}
+
+// stepped returns the sites touched since the last call of stepped or due,
+// in site order, and forgets them: the caller looks at each.
+func (q *tickQueue) stepped() []int {
+	q.out = append(q.out[:0], q.touched...)
+	for _, k := range q.touched {
+		q.marked[k] = false
+	}
+	q.touched = q.touched[:0]
+	slices.Sort(q.out)
+	return q.out
+}
+
+// due is stepped with every site whose wake is at or before t: the caller
+// ticks each of them that needs it and sets its wake again.
+func (q *tickQueue) due(t int64) []int {
+	out := q.stepped()
+	for len(q.heap) > 0 && q.heap[0].at <= t {
+		if e := q.heap.pop(); q.wakes[e.idx] == e.at {
+			out = append(out, int(e.idx))
+		}
+	}
+	slices.Sort(out)
+	q.out = slices.Compact(out)
+	return q.out
 }
 
 // offered reports whether the origin asked a peer for a quote on the route.

@@ -225,6 +225,7 @@ type Agent struct {
 	hist    map[string]delegation.History
 	reports map[JobKey]*pendingReport
 	ready   Ready
+	spare   Ready // a batch the driver handed back (Recycle), for the next one
 	dirty   bool  // an event since the last Tick: a pass is due
 	rqfAt   int64 // last time RQF asked peers
 	pulling int   // RQF queue answers still expected
@@ -327,8 +328,19 @@ func (a *Agent) History() map[string]delegation.History { return a.hist }
 // Ready returns the batch decided since the last call and starts a new one.
 func (a *Agent) Ready() Ready {
 	r := a.ready
-	a.ready = Ready{}
+	a.ready = Ready{Decisions: a.spare.Decisions, Messages: a.spare.Messages}
+	a.spare = Ready{}
 	return r
+}
+
+// Recycle hands back a batch Ready returned, once the driver is done with
+// it (it keeps nothing of its slices): the agent fills the same arrays
+// again after the next call to Ready, instead of growing new ones for
+// every batch. A driver that keeps its batches need not call it.
+func (a *Agent) Recycle(r Ready) {
+	clear(r.Decisions)
+	clear(r.Messages)
+	a.spare = Ready{Decisions: r.Decisions[:0], Messages: r.Messages[:0]}
 }
 
 func (a *Agent) decide(d Decision) { a.ready.Decisions = append(a.ready.Decisions, d) }
