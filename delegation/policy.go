@@ -162,6 +162,24 @@ func (c LocationConfig) maxCandidates() int {
 // most MaxCandidates. rng must not be nil; derive its seed from the job so
 // that a decision can be replayed.
 func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand) []Candidate {
+	return rank(cands, procs, route, hist, cfg, rng, exclusion{})
+}
+
+// exclusion is the candidates Rounds leaves out of the ranking: the site
+// itself and its preferred peers (asked in rounds of their own).
+type exclusion struct {
+	on     bool
+	self   string
+	prefer []string
+}
+
+func (x exclusion) has(site string) bool {
+	return x.on && (site == x.self || slices.Contains(x.prefer, site))
+}
+
+// rank is Rank over the candidates x does not exclude, in their order (as
+// Rank of a copy without them, which Rounds need not make).
+func rank(cands []Candidate, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand, x exclusion) []Candidate {
 	type scored struct {
 		c     Candidate
 		score float64
@@ -174,22 +192,40 @@ func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 	// go by: a federation of hundreds of sites asks a few of them, and
 	// sorting all of them on every offer cost more than the rest of the
 	// decision.
-	better := func(a, b scored) bool {
-		if a.score != b.score {
-			return a.score > b.score
+	beats := func(score float64, site string, b scored) bool {
+		if score != b.score {
+			return score > b.score
 		}
-		return a.c.Site < b.c.Site
+		return site < b.c.Site
 	}
 	n := cfg.maxCandidates()
 	top := make([]scored, 0, n)
 	for _, c := range cands {
-		if c.Procs < procs || route.Visited(c.Site) {
+		if c.Procs < procs || x.has(c.Site) || route.Visited(c.Site) {
 			continue
 		}
 		// Outlook: the share of the job's processors free soon, now
 		// counting most.
-		frac := func(free int) float64 { return math.Min(1, float64(free)/float64(procs)) }
+		frac := func(free int) float64 {
+			f := float64(free) / float64(procs)
+			if f >= 1 { // math.Min(1, f), NaN included, without its call
+				return 1
+			}
+			return f
+		}
 		s := 0.4*frac(c.FreeNow) + 0.3*frac(c.Free1h) + 0.2*frac(c.Free4h) + 0.1*frac(c.Free24h)
+		spread := 1.0
+		if jit > 0 {
+			spread = 1 + jit*(rng.Float64()-0.5)
+		}
+		// The history adds at most 1 (a count of failures only takes
+		// away), so a peer that cannot beat the last one kept even so is
+		// passed over without its history looked up: most of them, in a
+		// large federation. (Rounding is monotone: the bound holds for the
+		// computed score too.)
+		if len(top) == n && spread > 0 && (s+1)*spread < top[n-1].score {
+			continue
+		}
 		if h, ok := hist[c.Site]; ok {
 			if h.Jobs > 0 && h.MeanResponseRatio > 0 {
 				// A peer whose delegated jobs finished within their
@@ -201,12 +237,12 @@ func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 			s += 0.5 // unknown peers get a fair chance
 		}
 		if jit > 0 {
-			s *= 1 + jit*(rng.Float64()-0.5)
+			s *= spread
 		}
-		x := scored{c, s}
-		if len(top) == n && !better(x, top[n-1]) {
+		if len(top) == n && !beats(s, c.Site, top[n-1]) {
 			continue
 		}
+		x := scored{c, s}
 		// Insert after every kept candidate that is not worse (a stable
 		// order, as a stable sort of all of them would give).
 		i := len(top)
@@ -215,7 +251,7 @@ func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 		} else {
 			top = append(top, x)
 		}
-		for ; i > 0 && better(x, top[i-1]); i-- {
+		for ; i > 0 && beats(s, c.Site, top[i-1]); i-- {
 			top[i] = top[i-1]
 		}
 		top[i] = x
@@ -243,13 +279,7 @@ func Rounds(cands []Candidate, prefer []string, self string, procs int, route Ro
 			}
 		}
 	}
-	rest := make([]Candidate, 0, len(cands))
-	for _, c := range cands {
-		if c.Site != self && !slices.Contains(prefer, c.Site) {
-			rest = append(rest, c)
-		}
-	}
-	if ranked := Rank(rest, procs, route, hist, cfg, rng); len(ranked) > 0 {
+	if ranked := rank(cands, procs, route, hist, cfg, rng, exclusion{on: true, self: self, prefer: prefer}); len(ranked) > 0 {
 		rounds = append(rounds, ranked)
 	}
 	return rounds

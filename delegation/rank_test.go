@@ -62,7 +62,7 @@ func refRank(cands []Candidate, procs int, route Route, hist map[string]History,
 // stable sort, with ties (no jitter, equal outlooks, repeated names).
 func TestRankMatchesSortedReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := 0; trial < 3000; trial++ {
+	for trial := 0; trial < 30000; trial++ {
 		n := rng.IntN(40)
 		cands := make([]Candidate, n)
 		for i := range cands {
@@ -77,7 +77,7 @@ func TestRankMatchesSortedReference(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			route = Route{{Site: fmt.Sprintf("s%02d", rng.IntN(30))}}
 		}
-		cfg := LocationConfig{MaxCandidates: rng.IntN(6), Jitter: []float64{-1, 0, 0.3}[rng.IntN(3)]}
+		cfg := LocationConfig{MaxCandidates: rng.IntN(6), Jitter: []float64{-1, 0, 0.3, 2.5}[rng.IntN(4)]}
 		procs := 1 + rng.IntN(20)
 		seed := rng.Uint64()
 		got := Rank(cands, procs, route, hist, cfg, rand.New(rand.NewPCG(seed, 0)))
@@ -130,5 +130,52 @@ func TestRounds(t *testing.T) {
 				t.Errorf("rounds %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRoundsRankMatchesReference checks the last round of Rounds (ranked
+// over the candidates in place, the site itself and its preferred peers
+// skipped) against the reference ranking of a copy without them, with
+// jitter, so that the random draws must fall on the same candidates.
+func TestRoundsRankMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 3000; trial++ {
+		n := rng.IntN(40)
+		cands := make([]Candidate, n)
+		for i := range cands {
+			f := func() int { return rng.IntN(5) * 8 }
+			cands[i] = Candidate{Site: fmt.Sprintf("s%02d", rng.IntN(30)), Procs: 8 + rng.IntN(3)*8, FreeNow: f(), Free1h: f(), Free4h: f(), Free24h: f()}
+		}
+		self := fmt.Sprintf("s%02d", rng.IntN(30))
+		var prefer []string
+		for range rng.IntN(4) {
+			prefer = append(prefer, fmt.Sprintf("s%02d", rng.IntN(30)))
+		}
+		var route Route
+		if rng.IntN(2) == 0 {
+			route = Route{{Site: fmt.Sprintf("s%02d", rng.IntN(30))}}
+		}
+		cfg := LocationConfig{MaxCandidates: rng.IntN(6), Jitter: []float64{-1, 0, 0.3}[rng.IntN(3)]}
+		procs := 1 + rng.IntN(20)
+		seed := rng.Uint64()
+		rest := slices.DeleteFunc(slices.Clone(cands), func(c Candidate) bool { return c.Site == self || slices.Contains(prefer, c.Site) })
+		want := refRank(rest, procs, route, nil, cfg, rand.New(rand.NewPCG(seed, 0)))
+		rs := Rounds(cands, prefer, self, procs, route, nil, cfg, rand.New(rand.NewPCG(seed, 0)))
+		var got []Candidate
+		if len(want) > 0 {
+			if len(rs) == 0 {
+				t.Fatalf("trial %d: no rounds, reference ranking %v", trial, want)
+			}
+			got = rs[len(rs)-1]
+		} else {
+			for _, r := range rs {
+				if len(r) != 1 || !slices.Contains(prefer, r[0].Site) {
+					t.Fatalf("trial %d: round %v, the reference ranks nothing", trial, r)
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: Rounds ranks %v, reference %v", trial, got, want)
+		}
 	}
 }

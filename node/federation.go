@@ -971,10 +971,11 @@ func (n *Node) applyReport(req *fedschedv1.ReportOutcomeRequest, now int64) erro
 	a.Settled = true
 	n.putAgreement(a, now)
 	if j.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED {
-		if pj.GetStartTime() != nil && pj.GetEndTime() != nil && j.GetSpec().GetEstimateSeconds() > 0 {
+		if pj.GetStartTime() != nil && pj.GetEndTime() != nil {
 			n.histMu.Lock()
 			h := n.history[a.Peer]
-			h.Observe(float64(pj.GetEndTime().AsTime().Sub(j.GetSubmitTime().AsTime()).Seconds()) / float64(j.GetSpec().GetEstimateSeconds()))
+			site.ObserveOutcome(&h, int(j.GetSpec().GetProcs()), j.GetSpec().GetEstimateSeconds(), j.GetSubmitTime().AsTime().Unix(),
+				pj.GetStartTime().AsTime().Unix(), pj.GetEndTime().AsTime().Unix())
 			n.history[a.Peer] = h
 			n.histMu.Unlock()
 		}

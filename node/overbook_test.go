@@ -18,12 +18,12 @@ import (
 // overbookScenario is the reported cold-start case on a 1-processor site:
 // a job released in 299 s holds the processor for 5,000 s, so an SLA job of
 // 1,000 s due within 2,000 s fits only overbooked, into the 299 s before
-// it. It submits both and returns the SLA job's submit answer. needs is the
-// SLA job's real runtime.
-func overbookScenario(t *testing.T, s *testSite, needs int64) *fedschedv1.Job {
+// it. It submits both to the site of client cl and returns the SLA job's
+// submit answer. needs is the SLA job's real runtime.
+func overbookScenario(t *testing.T, cl fedschedv1.SiteServiceClient, needs int64) *fedschedv1.Job {
 	t.Helper()
 	ctx := context.Background()
-	site, err := s.client.GetSite(ctx, &fedschedv1.GetSiteRequest{})
+	site, err := cl.GetSite(ctx, &fedschedv1.GetSiteRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,13 +31,13 @@ func overbookScenario(t *testing.T, s *testSite, needs int64) *fedschedv1.Job {
 	wall := spec(1, 5000)
 	wall.SimRuntimeSeconds = 5000
 	wall.Release = timestamppb.New(now.Add(299 * time.Second))
-	if r, err := s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: wall}); err != nil || r.GetJob().GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
+	if r, err := cl.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: wall}); err != nil || r.GetJob().GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
 		t.Fatalf("wall job: %v %v", r, err)
 	}
 	sla := spec(1, 1000)
 	sla.SimRuntimeSeconds = needs
 	sla.Deadline, sla.Fee, sla.Penalty = timestamppb.New(now.Add(2000*time.Second)), 1, 1
-	r, err := s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: sla})
+	r, err := cl.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: sla})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestColdStartDoesNotOverbook(t *testing.T) {
 	s := startSite(t, cfg, store.NewMemStore())
 	defer s.stop(t)
 	runOne(t, s, 100)
-	j := overbookScenario(t, s, 1000)
+	j := overbookScenario(t, s.client, 1000)
 	if j.GetOverbooked() || j.GetState() != fedschedv1.JobState_JOB_STATE_REJECTED || !j.GetTooFewSamples() || j.GetOverbookSamples() != 1 {
 		t.Fatalf("SLA job after one sample: state %v, overbooked %v, too few samples %v (%v): %s", j.GetState(), j.GetOverbooked(), j.GetTooFewSamples(), j.GetOverbookSamples(), j.GetMessage())
 	}
@@ -104,7 +104,7 @@ func TestOverbookingLearnsFromCuts(t *testing.T) {
 	cfg.Overbooking.AgeFactor = 1 // no ageing: the sample counts below are exact
 	s := startSite(t, cfg, store.NewMemStore())
 	defer s.stop(t)
-	first := overbookScenario(t, s, 1000)
+	first := overbookScenario(t, s.client, 1000)
 	if !first.GetOverbooked() || first.GetPof() != 0 || first.GetOverbookSamples() != 120 {
 		t.Fatalf("with 120 samples of history: overbooked %v, PoF %v, samples %v: %s", first.GetOverbooked(), first.GetPof(), first.GetOverbookSamples(), first.GetMessage())
 	}
@@ -121,7 +121,7 @@ func TestOverbookingLearnsFromCuts(t *testing.T) {
 			waitState(t, s.client, j.GetId(), fedschedv1.JobState_JOB_STATE_CANCELLED)
 		}
 	}
-	second := overbookScenario(t, s, 100)
+	second := overbookScenario(t, s.client, 100)
 	if !(second.GetPof() > 0) || second.GetOverbookSamples() < 121 {
 		t.Fatalf("after a cut: PoF %v from %v samples, want above 0 from at least 121 (%s); the cut job ran %v to %v: %s", second.GetPof(), second.GetOverbookSamples(), second.GetMessage(),
 			cut.GetStartTime().AsTime(), cut.GetEndTime().AsTime(), cut.GetMessage())

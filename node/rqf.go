@@ -91,9 +91,7 @@ func (n *Node) pullRound(ctx context.Context, free int) {
 	n.histMu.Lock()
 	hist := maps2(n.history)
 	n.histMu.Unlock()
-	// The location policy's ranking of peers that can run anything here:
-	// a one-processor job stands for "any job" (as the agent ranks).
-	ranked := delegation.Rank(n.peerCandidates(), 1, nil, hist, delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates, Jitter: n.fed.Jitter},
+	ranked := site.PullRanking(n.peerCandidates(), n.cfg.Site, hist, delegation.LocationConfig{MaxCandidates: n.fed.MaxCandidates, Jitter: n.fed.Jitter},
 		rand.New(rand.NewPCG(uint64(n.now()), 0x5eed)))
 	for _, c := range ranked {
 		qctx, cancel := context.WithTimeout(ctx, n.fed.QuoteTimeout)

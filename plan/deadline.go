@@ -55,6 +55,7 @@ func (s *Site) enqueue(e *entry) {
 		return
 	}
 	i := sort.Search(len(s.waiting), func(i int) bool { return s.cmpQueued(s.waiting[i], e) > 0 })
+	s.noteWake(e)
 	s.waiting = slices.Insert(s.waiting, i, e)
 }
 

@@ -90,6 +90,7 @@ func (s *Site) dropIndex() {
 func (s *Site) appendWaiting(e *entry) {
 	s.npos++
 	e.pos = s.npos
+	s.noteWake(e)
 	s.waiting = append(s.waiting, e)
 	if s.due.ok {
 		s.due.byID[e.job.ID] = e

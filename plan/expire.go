@@ -37,6 +37,18 @@ func (s *Site) noteQueued(e *entry) {
 	}
 }
 
+// noteWake keeps quietFrom an upper bound of the times queueWake can
+// return for a job joining the queue (its release, and under a hard queue
+// its window's close), so that a queue whose jobs were all released before
+// now, without windows, is not scanned at every NextWake.
+func (s *Site) noteWake(e *entry) {
+	w := e.job.Release
+	if ls := latestStart(&e.job); ls < Forever && s.cfg.Policy.hardQueue() {
+		w = max(w, ls+1)
+	}
+	s.quietFrom = max(s.quietFrom, w)
+}
+
 // expireQueued drops the waiting jobs whose window has closed at now and
 // appends a DecideExpire for each, in queue order. It scans the queue only
 // when one may have closed.
@@ -66,6 +78,9 @@ func (s *Site) expireQueued(now int64) {
 // released or, under a policy with hard deadlines, its window closes.
 func (s *Site) queueWake(now int64) int64 {
 	t := Forever
+	if now >= s.quietFrom {
+		return t // every job that ever joined the queue is released and, under a hard queue, past its window
+	}
 	hard := s.cfg.Policy.hardQueue()
 	for _, e := range s.waiting {
 		if r := e.job.Release; r > now {

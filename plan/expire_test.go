@@ -191,6 +191,9 @@ func checkLiveness(t *testing.T, pol Policy, seed uint64) {
 				done[j.ID] = true
 			}
 		}
+		if got, want := s.queueWake(now), queueWakeScan(s, now); got != want {
+			t.Fatalf("seed %d: queueWake(%d) = %d, a scan of the queue gives %d", seed, now, got, want)
+		}
 		wake = s.NextWake(now)
 		if wake <= now {
 			t.Fatalf("seed %d: NextWake(%d) = %d", seed, now, wake)
@@ -204,4 +207,19 @@ func checkLiveness(t *testing.T, pol Policy, seed uint64) {
 			t.Fatalf("seed %d: accepted job %d never ended", seed, id)
 		}
 	}
+}
+
+// queueWakeScan is queueWake without its shortcut (quietFrom): a scan of
+// every waiting job.
+func queueWakeScan(s *Site, now int64) int64 {
+	t := Forever
+	for _, e := range s.waiting {
+		if r := e.job.Release; r > now {
+			t = min(t, r)
+		}
+		if ls := latestStart(&e.job); s.cfg.Policy.hardQueue() && ls < Forever && ls+1 > now {
+			t = min(t, ls+1)
+		}
+	}
+	return t
 }

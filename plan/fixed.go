@@ -146,8 +146,8 @@ func (s *Site) checkFixed(now int64, f FixedSpec) error {
 func (s *Site) fixedOnlyFits(f FixedSpec) bool {
 	scratch := NewProfile(s.cfg.Procs)
 	for id := range s.fixed.names {
-		r := s.plan.res[id]
-		if r != nil && r.Start < f.End && f.Start < r.End {
+		r, ok := s.plan.res[id]
+		if ok && r.Start < f.End && f.Start < r.End {
 			scratch.Add(max(r.Start, f.Start), min(r.End, f.End), -r.Procs)
 		}
 	}
@@ -325,7 +325,7 @@ func (s *Site) Fixed() []Reservation {
 	out := make([]Reservation, 0, len(s.fixed.names))
 	for id := range s.fixed.names {
 		if r, ok := s.plan.res[id]; ok {
-			out = append(out, *r)
+			out = append(out, r)
 		}
 	}
 	slices.SortFunc(out, func(a, b Reservation) int {

@@ -30,12 +30,12 @@ func (r Reservation) Len() int64 { return r.End - r.Start }
 // A Plan is not safe for concurrent use: one goroutine owns it.
 type Plan struct {
 	prof *Profile
-	res  map[int64]*Reservation
+	res  map[int64]Reservation // by value: no allocation per reservation
 }
 
 // New returns an empty plan of a site with procs processors.
 func New(procs int) *Plan {
-	return &Plan{prof: NewProfile(procs), res: make(map[int64]*Reservation)}
+	return &Plan{prof: NewProfile(procs), res: make(map[int64]Reservation)}
 }
 
 // Procs is the number of processors of the site.
@@ -51,17 +51,14 @@ func (p *Plan) Len() int { return len(p.res) }
 // Get returns a copy of reservation id.
 func (p *Plan) Get(id int64) (Reservation, bool) {
 	r, ok := p.res[id]
-	if !ok {
-		return Reservation{}, false
-	}
-	return *r, true
+	return r, ok
 }
 
 // Reservations returns a copy of every reservation, ordered by start, then id.
 func (p *Plan) Reservations() []Reservation {
 	out := make([]Reservation, 0, len(p.res))
 	for _, r := range p.res {
-		out = append(out, *r)
+		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Start != out[j].Start {
@@ -121,8 +118,7 @@ func (p *Plan) reserve(r Reservation, fitted bool) error {
 		return fmt.Errorf("reserve %d: %d procs over [%d, %d): %w", r.ID, r.Procs, r.Start, r.End, ErrNoFit)
 	}
 	p.prof.Add(r.Start, r.End, -r.Procs)
-	rc := r
-	p.res[r.ID] = &rc
+	p.res[r.ID] = r
 	return nil
 }
 
@@ -134,7 +130,7 @@ func (p *Plan) Release(id int64) (Reservation, error) {
 	}
 	p.prof.Add(r.Start, r.End, r.Procs)
 	delete(p.res, id)
-	return *r, nil
+	return r, nil
 }
 
 // Shorten moves the end of reservation id back to end (a job ended early,
@@ -153,6 +149,7 @@ func (p *Plan) Shorten(id int64, end int64) error {
 	}
 	p.prof.Add(end, r.End, r.Procs)
 	r.End = end
+	p.res[id] = r
 	return nil
 }
 
@@ -167,7 +164,7 @@ func (p *Plan) Move(id int64, start, end int64) error {
 	if r.Fixed {
 		return fmt.Errorf("move %d: %w", id, ErrFixed)
 	}
-	nr := *r
+	nr := r
 	nr.Start, nr.End = start, end
 	if err := p.check(nr); err != nil {
 		return fmt.Errorf("move: %w", err)
@@ -178,7 +175,7 @@ func (p *Plan) Move(id int64, start, end int64) error {
 		return fmt.Errorf("move %d to [%d, %d): %w", id, start, end, ErrNoFit)
 	}
 	p.prof.Add(start, end, -r.Procs)
-	*r = nr
+	p.res[id] = nr
 	return nil
 }
 
@@ -200,6 +197,7 @@ func (p *Plan) Extend(id int64, end int64) error {
 	}
 	p.prof.Add(r.End, end, -r.Procs)
 	r.End = end
+	p.res[id] = r
 	return nil
 }
 
@@ -219,7 +217,7 @@ func (p *Plan) EndingAt(dst []Reservation, t int64) []Reservation {
 	n := len(dst)
 	for _, r := range p.res {
 		if r.End == t {
-			dst = append(dst, *r)
+			dst = append(dst, r)
 		}
 	}
 	sort.Slice(dst[n:], func(i, j int) bool { return dst[n+i].ID < dst[n+j].ID })

@@ -30,6 +30,8 @@ type Profile struct {
 	root  int32
 	seed  uint64 // xorshift state for treap priorities; deterministic
 	runs  runSums
+	// version counts the calls of Add that changed something (Version).
+	version uint64
 }
 
 type tnode struct {
@@ -90,31 +92,34 @@ func (p *Profile) apply(i, d int32) {
 }
 
 func (p *Profile) push(i int32) {
-	n := &p.nodes[i]
-	if n.lz != 0 {
-		p.apply(n.left, n.lz)
-		p.apply(n.right, n.lz)
-		n.lz = 0
+	// Small enough to inline: most nodes have nothing pending.
+	if p.nodes[i].lz != 0 {
+		p.pushLazy(i)
 	}
 }
 
-func (p *Profile) pull(i int32) {
+func (p *Profile) pushLazy(i int32) {
 	n := &p.nodes[i]
-	n.mn, n.mx, n.lo, n.hi, n.size, n.sumOK = n.val, n.val, n.key, n.key, 1, 0
+	p.apply(n.left, n.lz)
+	p.apply(n.right, n.lz)
+	n.lz = 0
+}
+
+func (p *Profile) pull(i int32) {
+	// Locals, not fields: written through n the compiler would store and
+	// reload each field around every read of a child.
+	nodes := p.nodes
+	n := &nodes[i]
+	mn, mx, lo, hi, size := n.val, n.val, n.key, n.key, int32(1)
 	if l := n.left; l != 0 {
-		c := &p.nodes[l]
-		n.mn = min(n.mn, c.mn)
-		n.mx = max(n.mx, c.mx)
-		n.lo = c.lo
-		n.size += c.size
+		c := &nodes[l]
+		mn, mx, lo, size = min(mn, c.mn), max(mx, c.mx), c.lo, size+c.size
 	}
 	if r := n.right; r != 0 {
-		c := &p.nodes[r]
-		n.mn = min(n.mn, c.mn)
-		n.mx = max(n.mx, c.mx)
-		n.hi = c.hi
-		n.size += c.size
+		c := &nodes[r]
+		mn, mx, hi, size = min(mn, c.mn), max(mx, c.mx), c.hi, size+c.size
 	}
+	n.mn, n.mx, n.lo, n.hi, n.size, n.sumOK = mn, mx, lo, hi, size, 0
 }
 
 // split cuts the treap at key: keys < key go left, keys >= key go right.
@@ -173,11 +178,66 @@ func (p *Profile) floor(t int64) (int32, int32) {
 	return best, bestVal
 }
 
+// floorAt returns the free count at t and just before t (at t-1), and
+// whether t is a breakpoint, in one walk: the search paths of t and t-1
+// part only at the node of key t, below which t-1's floor is the last node
+// of its left subtree. With no breakpoint before t, before is meaningless.
+func (p *Profile) floorAt(t int64) (has bool, at, before int32) {
+	var acc int32
+	for i := p.root; i != 0; {
+		n := &p.nodes[i]
+		switch {
+		case n.key < t:
+			at = n.val + acc
+			before = at
+			acc += n.lz
+			i = n.right
+		case n.key > t:
+			acc += n.lz
+			i = n.left
+		default:
+			at = n.val + acc
+			acc += n.lz
+			for i = n.left; i != 0; i = p.nodes[i].right {
+				before = p.nodes[i].val + acc
+				acc += p.nodes[i].lz
+			}
+			return true, at, before
+		}
+	}
+	return false, at, before
+}
+
 // Free returns the number of processors free at time t.
 func (p *Profile) Free(t int64) int {
 	_, v := p.floor(t)
 	return int(v)
 }
+
+// FreeSpan returns the number of processors free at time t and the time of
+// the next breakpoint after t (Forever if none): until the profile changes
+// (Version), Free is the same over [t, until). One walk, as Free.
+func (p *Profile) FreeSpan(t int64) (free int, until int64) {
+	until = Forever
+	var val, acc int32
+	for i := p.root; i != 0; {
+		n := &p.nodes[i]
+		if n.key <= t {
+			val = n.val + acc
+			acc += n.lz
+			i = n.right
+		} else {
+			until = n.key
+			acc += n.lz
+			i = n.left
+		}
+	}
+	return int(val), until
+}
+
+// Version changes whenever the free count changes anywhere: two reads
+// under the same Version see the same profile.
+func (p *Profile) Version() uint64 { return p.version }
 
 // firstAfter returns the smallest breakpoint key > t whose free count is
 // >= q (atLeast) or < q (!atLeast), or Forever if there is none.
@@ -240,66 +300,111 @@ func (p *Profile) findBefore(i, acc int32, t int64, q int32) int64 {
 // Add adds delta free processors over [start, end): negative to reserve,
 // positive to release. It does not check capacity; Plan does.
 //
-// One pass: cut the treap at start and end, give the middle its two
-// boundary breakpoints if they are missing, shift it, drop a boundary that
-// no longer changes the count, and join the three parts again.
+// The boundaries are settled first, from the counts before the change: a
+// missing breakpoint at start or end is inserted (insert), and an existing
+// one that the change makes redundant (the count on both sides of it
+// becomes equal) is marked for removal. A new boundary is never redundant:
+// its count equals its predecessor's, and the change moves one side only.
+// Then one descent (addRange) shifts the steps in [start, end) and drops the
+// marked breakpoints, visiting only the nodes whose subtrees straddle a
+// boundary. Cutting the treap at both ends and joining it again, as Add
+// once did, touched about twice as many nodes.
 func (p *Profile) Add(start, end int64, delta int) {
 	if start >= end || delta == 0 {
 		return
 	}
-	_, vs := p.floor(start)
-	_, ve := p.floor(end)
-	l, m := p.split(p.root, start)
-	m, r := p.split(m, end)
-	if m == 0 || p.first(m) != start {
-		m = p.merge(p.newNode(start, vs), m)
+	p.version++
+	d := int32(delta)
+	hasS, vs, ps := p.floorAt(start)
+	hasE, ve, pe := p.floorAt(end)
+	// A boundary the treap has is redundant after the change when the
+	// count just before it equals the count from it on.
+	op := addOp{s: start, e: end, ts: start - 1, te: end - 1, d: d, delS: hasS && start > Never && ps == vs+d, delE: hasE && pe+d == ve}
+	if op.delS {
+		op.ts = start
 	}
-	if r == 0 || p.first(r) != end {
-		r = p.merge(p.newNode(end, ve), r)
+	if op.delE {
+		op.te = end
 	}
-	p.apply(m, int32(delta))
-	// A boundary is redundant when the count on both sides of it is equal.
-	dropEnd := p.lastVal(m) == ve
-	dropStart := l != 0 && p.lastVal(l) == vs+int32(delta)
-	if dropEnd {
-		r = p.popFirst(r)
+	if !hasS {
+		p.insert(start, vs)
 	}
-	if dropStart {
-		m = p.popFirst(m)
+	if !hasE {
+		p.insert(end, ve)
 	}
-	p.root = p.merge(p.merge(l, m), r)
+	p.root = p.addRange(p.root, &op)
 }
 
-// first returns the smallest key of treap t (not empty).
-func (p *Profile) first(t int32) int64 { return p.nodes[t].lo }
+// addOp is the work of one Add: shift the steps in [s, e) by d, and remove
+// the breakpoint at s (delS) or at e (delE). A subtree must be visited when
+// it has keys on both sides of s (lo <= s-1 < s <= hi) or of e, or holds a
+// breakpoint to remove (lo <= s <= hi): with ts = s-1, or s when s goes,
+// and te likewise, both are lo <= ts && s <= hi (or te, e).
+type addOp struct {
+	s, e       int64
+	ts, te     int64
+	d          int32
+	delS, delE bool
+}
 
-// lastVal returns the free count of the last breakpoint of treap t (not
-// empty, nothing pending above its root).
-func (p *Profile) lastVal(t int32) int32 {
-	var acc int32
-	for {
-		n := &p.nodes[t]
-		if n.right == 0 {
-			return n.val + acc
+// insert adds a breakpoint at key, which the treap does not have, with
+// free count v. The new node takes its place by priority: the walk goes
+// down key's search path while the nodes there outrank it, telling each
+// that its subtree gains the key (no child need be read), then cuts the
+// subtree below in two to be the new node's children.
+func (p *Profile) insert(key int64, v int32) {
+	x := p.newNode(key, v) // may move p.nodes: no pointers into it before
+	prio := p.nodes[x].prio
+	link := &p.root
+	for i := p.root; i != 0 && p.nodes[i].prio > prio; i = *link {
+		p.push(i)
+		n := &p.nodes[i]
+		n.size++
+		n.lo, n.hi = min(n.lo, key), max(n.hi, key)
+		n.mn, n.mx = min(n.mn, v), max(n.mx, v)
+		n.sumOK = 0
+		if key < n.key {
+			link = &n.left
+		} else {
+			link = &n.right
 		}
-		acc += n.lz
-		t = n.right
 	}
+	l, r := p.split(*link, key)
+	p.nodes[x].left, p.nodes[x].right = l, r
+	p.pull(x)
+	*link = x
 }
 
-// popFirst removes the first breakpoint of treap t and returns the new root.
-func (p *Profile) popFirst(t int32) int32 {
-	p.push(t)
-	n := &p.nodes[t]
-	if n.left == 0 {
-		r := n.right
-		p.releaseSlot(t)
-		p.free = append(p.free, t)
-		return r
+// addRange applies op to subtree i (nothing pending above it) and returns
+// the subtree's new root. A subtree wholly inside [s, e) is shifted lazily,
+// one wholly outside is left alone, unless it holds a breakpoint to remove.
+func (p *Profile) addRange(i int32, op *addOp) int32 {
+	n := &p.nodes[i] // addRange allocates no node: n stays valid
+	if !(n.lo <= op.ts && op.s <= n.hi || n.lo <= op.te && op.e <= n.hi) {
+		if op.s <= n.lo && n.hi < op.e {
+			p.apply(i, op.d)
+		}
+		return i
 	}
-	n.left = p.popFirst(n.left)
-	p.pull(t)
-	return t
+	p.push(i)
+	l, r := n.left, n.right
+	if l != 0 {
+		l = p.addRange(l, op)
+	}
+	if r != 0 {
+		r = p.addRange(r, op)
+	}
+	if n.key == op.s && op.delS || n.key == op.e && op.delE {
+		p.releaseSlot(i)
+		p.free = append(p.free, i)
+		return p.merge(l, r)
+	}
+	if op.s <= n.key && n.key < op.e {
+		n.val += op.d
+	}
+	n.left, n.right = l, r
+	p.pull(i)
+	return i
 }
 
 // MinFree returns the smallest number of free processors over [start, end).

@@ -116,3 +116,32 @@ func BenchmarkReserveRelease(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkProfileAdd reserves and releases random slots in a profile of
+// about n breakpoints (EASY on KTH keeps about 200: two per running job),
+// two Adds per iteration, as a queue policy starts and ends a job.
+func BenchmarkProfileAdd(b *testing.B) {
+	for _, n := range []int{200, 10000} {
+		b.Run(fmt.Sprintf("breakpoints=%d", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(9, 10))
+			p := NewProfile(1 << 20)
+			for p.Len() < n {
+				s := rng.Int64N(int64(n) * 100)
+				p.Add(s, s+1+rng.Int64N(int64(n)*10), -1-rng.IntN(64))
+			}
+			type slot struct{ s, e int64 }
+			ss := make([]slot, 4096)
+			for i := range ss {
+				s := rng.Int64N(int64(n) * 100)
+				ss[i] = slot{s, s + 1 + rng.Int64N(int64(n)*10)}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				x := ss[i%len(ss)]
+				p.Add(x.s, x.e, -7)
+				p.Add(x.s, x.e, 7)
+			}
+		})
+	}
+}

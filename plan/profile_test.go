@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -139,6 +140,18 @@ func TestProfileAgainstReference(t *testing.T) {
 			if got, want := p.Free(at), ref.free(at); got != want {
 				t.Fatalf("seed %d: Free(%d) = %d, reference %d", seed, at, got, want)
 			}
+			free, until := p.Profile().FreeSpan(at)
+			if free != ref.free(at) || until <= at {
+				t.Fatalf("seed %d: FreeSpan(%d) = %d, %d; reference free %d", seed, at, free, until, ref.free(at))
+			}
+			for x := at; x < min(until, 300); x++ {
+				if ref.free(x) != free {
+					t.Fatalf("seed %d: FreeSpan(%d) = %d until %d, but the reference has %d free at %d", seed, at, free, until, ref.free(x), x)
+				}
+			}
+			if until < Forever && ref.free(until) == free {
+				t.Fatalf("seed %d: FreeSpan(%d) = %d until %d, where nothing changes", seed, at, free, until)
+			}
 			need := 1 + rng.IntN(procs+1)
 			d := 1 + rng.Int64N(60)
 			dl := Forever
@@ -197,6 +210,114 @@ func checkInvariants(t *testing.T, p *Plan) {
 	for i := 1; i < len(steps); i++ {
 		if steps[i].Free == steps[i-1].Free {
 			t.Fatalf("redundant breakpoint at %d", steps[i].At)
+		}
+	}
+	checkTreap(t, p.Profile())
+}
+
+// checkTreap asserts the profile's treap is well formed: keys in search
+// order, priorities in heap order, and every node's summary (size, smallest
+// and largest key, smallest and largest free count) equal to its subtree's,
+// with the pending additions above it applied; every node is either in the
+// treap or on the free list.
+func checkTreap(t *testing.T, p *Profile) {
+	t.Helper()
+	type sum struct {
+		size   int32
+		lo, hi int64
+		mn, mx int32
+	}
+	var visit func(i, acc int32, lo, hi int64, prio uint32) sum
+	visit = func(i, acc int32, lo, hi int64, prio uint32) sum {
+		n := &p.nodes[i]
+		if n.key < lo || n.key > hi {
+			t.Fatalf("node %d: key %d outside (%d, %d) of its place", i, n.key, lo, hi)
+		}
+		if n.prio > prio {
+			t.Fatalf("node %d: priority %d above its parent's %d", i, n.prio, prio)
+		}
+		v := n.val + acc
+		s := sum{size: 1, lo: n.key, hi: n.key, mn: v, mx: v}
+		if n.left != 0 {
+			l := visit(n.left, acc+n.lz, lo, n.key-1, n.prio)
+			s.size += l.size
+			s.lo, s.mn, s.mx = l.lo, min(s.mn, l.mn), max(s.mx, l.mx)
+		}
+		if n.right != 0 {
+			r := visit(n.right, acc+n.lz, n.key+1, hi, n.prio)
+			s.size += r.size
+			s.hi, s.mn, s.mx = r.hi, min(s.mn, r.mn), max(s.mx, r.mx)
+		}
+		if n.size != s.size || n.lo != s.lo || n.hi != s.hi || n.mn+acc != s.mn || n.mx+acc != s.mx {
+			t.Fatalf("node %d (key %d): summary size %d lo %d hi %d mn %d mx %d, subtree %+v",
+				i, n.key, n.size, n.lo, n.hi, n.mn+acc, n.mx+acc, s)
+		}
+		return s
+	}
+	if p.root == 0 {
+		t.Fatal("empty treap: the breakpoint at Never is missing")
+	}
+	s := visit(p.root, 0, math.MinInt64, math.MaxInt64, math.MaxUint32)
+	if int(s.size) != p.Len() {
+		t.Fatalf("%d nodes in the treap, %d counted (%d slots, %d free)", s.size, p.Len(), len(p.nodes)-1, len(p.free))
+	}
+}
+
+// TestProfileAddKeepsTreap adds and takes back random slots, many of them
+// on existing breakpoints so that boundaries appear and disappear, and
+// checks the treap and the step function after every Add.
+func TestProfileAddKeepsTreap(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		p := NewProfile(64)
+		ref := make(map[int64]int) // free count change at each time
+		type slot struct {
+			s, e int64
+			d    int
+		}
+		var live []slot
+		for k := 0; k < 300; k++ {
+			if len(live) > 0 && rng.IntN(3) == 0 {
+				i := rng.IntN(len(live))
+				x := live[i]
+				live = slices.Delete(live, i, i+1)
+				p.Add(x.s, x.e, -x.d)
+				ref[x.s] -= x.d
+				ref[x.e] += x.d
+			} else {
+				// Few distinct times: boundaries often coincide.
+				s := rng.Int64N(40)
+				x := slot{s: s, e: s + 1 + rng.Int64N(20), d: 1 + rng.IntN(8)}
+				if rng.IntN(2) == 0 {
+					x.d = -x.d
+				}
+				live = append(live, x)
+				p.Add(x.s, x.e, x.d)
+				ref[x.s] += x.d
+				ref[x.e] -= x.d
+			}
+			checkTreap(t, p)
+			free := 64
+			var want []Step
+			want = append(want, Step{At: Never, Free: 64})
+			for at := int64(0); at <= 60; at++ {
+				if ref[at] != 0 {
+					free += ref[at]
+					want = append(want, Step{At: at, Free: free})
+				}
+			}
+			// Merge equal neighbours: the profile keeps only real steps.
+			m := 1
+			for _, st := range want[1:] {
+				if st.Free != want[m-1].Free {
+					want[m] = st
+					m++
+				}
+			}
+			want = want[:m]
+			if got := p.Steps(Never, Forever); !slices.Equal(got, want) {
+				t.Fatalf("seed %d, op %d: steps %v, want %v", seed, k, got, want)
+			}
 		}
 	}
 }
@@ -285,5 +406,24 @@ func TestPlanRefusesBadReservations(t *testing.T) {
 				t.Fatalf("failed Reserve changed the profile: %v -> %v", before, after)
 			}
 		})
+	}
+}
+
+// TestProfileVersion: Version changes with every Add that changes the
+// profile, and only then.
+func TestProfileVersion(t *testing.T) {
+	p := NewProfile(4)
+	v := p.Version()
+	p.Add(10, 10, -1)
+	p.Add(10, 20, 0)
+	if p.Version() != v {
+		t.Fatalf("Version %d after empty Adds, was %d", p.Version(), v)
+	}
+	for i, a := range [][3]int64{{10, 20, -1}, {15, 30, -2}, {10, 20, 1}} {
+		p.Add(a[0], a[1], int(a[2]))
+		if p.Version() == v {
+			t.Fatalf("Add %d: Version still %d", i, v)
+		}
+		v = p.Version()
 	}
 }

@@ -93,12 +93,62 @@ type Site struct {
 	// expireAt is a lower bound of the earliest time a waiting job's window
 	// closes under a queue policy with hard deadlines (expire.go).
 	expireAt int64
+	// quietFrom: from then on, no job that joined the queue is released
+	// later or has a window that closes later (noteWake).
+	quietFrom int64
 	// due indexes the waiting jobs by id and start under Conservative;
 	// dead counts the entries of waiting that left the queue through it,
 	// npos the entries that joined (due.go).
 	due  dueIndex
 	dead int
 	npos int64
+	// head keeps the head's earliest fit across passes (EASY, EDF, LTTR).
+	head headFit
+	// spare holds the entries of jobs that ended, for Submit to reuse
+	// under the queue policies: there nothing keeps a pointer to an entry
+	// once its job left the running set (Conservative's due index may
+	// still hold stale ones, so it never reuses them).
+	spare []*entry
+}
+
+// headFit is the earliest fit of a queue's head as last computed: the
+// start (ok false: none) of procs processors for est seconds, from onOrAfter
+// on, in the profile at version ver. Which job asked does not matter. The
+// answer still holds while the profile is at ver and the time asked from
+// has not passed start: the same walk from a later time up to start finds
+// no earlier fit in the same profile. A reservation the pass admits beside
+// the head's slot (headSlot.admits) takes processors only where the head
+// leaves enough, so the head still fits at start and nothing earlier can
+// open: the pass moves ver on with it (keep). Anything else that changes
+// the profile (a job ending, a release, a failure, a fixed reservation)
+// invalidates it.
+type headFit struct {
+	procs          int
+	est, onOrAfter int64
+	start          int64
+	ok             bool
+	ver            uint64
+	valid          bool
+}
+
+// earliest returns j's earliest fit from onOrAfter on in prof, from the
+// cache when it is current.
+func (h *headFit) earliest(prof *Profile, j *Job, onOrAfter int64) (int64, bool) {
+	if h.valid && h.ver == prof.version && h.procs == j.Procs && h.est == j.Estimate &&
+		h.onOrAfter <= onOrAfter && (!h.ok || onOrAfter <= h.start) {
+		return h.start, h.ok
+	}
+	st, ok := prof.EarliestFit(j.Procs, j.Estimate, onOrAfter, Forever)
+	*h = headFit{procs: j.Procs, est: j.Estimate, onOrAfter: onOrAfter, start: st, ok: ok, ver: prof.version, valid: true}
+	return st, ok
+}
+
+// keep records that the profile changed from version was to its current
+// one only by a reservation admitted beside the head's slot.
+func (h *headFit) keep(prof *Profile, was uint64) {
+	if h.valid && h.ver == was {
+		h.ver = prof.version
+	}
 }
 
 // NewSite returns the core of an empty site.
@@ -113,7 +163,7 @@ func NewSite(cfg Config) (*Site, error) {
 	if adm == nil {
 		adm = FullEstimate{}
 	}
-	s := &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry), expireAt: Forever}
+	s := &Site{cfg: cfg, adm: adm, plan: New(cfg.Procs), running: make(map[int64]*entry), expireAt: Forever, quietFrom: Never}
 	for _, f := range cfg.Fixed {
 		if _, err := s.AddFixed(Never, f, false); err != nil {
 			return nil, fmt.Errorf("site: %w", err)
@@ -150,7 +200,7 @@ func (s *Site) Submit(now int64, j Job) Placement {
 	}
 	s.seq++
 	s.inOrder++
-	e := &entry{job: j, seq: s.seq}
+	e := s.newEntry(j)
 	if s.cfg.Policy != Conservative {
 		e.place = Placement{Reason: ReasonQueued}
 		s.enqueue(e)
@@ -166,6 +216,19 @@ func (s *Site) Submit(now int64, j Job) Placement {
 	}
 	s.appendWaiting(e)
 	return pl
+}
+
+// newEntry returns an entry for j with the next sequence number (s.seq),
+// reusing one of a job that ended if there is one.
+func (s *Site) newEntry(j Job) *entry {
+	if n := len(s.spare); n > 0 {
+		e := s.spare[n-1]
+		s.spare[n-1] = nil
+		s.spare = s.spare[:n-1]
+		*e = entry{job: j, seq: s.seq}
+		return e
+	}
+	return &entry{job: j, seq: s.seq}
 }
 
 func (s *Site) reserve(e *entry, pl Placement) error {
@@ -186,10 +249,15 @@ func (s *Site) reserveFitted(e *entry, pl Placement, fitted bool) error {
 // End tells the core that job id stopped at now (finished, or was killed at
 // the end of its reservation). Unknown ids are ignored and reported false.
 func (s *Site) End(now int64, id int64) bool {
-	if _, ok := s.running[id]; !ok {
+	e, ok := s.running[id]
+	if !ok {
 		return false
 	}
 	delete(s.running, id)
+	if s.cfg.Policy != Conservative {
+		*e = entry{}
+		s.spare = append(s.spare, e)
+	}
 	r, _ := s.plan.Get(id)
 	if s.cfg.KeepUntilEstimate && r.End > now {
 		heap.Push(&s.ghosts, ghost{id: id, end: r.End})
@@ -413,6 +481,7 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 		}
 		if fits {
 			pl := Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}
+			was := prof.version
 			var err error
 			if soft {
 				err = s.reserveSoft(e, pl, true)
@@ -420,6 +489,11 @@ func (s *Site) startQueued(now int64, backfill, protectHead, soft bool) {
 				err = s.reserveFitted(e, pl, true)
 			}
 			if err == nil {
+				if shadow.on {
+					// Admitted beside the head's slot: its earliest fit
+					// stays where it is.
+					s.head.keep(prof, was)
+				}
 				s.start(e)
 				// Its reservation starts now: exactly its processors
 				// are no longer free now.
@@ -472,7 +546,7 @@ func (h headSlot) admits(p *Profile, procs int, start, end int64) bool {
 // that no job started out of order can delay it, and returns it (on false
 // if it has none: no fit, or its id is already in the plan).
 func (s *Site) protectHead(j *Job, now int64) headSlot {
-	st, ok := s.plan.EarliestFit(j.Procs, j.Estimate, max(now, j.Release), Forever)
+	st, ok := s.head.earliest(s.plan.prof, j, max(now, j.Release))
 	if !ok {
 		return headSlot{}
 	}

@@ -28,9 +28,10 @@ type StartAccuracy struct {
 // StartErrors returns actual - planned start of every job that started with
 // a promise, sorted ascending.
 func StartErrors(recs []Record) []int64 {
-	var errs []int64
-	for _, r := range recs {
-		if r.Started && r.Promised {
+	errs := make([]int64, 0, len(recs))
+	for i := range recs {
+		// By index: a Record is ~240 bytes, and ranging by value copies each.
+		if r := &recs[i]; r.Started && r.Promised {
 			errs = append(errs, r.Start-r.Planned)
 		}
 	}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -134,7 +133,8 @@ type FedRecord struct {
 	Payer int
 }
 
-// FedResult is the outcome of a federated replay.
+// FedResult is the outcome of a federated replay. Its metrics methods keep
+// what they compute (indexes, per-site metrics): one goroutine at a time.
 type FedResult struct {
 	Sites   []FedSite
 	Records []FedRecord // grouped by origin site, in each site's job order
@@ -156,13 +156,21 @@ type FedResult struct {
 	// site k, in record order; built on the first metrics call, so that
 	// per-site metrics do not each scan every record.
 	byOrigin, byExec, byLender [][]int32
+	origin                     []*Metrics // OriginMetrics, computed once per site
 }
 
 // OriginMetrics returns the metrics of the jobs submitted at site k,
 // wherever they ran: AWRT_k as the federation digest defines it.
 func (r *FedResult) OriginMetrics(k int) Metrics {
 	r.index()
-	return ComputeMetrics(r.pick(r.byOrigin[k]), r.Sites[k].Procs)
+	if r.origin == nil {
+		r.origin = make([]*Metrics, len(r.Sites))
+	}
+	if r.origin[k] == nil {
+		m := ComputeMetrics(r.pick(r.byOrigin[k]), r.Sites[k].Procs)
+		r.origin[k] = &m
+	}
+	return *r.origin[k]
 }
 
 // ExecMetrics returns the metrics of the jobs executed at site k; its
@@ -285,54 +293,107 @@ type fedSubmit struct {
 	idx  int32 // global record index
 }
 
-// delivery is a message in flight; ties at one time go by sequence number.
+// delivery is a message in flight.
 type delivery struct {
 	at  int64
-	seq int64
 	msg site.Message
 }
 
-type network []delivery
-
-func (h network) Len() int { return len(h) }
-func (h network) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
+// network is the messages in flight, in the order they are due. Every
+// message takes the same latency and is sent at the current time, which
+// never goes back, so the order they are sent in is the order they are due
+// in (ties at one time go in the order sent): a queue, not a heap.
+type network struct {
+	q    []delivery
+	head int
 }
-func (h network) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *network) Push(x any)   { *h = append(*h, x.(delivery)) }
-func (h *network) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (n *network) empty() bool { return n.head == len(n.q) }
+
+// next is the first message due (the network must not be empty).
+func (n *network) next() *delivery { return &n.q[n.head] }
+
+func (n *network) push(d delivery) {
+	if n.head > 0 && n.head == len(n.q) {
+		n.q, n.head = n.q[:0], 0 // drained: reuse the array from its start
+	} else if n.head >= 1024 && n.head >= len(n.q)/2 {
+		// Mostly delivered: move the rest to the front rather than grow.
+		k := copy(n.q, n.q[n.head:])
+		clear(n.q[k:])
+		n.q, n.head = n.q[:k], 0
+	}
+	n.q = append(n.q, d)
+}
+
+func (n *network) pop() site.Message {
+	d := &n.q[n.head]
+	m := d.msg
+	*d = delivery{} // let the message's route and offer go
+	n.head++
+	return m
 }
 
 // exactView is the simulator's membership: every other site, with its
 // outlook at the moment of asking, rounded as the node's gossip rounds it
 // (delegation.CoarseFree); the node's gossip is also seconds old
-// (docs/architecture.md lists the difference).
+// (docs/architecture.md lists the difference). The outlooks are shared by
+// every site's view (outlooks) and the slice it returns is reused at its
+// next call, as site.PeerView allows.
 type exactView struct {
-	agents []*site.Agent
-	sites  []FedSite
-	self   int
+	all  *outlooks
+	self int
+	buf  []delegation.Candidate
 }
 
-func (v exactView) Candidates(now int64) []delegation.Candidate {
-	out := make([]delegation.Candidate, 0, len(v.agents)-1)
-	for k, a := range v.agents {
-		if k == v.self {
+func (v *exactView) Candidates(now int64) []delegation.Candidate {
+	v.all.refresh(now)
+	v.buf = append(append(v.buf[:0], v.all.cands[:v.self]...), v.all.cands[v.self+1:]...)
+	return v.buf
+}
+
+// outlookAt are the times after now at which a peer's free processors are
+// read (delegation.Candidate's FreeNow, Free1h, Free4h, Free24h).
+var outlookAt = [4]int64{0, 3600, 4 * 3600, 24 * 3600}
+
+// outlooks are every site's Candidate as of the last refresh, each kept
+// until its site's profile changes (plan.Profile.Version) or time reaches
+// a breakpoint of one of the four figures (plan.Profile.FreeSpan): most
+// offers find most of 169 peers unchanged since the last offer.
+type outlooks struct {
+	agents  []*site.Agent
+	cands   []delegation.Candidate
+	version []uint64
+	until   []int64 // the figures hold for now < until (valid when > 0)
+	from    []int64
+}
+
+func newOutlooks(agents []*site.Agent, sites []FedSite) *outlooks {
+	o := &outlooks{agents: agents, cands: make([]delegation.Candidate, len(sites)),
+		version: make([]uint64, len(sites)), until: make([]int64, len(sites)), from: make([]int64, len(sites))}
+	for k, s := range sites {
+		o.cands[k] = delegation.Candidate{Site: s.Name, Procs: s.Procs}
+		o.until[k] = plan.Never // nothing read yet
+	}
+	return o
+}
+
+func (o *outlooks) refresh(now int64) {
+	for k, a := range o.agents {
+		p := a.Site().Plan().Profile()
+		if now < o.until[k] && now >= o.from[k] && p.Version() == o.version[k] {
 			continue
 		}
-		p := a.Site().Plan() // Site.Outlook's figures, without its slice per peer
-		procs := v.sites[k].Procs
-		free := func(at int64) int { return delegation.CoarseFree(p.Free(at), procs) }
-		out = append(out, delegation.Candidate{Site: v.sites[k].Name, Procs: procs,
-			FreeNow: free(now), Free1h: free(now + 3600), Free4h: free(now + 4*3600), Free24h: free(now + 24*3600)})
+		c := &o.cands[k]
+		until := plan.Forever
+		var free [4]int
+		for i, d := range outlookAt {
+			f, u := p.FreeSpan(now + d)
+			free[i] = delegation.CoarseFree(f, c.Procs)
+			until = min(until, u-d)
+		}
+		c.FreeNow, c.Free1h, c.Free4h, c.Free24h = free[0], free[1], free[2], free[3]
+		o.version[k], o.from[k], o.until[k] = p.Version(), now, until
 	}
-	return out
 }
 
 // RunFederation replays every site's jobs on one virtual clock, each site
@@ -365,11 +426,17 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		return nil, fmt.Errorf("sim: latency %d, loss %v: %w", cfg.Latency, cfg.Loss, ErrBadConfig)
 	}
 	agents := make([]*site.Agent, n)
+	views := make([]*exactView, n)
 	fails := make([]*failureProcess, n)
 	byName := make(map[string]int, n)
 	res := &FedResult{Sites: cfg.Sites, Offered: make([]int, n), Kept: make([]int, n), KeptStartable: make([]int, n)}
 	var sent [site.KindTaken + 1]int64
-	var subs []fedSubmit
+	jobs := 0
+	for _, s := range cfg.Sites {
+		jobs += len(s.Jobs)
+	}
+	res.Records = make([]FedRecord, 0, jobs)
+	subs := make([]fedSubmit, 0, jobs)
 	for k, s := range cfg.Sites {
 		byName[s.Name] = k
 		// NoGrowBack as the node: its executor enforces the kill time it
@@ -378,7 +445,8 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
 			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed}
 		if cfg.Federate {
-			ac.Peers = exactView{agents: agents, sites: cfg.Sites, self: k}
+			views[k] = &exactView{}
+			ac.Peers = views[k]
 		}
 		if cfg.Transfer == delegation.EFS {
 			if ac.Rules = s.Rules; len(ac.Rules) == 0 {
@@ -408,17 +476,24 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			subs = append(subs, fedSubmit{at: j.Submit, site: k, idx: idx})
 		}
 	}
+	if cfg.Federate {
+		all := newOutlooks(agents, cfg.Sites)
+		for k, v := range views {
+			v.all, v.self = all, k
+		}
+	}
 	sortSubmits(subs)
 	ab := newAbortBound(cfg.Abort, res.Records)
 	gens := make([]int32, len(res.Records))
 	var pending completions
 	var net network
-	var seq int64
 	loss := rand.New(rand.NewPCG(cfg.Seed, 0x1055))
 	var t int64
 	// drain carries out what agent k decided and puts its messages on the
 	// network.
+	ticks := newTickQueue(n)
 	drain := func(k int) {
+		ticks.touch(k)
 		r := agents[k].Ready()
 		for _, d := range r.Decisions {
 			i := int32(d.Job.ID)
@@ -472,36 +547,35 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			if cfg.Loss > 0 && loss.Float64() < cfg.Loss {
 				continue
 			}
-			seq++
-			heap.Push(&net, delivery{at: t + cfg.Latency, seq: seq, msg: m})
+			net.push(delivery{at: t + cfg.Latency, msg: m})
 		}
+		agents[k].Recycle(r)
 	}
 	next := 0
 	events := 0
-	wakes := make([]int64, n)
-	for k := range wakes {
-		wakes[k] = plan.Forever
+	var failing []int // the sites whose processors fail
+	for k, fp := range fails {
+		if fp.on {
+			failing = append(failing, k)
+		}
 	}
 	for {
-		t = plan.Forever
-		for _, w := range wakes {
-			t = min(t, w)
-		}
+		t = ticks.earliest()
 		if next < len(subs) {
 			t = min(t, subs[next].at)
 		}
 		if len(pending) > 0 {
 			t = min(t, pending[0].at)
 		}
-		if len(net) > 0 {
-			t = min(t, net[0].at)
+		if !net.empty() {
+			t = min(t, net.next().at)
 		}
 		if t == plan.Forever {
 			break
 		}
 		// Failures and repairs only happen while there is work to do.
-		for _, fp := range fails {
-			t = min(t, fp.next())
+		for _, k := range failing {
+			t = min(t, fails[k].next())
 		}
 		if events++; events&0x3ff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -524,18 +598,19 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			if ended {
 				// As a node's turn does, a site re-plans after the ends
 				// before it takes the second's submissions and messages.
-				for k, a := range agents {
-					if a.Stepped() {
+				for _, k := range ticks.stepped() {
+					if a := agents[k]; a.Stepped() {
 						a.Tick(t)
 						drain(k)
-						wakes[k] = a.NextWake(t)
+						ticks.setWake(k, a.NextWake(t))
 					}
 				}
 			}
-			for k, fp := range fails {
-				for fp.due(t) {
+			for _, k := range failing {
+				for fp := fails[k]; fp.due(t); {
 					if fp.isRepair() {
 						agents[k].NodeUp(t)
+						ticks.touch(k)
 						fp.repaired(t)
 						continue
 					}
@@ -553,8 +628,8 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				agents[s.site].Submit(t, int64(s.idx), f.planJob())
 				drain(s.site)
 			}
-			for len(net) > 0 && net[0].at == t {
-				m := heap.Pop(&net).(delivery).msg
+			for !net.empty() && net.next().at == t {
+				m := net.pop()
 				k, ok := byName[m.To]
 				if !ok {
 					continue
@@ -563,15 +638,15 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				drain(k)
 			}
 			ticked := false
-			for k, a := range agents {
-				if a.Stepped() || wakes[k] <= t {
+			for _, k := range ticks.due(t) {
+				if a := agents[k]; a.Stepped() || ticks.wakes[k] <= t {
 					a.Tick(t)
 					drain(k)
-					wakes[k] = a.NextWake(t)
+					ticks.setWake(k, a.NextWake(t))
 					ticked = true
 				}
 			}
-			if !ticked && (len(net) == 0 || net[0].at > t) && (len(pending) == 0 || pending[0].at > t) {
+			if !ticked && (net.empty() || net.next().at > t) && (len(pending) == 0 || pending[0].at > t) {
 				break
 			}
 		}
@@ -591,6 +666,81 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		res.Offered[k] += res.Kept[k]
 	}
 	return res, nil
+}
+
+// tickQueue finds the sites to tick at a time without looking at every
+// site: those an event reached since they were last looked at (touched:
+// every call of an agent's methods but Tick may leave it Stepped), and
+// those whose wake is due (a heap of wakes; an entry whose site has set
+// another wake since is stale and skipped). Both lists come out in site
+// order, the order every site was ticked in when all were looked at.
+type tickQueue struct {
+	wakes []int64 // each site's wake (plan.Forever: none)
+	// heap holds the wakes set, as completions of the site (idx) at its
+	// wake (at): the same min-heap, in (time, site) order.
+	heap    completions
+	marked  []bool
+	touched []int
+	out     []int // scratch
+}
+
+func newTickQueue(n int) *tickQueue {
+	q := &tickQueue{wakes: make([]int64, n), marked: make([]bool, n)}
+	for k := range q.wakes {
+		q.wakes[k] = plan.Forever
+	}
+	return q
+}
+
+func (q *tickQueue) touch(k int) {
+	if !q.marked[k] {
+		q.marked[k] = true
+		q.touched = append(q.touched, k)
+	}
+}
+
+func (q *tickQueue) setWake(k int, w int64) {
+	q.wakes[k] = w
+	if w < plan.Forever {
+		q.heap.push(completion{at: w, idx: int32(k)})
+	}
+}
+
+// earliest is the earliest wake of any site, plan.Forever if none.
+func (q *tickQueue) earliest() int64 {
+	for len(q.heap) > 0 {
+		if e := q.heap[0]; q.wakes[e.idx] == e.at {
+			return e.at
+		}
+		q.heap.pop()
+	}
+	return plan.Forever
+}
+
+// stepped returns the sites touched since the last call of stepped or due,
+// in site order, and forgets them: the caller looks at each.
+func (q *tickQueue) stepped() []int {
+	q.out = append(q.out[:0], q.touched...)
+	for _, k := range q.touched {
+		q.marked[k] = false
+	}
+	q.touched = q.touched[:0]
+	slices.Sort(q.out)
+	return q.out
+}
+
+// due is stepped with every site whose wake is at or before t: the caller
+// ticks each of them that needs it and sets its wake again.
+func (q *tickQueue) due(t int64) []int {
+	out := q.stepped()
+	for len(q.heap) > 0 && q.heap[0].at <= t {
+		if e := q.heap.pop(); q.wakes[e.idx] == e.at {
+			out = append(out, int(e.idx))
+		}
+	}
+	slices.Sort(out)
+	q.out = slices.Compact(out)
+	return q.out
 }
 
 // offered reports whether the origin asked a peer for a quote on the route.

@@ -94,12 +94,14 @@ func (r *FedResult) SLA(k int) FedSLA {
 // Delegations counts the jobs submitted at site k that ran elsewhere (out)
 // and the jobs submitted elsewhere that ran at k (in).
 func (r *FedResult) Delegations(k int) (out, in int) {
-	for i := range r.Records {
-		x := &r.Records[i]
-		if x.Origin == k && x.Exec != k {
+	r.index()
+	for _, i := range r.byOrigin[k] {
+		if r.Records[i].Exec != k {
 			out++
 		}
-		if x.Exec == k && x.Origin != k {
+	}
+	for _, i := range r.byExec[k] {
+		if r.Records[i].Origin != k {
 			in++
 		}
 	}

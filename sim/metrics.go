@@ -48,7 +48,7 @@ func ComputeMetrics(records []Record, procs int) Metrics {
 	var m Metrics
 	var sa, rt, wt, bsld float64
 	firstStart := int64(math.MaxInt64)
-	waits := make([]float64, 0, len(records))
+	waits := make([]int64, 0, len(records)) // whole seconds: sorted as integers, summed as floats
 	for i := range records {
 		r := &records[i]
 		if !r.Decision.OK() {
@@ -69,7 +69,7 @@ func ComputeMetrics(records []Record, procs int) Metrics {
 		rt += area * float64(r.End-r.Submit)
 		wt += area * float64(wait)
 		bsld += max(1, float64(wait+p)/float64(max(p, BoundedSlowdownTau)))
-		waits = append(waits, float64(wait))
+		waits = append(waits, wait)
 		m.Makespan = max(m.Makespan, r.End)
 		firstStart = min(firstStart, r.Start)
 	}
@@ -88,7 +88,7 @@ func ComputeMetrics(records []Record, procs int) Metrics {
 	slices.Sort(waits)
 	var sum float64
 	for _, w := range waits {
-		sum += w
+		sum += float64(w)
 	}
 	m.MeanWait = sum / float64(len(waits))
 	m.WaitP50 = percentile(waits, 0.50)
@@ -98,10 +98,10 @@ func ComputeMetrics(records []Record, procs int) Metrics {
 }
 
 // percentile returns the nearest-rank q-quantile of sorted values.
-func percentile(sorted []float64, q float64) float64 {
+func percentile(sorted []int64, q float64) float64 {
 	if len(sorted) == 0 {
 		return 0
 	}
 	k := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(k, len(sorted)-1))]
+	return float64(sorted[max(0, min(k, len(sorted)-1))])
 }

@@ -405,8 +405,8 @@ func (s *Scenario) check() error {
 		return s.bad(fmt.Sprintf("must be >= 0 (0 means 3), got %d", s.MaxCandidates), "max_candidates")
 	case !finite(s.Jitter):
 		return s.bad(fmt.Sprintf("must be a finite number, got %v", s.Jitter), "jitter")
-	case s.MaxHops < 0:
-		return s.bad(fmt.Sprintf("must be >= 0 (0 means 1), got %d", s.MaxHops), "max_hops")
+	case s.MaxHops < 0 || s.MaxHops > 1:
+		return s.bad(fmt.Sprintf("must be 0 or 1 (0 means 1), got %d: a site never offers on a job it received (under ACF it starts at once, under on-reject it holds its quoted slot), so a job is delegated at most once and a higher limit would have no effect", s.MaxHops), "max_hops")
 	case s.Latency < 0:
 		return s.bad(fmt.Sprintf("must be >= 0 seconds, got %d", s.Latency), "latency")
 	}

@@ -15,6 +15,8 @@ import (
 // for quotes now, with what they gossip (a hint, never a promise). The node
 // reads it from memberlist digests, the simulator from the other agents'
 // exact outlook; that difference is one of the drivers' (docs/architecture.md).
+// The agent reads the slice Candidates returns before it calls again and
+// keeps nothing of it, so a view may reuse it.
 type PeerView interface {
 	Candidates(now int64) []delegation.Candidate
 }
@@ -223,6 +225,7 @@ type Agent struct {
 	hist    map[string]delegation.History
 	reports map[JobKey]*pendingReport
 	ready   Ready
+	spare   Ready // a batch the driver handed back (Recycle), for the next one
 	dirty   bool  // an event since the last Tick: a pass is due
 	rqfAt   int64 // last time RQF asked peers
 	pulling int   // RQF queue answers still expected
@@ -243,6 +246,11 @@ type pendingReport struct {
 func New(cfg Config) (*Agent, error) {
 	if cfg.Name == "" {
 		return nil, fmt.Errorf("site agent: no name: %w", ErrInvalid)
+	}
+	if cfg.MaxHops > 1 {
+		// No rule offers on a job a site received, so a higher limit
+		// would change nothing.
+		return nil, fmt.Errorf("site agent %s: max hops %d: a job is delegated at most once (0 or 1): %w", cfg.Name, cfg.MaxHops, ErrInvalid)
 	}
 	if cfg.MaxHops < 0 || cfg.HoldSeconds < 0 || cfg.ReplySeconds < 0 || !(cfg.CommunityShare >= 0 && cfg.CommunityShare < 1) ||
 		cfg.Location.MaxCandidates < 0 || math.IsNaN(cfg.Location.Jitter) || math.IsInf(cfg.Location.Jitter, 0) {
@@ -320,8 +328,19 @@ func (a *Agent) History() map[string]delegation.History { return a.hist }
 // Ready returns the batch decided since the last call and starts a new one.
 func (a *Agent) Ready() Ready {
 	r := a.ready
-	a.ready = Ready{}
+	a.ready = Ready{Decisions: a.spare.Decisions, Messages: a.spare.Messages}
+	a.spare = Ready{}
 	return r
+}
+
+// Recycle hands back a batch Ready returned, once the driver is done with
+// it (it keeps nothing of its slices): the agent fills the same arrays
+// again after the next call to Ready, instead of growing new ones for
+// every batch. A driver that keeps its batches need not call it.
+func (a *Agent) Recycle(r Ready) {
+	clear(r.Decisions)
+	clear(r.Messages)
+	a.spare = Ready{Decisions: r.Decisions[:0], Messages: r.Messages[:0]}
 }
 
 func (a *Agent) decide(d Decision) { a.ready.Decisions = append(a.ready.Decisions, d) }
@@ -564,12 +583,7 @@ func (a *Agent) Step(now int64, m Message) {
 		}
 		a.forget(jb)
 		h := a.hist[m.From]
-		if jb.pj.Estimate > 0 {
-			h.Observe(float64(m.Outcome.End-jb.pj.Release) / float64(jb.pj.Estimate))
-		}
-		if len(jb.route) > 0 {
-			h.ObserveArea(jb.pj.Procs, m.Outcome.End-m.Outcome.Start, m.Outcome.End-jb.route[0].At)
-		}
+		ObserveOutcome(&h, jb.pj.Procs, jb.pj.Estimate, jb.route[0].At, m.Outcome.Start, m.Outcome.End)
 		a.hist[m.From] = h
 		a.decide(Decision{Kind: DecideOutcome, Job: jb.key, Peer: m.From, Outcome: m.Outcome, Route: jb.route})
 	case KindReportAck:

@@ -1,6 +1,7 @@
 package site
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/fedsched/fedsched/delegation"
@@ -260,6 +261,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		"no procs":                {Name: "a"},
 		"overbooking under easy":  {Name: "a", Procs: 4, Policy: plan.EASY, Overbooking: &Overbooking{}},
 		"negative hops":           {Name: "a", Procs: 4, MaxHops: -1},
+		"two hops":                {Name: "a", Procs: 4, MaxHops: 2},
 		"community share of 1":    {Name: "a", Procs: 4, CommunityShare: 1},
 		"unknown transfer policy": {Name: "a", Procs: 4, Transfer: 7},
 	} {
@@ -418,5 +420,46 @@ func TestRejectedByAdmissionIsOffered(t *testing.T) {
 	}
 	if d, ok := f.find(DecideDelegate, JobKey{"a", 1}); !ok || d.Peer != "b" {
 		t.Fatalf("not delegated to b: %+v", f.log)
+	}
+}
+
+// TestRecycleReusesBatches: a batch handed back with Recycle is filled
+// again after the next Ready, with only the new decisions, and a batch not
+// handed back is never written to.
+func TestRecycleReusesBatches(t *testing.T) {
+	a, err := New(Config{Name: "a", Procs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(id int64) Ready {
+		a.Submit(0, id, plan.Job{Procs: 1, Estimate: 100, Release: 0, Deadline: plan.Forever})
+		return a.Ready()
+	}
+	only := func(r Ready, id int64) {
+		t.Helper()
+		if len(r.Decisions) != 1 || r.Decisions[0].Kind != DecideAccept || r.Decisions[0].Job.ID != id {
+			t.Fatalf("batch %+v, want job %d's accept alone", r.Decisions, id)
+		}
+	}
+	r1 := submit(1)
+	only(r1, 1)
+	first := &r1.Decisions[:1][0]
+	a.Recycle(r1)
+	r2 := submit(2)
+	only(r2, 2)
+	r3 := submit(3)
+	only(r3, 3)
+	if &r3.Decisions[0] != first {
+		t.Errorf("the recycled batch's array was not reused")
+	}
+	only(r2, 2) // not handed back: untouched
+}
+
+// TestJobKeyString: the key as "site/id" (hold ids and logs read it).
+func TestJobKeyString(t *testing.T) {
+	for _, k := range []JobKey{{"a", 0}, {"site007", 123}, {"b", -5}, {"", 1 << 62}} {
+		if got, want := k.String(), fmt.Sprintf("%s/%d", k.Site, k.ID); got != want {
+			t.Errorf("%#v.String() = %q, want %q", k, got, want)
+		}
 	}
 }

@@ -13,5 +13,10 @@
 // (etcd raft's RawNode shape). What the drivers may differ in is written
 // down once, in docs/architecture.md.
 //
+// The decision rules themselves (rules.go: OfferFirst, OfferRejected,
+// Choose, MayHold, HoldFor, Discloses, PullRanking, ObserveOutcome, ...)
+// are exported functions over a plan.Site and the site's Rules: the agent
+// calls them, and so does the node, which does not drive an Agent yet.
+//
 // An Agent is not safe for concurrent use: one goroutine owns it.
 package site

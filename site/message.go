@@ -2,6 +2,7 @@ package site
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/plan"
@@ -14,7 +15,7 @@ type JobKey struct {
 	ID   int64
 }
 
-func (k JobKey) String() string { return fmt.Sprintf("%s/%d", k.Site, k.ID) }
+func (k JobKey) String() string { return k.Site + "/" + strconv.FormatInt(k.ID, 10) }
 
 // Kind is the kind of a message between two agents.
 type Kind int

@@ -22,15 +22,7 @@ func (a *Agent) pull(now int64) {
 		return
 	}
 	a.rqfAt, a.seen = now, 0
-	var cands []delegation.Candidate
-	for _, c := range a.cfg.Peers.Candidates(now) {
-		if c.Site != a.cfg.Name {
-			cands = append(cands, c)
-		}
-	}
-	// The location policy's ranking of peers that can run anything at
-	// all here: a one-processor job stands for "any job".
-	ranked := delegation.Rank(cands, 1, nil, a.hist, a.cfg.Location, newRand(a.cfg.Seed, uint64(now)))
+	ranked := PullRanking(a.cfg.Peers.Candidates(now), a.cfg.Name, a.hist, a.cfg.Location, newRand(a.cfg.Seed, uint64(now)))
 	a.pulling = len(ranked)
 	for _, c := range ranked {
 		a.send(Message{Kind: KindQueueRequest, To: c.Site, Spec: plan.Job{Procs: free}})
@@ -86,7 +78,10 @@ func (a *Agent) pick(now int64, m Message) {
 // handOver gives a waiting job to the peer that asks to take it.
 func (a *Agent) handOver(now int64, m Message) {
 	jb := a.jobs[m.Job]
-	if jb == nil || jb.state != stateLocal || jb.started || jb.key.Site != a.cfg.Name || !a.site.Cancel(now, jb.pj.ID) {
+	// The disclosure rule again: only a job the taker may see may be
+	// taken (its free processors are its hold's business).
+	if jb == nil || jb.state != stateLocal || jb.started || !Discloses(&a.rules, jb.key.Site, jb.route, jb.pj.Procs, m.From, jb.pj.Procs) ||
+		!a.site.Cancel(now, jb.pj.ID) {
 		a.send(Message{Kind: KindTaken, To: m.From, Job: m.Job, Reason: "the job no longer waits here"})
 		return
 	}

@@ -2,6 +2,7 @@ package site
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/plan"
@@ -141,6 +142,19 @@ func Choose(now int64, d OfferDecision, fee, penalty float64, offers []*Offer) (
 	return win, release
 }
 
+// ObserveOutcome folds the outcome of a job delegated to a peer into what
+// the origin knows of that peer (h, the location policy's history): its
+// response ratio, (end − submitted) / estimate, and its squashed area
+// and response time (EFS ranks peers by their AWRT). submitted is when
+// the job was submitted at the origin; start and end are when it ran at
+// the peer.
+func ObserveOutcome(h *delegation.History, procs int, estimate, submitted, start, end int64) {
+	if estimate > 0 {
+		h.Observe(float64(end-submitted) / float64(estimate))
+	}
+	h.ObserveArea(procs, end-start, end-submitted)
+}
+
 // ---------------------------------------------------------------------
 // The peer's side: holding a slot for a job another site asks about.
 
@@ -278,6 +292,20 @@ const MaxDisclosed = 64
 // in queue order, at most MaxDisclosed.
 func Discloses(r *Rules, origin string, route delegation.Route, procs int, asker string, free int) bool {
 	return origin == r.Name && procs <= free && route.CanDelegate(r.MaxHops) && !route.Visited(asker)
+}
+
+// PullRanking is the peers an idle RQF site asks for work, in the order
+// it asks them: the location policy's ranking (delegation.Rank) of the
+// peers other than itself that can run anything at all, a one-processor
+// job standing for "any job".
+func PullRanking(cands []delegation.Candidate, self string, hist map[string]delegation.History, loc delegation.LocationConfig, rng *rand.Rand) []delegation.Candidate {
+	others := make([]delegation.Candidate, 0, len(cands))
+	for _, c := range cands {
+		if c.Site != self {
+			others = append(others, c)
+		}
+	}
+	return delegation.Rank(others, 1, nil, hist, loc, rng)
 }
 
 // IdleProcs is RQF's trigger: the free processors of a site with nothing

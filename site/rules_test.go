@@ -208,3 +208,35 @@ func TestDisclosesRule(t *testing.T) {
 		}
 	}
 }
+
+// TestObserveOutcome: what an origin learns of a peer from a delegated
+// job's outcome, in both drivers: the response ratio from the job's
+// submission (the node measured it so; the agent from the job's release,
+// which differs for a job released later) and its area for EFS's AWRT.
+func TestObserveOutcome(t *testing.T) {
+	var h delegation.History
+	// Submitted at 100 for release at 400; ran 500-900 on 4 processors,
+	// estimate 400.
+	ObserveOutcome(&h, 4, 400, 100, 500, 900)
+	if h.Jobs != 1 || h.MeanResponseRatio != 2 {
+		t.Fatalf("response ratio %g over %d jobs, want (900-100)/400 = 2", h.MeanResponseRatio, h.Jobs)
+	}
+	if awrt, ok := h.AWRT(); !ok || awrt != 800 {
+		t.Fatalf("AWRT %g %v, want 800", awrt, ok)
+	}
+}
+
+// TestPullRanking: an idle RQF site never asks itself (a, which would
+// tie with the best and win by name), and asks at most MaxCandidates
+// peers, those with a processor free (c, full, is left out).
+func TestPullRanking(t *testing.T) {
+	cands := []delegation.Candidate{{Site: "b", Procs: 8, FreeNow: 8}, {Site: "a", Procs: 64, FreeNow: 64}, {Site: "c", Procs: 32, FreeNow: 0},
+		{Site: "d", Procs: 16, FreeNow: 16}}
+	var got []string
+	for _, c := range PullRanking(cands, "a", nil, delegation.LocationConfig{MaxCandidates: 2, Jitter: -1}, nil) {
+		got = append(got, c.Site)
+	}
+	if fmt.Sprint(got) != "[b d]" {
+		t.Fatalf("ranking %v, want [b d]", got)
+	}
+}

@@ -226,9 +226,10 @@ func (l *lineReader) next() (line []byte, tooLong, ok bool, err error) {
 	}
 }
 
-// isSpace reports whether c separates SWF fields: ASCII white space.
+// isSpace reports whether c separates SWF fields: ASCII white space (' ',
+// and '\t', '\n', '\v', '\f', '\r', which are 9 to 13).
 func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'
+	return c == ' ' || c-'\t' <= '\r'-'\t'
 }
 
 // trimSpace removes leading and trailing ASCII white space without copying.
@@ -257,33 +258,43 @@ func parseJob(line []byte) (Job, error) {
 	var v [NumFields]int64
 	var ferr error // the first bad field, reported after the field count
 	n := 0
-	for i := 0; i < len(line); {
-		for i < len(line) && isSpace(line[i]) {
-			i++
+	// line is consumed from the front: each round drops the white space and
+	// the field before it, so indexes stay small and bounds checks few.
+	for {
+		k := 0
+		for k < len(line) && isSpace(line[k]) {
+			k++
 		}
-		if i == len(line) {
+		line = line[k:]
+		if len(line) == 0 {
 			break
 		}
-		start := i
-		neg := line[i] == '-'
-		if neg || line[i] == '+' {
-			i++
+		k = 0
+		neg := line[0] == '-'
+		if neg || line[0] == '+' {
+			k = 1
 		}
 		var x int64
-		digits := 0
-		for i < len(line) && line[i] >= '0' && line[i] <= '9' {
-			x = x*10 + int64(line[i]-'0')
-			i++
-			digits++
+		d0 := k
+		for k < len(line) {
+			d := line[k] - '0'
+			if d > 9 {
+				break
+			}
+			x = x*10 + int64(d)
+			k++
 		}
-		simple := digits > 0 && digits <= 18 && (i == len(line) || isSpace(line[i]))
-		for i < len(line) && !isSpace(line[i]) {
-			i++
+		digits := k - d0
+		simple := digits > 0 && digits <= 18 && (k == len(line) || isSpace(line[k]))
+		if !simple {
+			for k < len(line) && !isSpace(line[k]) {
+				k++
+			}
 		}
 		if n < NumFields && ferr == nil {
 			if !simple {
 				var err error
-				if x, err = parseNumber(line[start:i]); err != nil {
+				if x, err = parseNumber(line[:k]); err != nil {
 					ferr = fmt.Errorf("field %d (%s): %w", n+1, fieldNames[n], err)
 				}
 			} else if neg {
@@ -292,6 +303,7 @@ func parseJob(line []byte) (Job, error) {
 			v[n] = x
 		}
 		n++
+		line = line[k:]
 	}
 	if n != NumFields {
 		return Job{}, fmt.Errorf("expected %d fields, got %d", NumFields, n)

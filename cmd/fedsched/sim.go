@@ -185,6 +185,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		if f.jobsCSV != "" && f.accPlot != "" {
 			return fmt.Errorf("InvalidArgument: --jobs-csv does not go with --start-accuracy-plot (which replays twice, under conservative and EASY); replay once with --policy")
 		}
+		defer replayGC()()
 	}
 	pol, err := plan.ParsePolicy(f.policy)
 	if err != nil {

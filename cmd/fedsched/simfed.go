@@ -194,31 +194,51 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 	}
 	// Each replication runs federated; its baseline (every site alone) is
 	// shared unless the replications differ in their jobs or failures.
+	// The replays are independent: they run two at a time, the baseline
+	// beside its federated replay, and the results are gathered before
+	// anything is printed, so the output does not depend on which ends
+	// first.
 	own := sc.ReplicationVaries() || sc.HasFailures()
 	feds, alones := make([]*sim.FedResult, runs), make([]*sim.FedResult, runs)
-	errs := make([]error, runs)
+	cfgs := make([]sim.FedConfig, runs)
+	for i := range runs {
+		cfgs[i] = cfg
+		cfgs[i].Seed = sim.ReplicationSeed(cfg.Seed, i)
+		if sc.ReplicationVaries() && i > 0 {
+			if cfgs[i], err = sc.BuildReplication(i); err != nil {
+				return err
+			}
+		}
+	}
+	type replay struct {
+		i        int
+		federate bool
+	}
+	var replays []replay
+	for i := range runs {
+		replays = append(replays, replay{i, true})
+		if i == 0 || own {
+			replays = append(replays, replay{i, false})
+		}
+	}
+	errs := make([]error, len(replays))
 	sem := make(chan struct{}, 2)
 	var wg sync.WaitGroup
-	for i := range runs {
+	for x, r := range replays {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c := cfg
-			c.Seed = sim.ReplicationSeed(cfg.Seed, i)
-			if sc.ReplicationVaries() && i > 0 {
-				if c, errs[i] = sc.BuildReplication(i); errs[i] != nil {
-					return
-				}
+			c := cfgs[r.i]
+			c.Federate = r.federate
+			res, err := sim.RunFederation(cmd.Context(), c)
+			if r.federate {
+				feds[r.i] = res
+			} else {
+				alones[r.i] = res
 			}
-			if feds[i], errs[i] = sim.RunFederation(cmd.Context(), c); errs[i] != nil {
-				return
-			}
-			if i == 0 || own {
-				c.Federate = false
-				alones[i], errs[i] = sim.RunFederation(cmd.Context(), c)
-			}
+			errs[x] = err
 		}()
 	}
 	wg.Wait()

@@ -329,7 +329,8 @@ type Delegation struct {
 	// HoldSeconds is how long a quote's hold lasts, in the site's clock.
 	// Default 60.
 	HoldSeconds int `yaml:"hold_seconds"`
-	// MaxHops limits how often one job is delegated. Default 1.
+	// MaxHops limits how often one job is delegated: 0 or 1 (0 means 1).
+	// Values above 1 are refused: no site offers on a job it received.
 	MaxHops int `yaml:"max_hops"`
 	// CommunityShare is the share of processors, in [0, 1), a site keeps
 	// for its own users: remote jobs are not quoted into slots that would
@@ -533,8 +534,8 @@ func (c Config) Validate() error {
 		bad("delegation.quote_timeout", "must be >= 0")
 	case d.HoldSeconds < 0:
 		bad("delegation.hold_seconds", "must be >= 0")
-	case d.MaxHops < 0:
-		bad("delegation.max_hops", "must be >= 0")
+	case d.MaxHops < 0 || d.MaxHops > 1:
+		bad("delegation.max_hops", "must be 0 or 1 (0 means 1), got %d: a site never offers on a job it received (under ACF it starts at once, under on-reject it holds its quoted slot), so a job is delegated at most once and a higher limit would have no effect", d.MaxHops)
 	case !(d.CommunityShare >= 0 && d.CommunityShare < 1):
 		bad("delegation.community_share", "must be in [0, 1)")
 	}

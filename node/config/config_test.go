@@ -490,7 +490,7 @@ func TestIneffectiveSettingsRefused(t *testing.T) {
 		"pof_max without overbooking":  {func(c *Config) { c.Overbooking.PoFMax = 0.3 }, "overbooking.pof_max"},
 		"mode without overbooking":     {func(c *Config) { c.Overbooking.Mode = "comprehensive" }, "overbooking.mode"},
 		"security factor on threshold": {func(c *Config) { c.Overbooking.Enabled, c.Overbooking.SecurityFactor = true, 3 }, "overbooking.security_factor"},
-		"max_hops alone":               {func(c *Config) { c.Delegation.MaxHops = 2 }, "delegation.max_hops"},
+		"max_hops alone":               {func(c *Config) { c.Delegation.MaxHops = 1 }, "delegation.max_hops"},
 		"advertise alone":              {func(c *Config) { c.Gossip.Advertise = "h:1" }, "gossip.advertise"},
 		"allow_root, simulated":        {func(c *Config) { c.Executor, c.Jobs.AllowRoot = ExecutorSimulated, true }, "executor.allow_root"},
 		"service account, simulated":   {func(c *Config) { c.Executor, c.Jobs.ServiceAccount = ExecutorSimulated, "batch" }, "executor.service_account"},
@@ -506,7 +506,7 @@ func TestIneffectiveSettingsRefused(t *testing.T) {
 	}
 	c := Default()
 	c.Overbooking.Enabled, c.Overbooking.RiskTest, c.Overbooking.SecurityFactor = true, "risk", 3
-	c.Gossip.Addr, c.Delegation.MaxHops = "127.0.0.1:7946", 2
+	c.Gossip.Addr, c.Delegation.MaxHops = "127.0.0.1:7946", 1
 	if err := c.Validate(); err != nil {
 		t.Errorf("a configuration where every setting works: %v", err)
 	}

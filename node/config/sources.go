@@ -56,7 +56,7 @@ var fields = []field{
 	{"delegation.max_candidates", "peers asked for quotes in parallel (0: 3)", func(c *Config) any { return &c.Delegation.MaxCandidates }},
 	{"delegation.quote_timeout", "time limit of one quote round trip (0: 2s)", func(c *Config) any { return &c.Delegation.QuoteTimeout }},
 	{"delegation.hold_seconds", "how long a quote's hold lasts, in the site's seconds (0: 60)", func(c *Config) any { return &c.Delegation.HoldSeconds }},
-	{"delegation.max_hops", "how often one job may be delegated (0: 1)", func(c *Config) any { return &c.Delegation.MaxHops }},
+	{"delegation.max_hops", "how often one job may be delegated: 0 or 1 (0: 1; a received job is never offered on)", func(c *Config) any { return &c.Delegation.MaxHops }},
 	{"delegation.community_share", "share of processors kept for the site's own users, in [0, 1)", func(c *Config) any { return &c.Delegation.CommunityShare }},
 	{"delegation.transfer", "transfer policy: on-reject (offer only rejected jobs), acf (also offer jobs this site would not start now) or rqf (pull, when idle, waiting jobs from peers that disclose their queues)", func(c *Config) any { return &c.Delegation.Transfer }},
 	{"delegation.disclose_queue", "answer peers' queue requests (RQF): disclose the jobs waiting here and let peers take those they would start now", func(c *Config) any { return &c.Delegation.DiscloseQueue }},
