@@ -207,6 +207,9 @@ func rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 		// Outlook: the share of the job's processors free soon, now
 		// counting most.
 		frac := func(free int) float64 {
+			if free >= procs && procs > 0 {
+				return 1 // no division: the quotient is at least 1
+			}
 			f := float64(free) / float64(procs)
 			if f >= 1 { // math.Min(1, f), NaN included, without its call
 				return 1

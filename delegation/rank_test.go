@@ -63,20 +63,12 @@ func refRank(cands []Candidate, procs int, route Route, hist map[string]History,
 func TestRankMatchesSortedReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := 0; trial < 30000; trial++ {
-		n := rng.IntN(40)
-		cands := make([]Candidate, n)
-		for i := range cands {
-			f := func() int { return rng.IntN(5) * 8 }
-			cands[i] = Candidate{Site: fmt.Sprintf("s%02d", rng.IntN(30)), Procs: 8 + rng.IntN(3)*8, FreeNow: f(), Free1h: f(), Free4h: f(), Free24h: f()}
-		}
+		cands := randomCands(rng)
 		hist := map[string]History{}
 		for i := 0; i < rng.IntN(10); i++ {
 			hist[fmt.Sprintf("s%02d", rng.IntN(30))] = History{Jobs: rng.IntN(3), MeanResponseRatio: float64(rng.IntN(4)), Failures: rng.IntN(6)}
 		}
-		var route Route
-		if rng.IntN(2) == 0 {
-			route = Route{{Site: fmt.Sprintf("s%02d", rng.IntN(30))}}
-		}
+		route := randomRoute(rng)
 		cfg := LocationConfig{MaxCandidates: rng.IntN(6), Jitter: []float64{-1, 0, 0.3, 2.5}[rng.IntN(4)]}
 		procs := 1 + rng.IntN(20)
 		seed := rng.Uint64()
@@ -140,21 +132,13 @@ func TestRounds(t *testing.T) {
 func TestRoundsRankMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := 0; trial < 3000; trial++ {
-		n := rng.IntN(40)
-		cands := make([]Candidate, n)
-		for i := range cands {
-			f := func() int { return rng.IntN(5) * 8 }
-			cands[i] = Candidate{Site: fmt.Sprintf("s%02d", rng.IntN(30)), Procs: 8 + rng.IntN(3)*8, FreeNow: f(), Free1h: f(), Free4h: f(), Free24h: f()}
-		}
+		cands := randomCands(rng)
 		self := fmt.Sprintf("s%02d", rng.IntN(30))
 		var prefer []string
 		for range rng.IntN(4) {
 			prefer = append(prefer, fmt.Sprintf("s%02d", rng.IntN(30)))
 		}
-		var route Route
-		if rng.IntN(2) == 0 {
-			route = Route{{Site: fmt.Sprintf("s%02d", rng.IntN(30))}}
-		}
+		route := randomRoute(rng)
 		cfg := LocationConfig{MaxCandidates: rng.IntN(6), Jitter: []float64{-1, 0, 0.3}[rng.IntN(3)]}
 		procs := 1 + rng.IntN(20)
 		seed := rng.Uint64()
@@ -178,4 +162,23 @@ func TestRoundsRankMatchesReference(t *testing.T) {
 			t.Fatalf("trial %d: Rounds ranks %v, reference %v", trial, got, want)
 		}
 	}
+}
+
+// randomCands are up to 40 candidates named among 30 sites (names repeat),
+// with free counts in steps of 8: many ties.
+func randomCands(rng *rand.Rand) []Candidate {
+	cands := make([]Candidate, rng.IntN(40))
+	for i := range cands {
+		f := func() int { return rng.IntN(5) * 8 }
+		cands[i] = Candidate{Site: fmt.Sprintf("s%02d", rng.IntN(30)), Procs: 8 + rng.IntN(3)*8, FreeNow: f(), Free1h: f(), Free4h: f(), Free24h: f()}
+	}
+	return cands
+}
+
+// randomRoute is empty or one site the job has been at.
+func randomRoute(rng *rand.Rand) Route {
+	if rng.IntN(2) == 0 {
+		return Route{{Site: fmt.Sprintf("s%02d", rng.IntN(30))}}
+	}
+	return nil
 }

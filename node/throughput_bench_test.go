@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -261,6 +262,19 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// gcBusy is the CPU time the garbage collector has taken from the program
+// so far, in seconds: its pauses, dedicated and fractional mark workers
+// and the mark assists of allocating goroutines. Mark work done by idle
+// processors (which would otherwise run nothing) is left out.
+func gcBusy() float64 {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/idle:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 || s[1].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return s[0].Value.Float64() - s[1].Value.Float64()
+}
+
 // reportLatencies reports submits/s and the p50/p99/max of sorted lats.
 func reportLatencies(b *testing.B, lats []time.Duration, elapsed time.Duration) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -280,6 +294,11 @@ func benchThroughput(b *testing.B, waiting int) {
 	t0 := time.Now()
 	fillQueue(b, bn.conn, waiting)
 	b.Logf("filled %d waiting jobs in %v", waiting, time.Since(t0).Round(time.Millisecond))
+	// The live heap per waiting job, what the collector marks each cycle.
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	heapB, heapObjs := float64(ms.HeapAlloc)/float64(waiting), float64(ms.HeapObjects)/float64(waiting)
 
 	var keys atomic.Int64
 	submit := func(c fedschedv1.SiteServiceClient) (time.Duration, error) {
@@ -296,12 +315,16 @@ func benchThroughput(b *testing.B, waiting int) {
 	ends0 := bn.ends()
 	bn.st.reset()
 	stopProfile := profileMeasured(b)
-	cpu0 := cpuTime()
+	cpu0, gc0 := cpuTime(), gcBusy()
 	lats, elapsed := benchClientsRun(b, []*grpc.ClientConn{bn.conn}, submit)
+	gc := gcBusy() - gc0
 	stopProfile()
 	reportLatencies(b, lats, elapsed)
 	b.ReportMetric(float64(bn.ends()-ends0)/elapsed.Seconds(), "ends/s")
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(len(lats))/1e3, "cpu-us/submit")
+	b.ReportMetric(gc*1e6/float64(len(lats)), "gc-us/submit")
+	b.ReportMetric(heapB, "heap-B/waiting") // reported here: b.ResetTimer drops metrics
+	b.ReportMetric(heapObjs, "heap-objs/waiting")
 	if a := bn.st.applies.Load(); a > 0 {
 		b.ReportMetric(float64(a)/elapsed.Seconds(), "commits/s")
 		b.ReportMetric(float64(bn.st.applyNs.Load())/float64(a)/1e6, "commit-ms")

@@ -363,19 +363,59 @@ func getJob(tx *bolt.Tx, id string) (JobRecord, error) {
 	return rec, nil
 }
 
-// putJob writes an encoded job and keeps the indexes in step.
+// putJob writes an encoded job and keeps the indexes in step. The index
+// keys of the version it replaces are read with indexedFields (not a decode
+// of the whole job), and a key that stays the same is left alone: a
+// rewrite of an old job does not dirty its user's index page, nor its
+// state's when the state did not change (bbolt copies a page's every
+// entry into memory to change one).
 func putJob(tx *bolt.Tx, rec JobRecord, enc []byte) error {
 	jobs, err := bucket(tx, bucketJobs)
 	if err != nil {
 		return err
 	}
-	if err := unindexJob(tx, rec.ID()); err != nil {
+	id := rec.ID()
+	var (
+		oldState fedschedv1.JobState
+		oldUser  string
+		had      bool
+	)
+	if v := jobs.Get([]byte(id)); v != nil {
+		// An old version we cannot read leaves index entries we cannot
+		// name: harmless, since ListJobs checks every candidate's record.
+		oldState, oldUser, err = indexedFields(v)
+		had = err == nil
+	}
+	if err := jobs.Put([]byte(id), enc); err != nil {
 		return err
 	}
-	if err := jobs.Put([]byte(rec.ID()), enc); err != nil {
+	byState, err := bucket(tx, bucketJobsByState)
+	if err != nil {
 		return err
 	}
-	return indexJob(tx, rec)
+	byUser, err := bucket(tx, bucketJobsByUser)
+	if err != nil {
+		return err
+	}
+	if err := moveIndexKey(byState, had, stateKey(oldState, id), stateKey(rec.Job.GetState(), id)); err != nil {
+		return err
+	}
+	return moveIndexKey(byUser, had, userKey(oldUser, id), userKey(rec.Job.GetSpec().GetUser(), id))
+}
+
+// moveIndexKey replaces the index key old (if had) by key. When they are
+// equal the key is only written if it is missing.
+func moveIndexKey(b *bolt.Bucket, had bool, old, key []byte) error {
+	if had && bytes.Equal(old, key) {
+		if b.Get(key) != nil {
+			return nil
+		}
+	} else if had {
+		if err := b.Delete(old); err != nil {
+			return err
+		}
+	}
+	return b.Put(key, nil)
 }
 
 func indexJob(tx *bolt.Tx, rec JobRecord) error {
@@ -396,14 +436,19 @@ func indexJob(tx *bolt.Tx, rec JobRecord) error {
 // unindexJob removes the index entries of the stored version of a job, if
 // any.
 func unindexJob(tx *bolt.Tx, id string) error {
-	old, err := getJob(tx, id)
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
-		// Nothing to clean, or nothing we can read: a stale index entry is
-		// harmless, since ListJobs checks every candidate's record.
-		return nil
-	}
+	jobs, err := bucket(tx, bucketJobs)
 	if err != nil {
 		return err
+	}
+	v := jobs.Get([]byte(id))
+	if v == nil {
+		return nil // nothing to clean
+	}
+	state, user, err := indexedFields(v)
+	if err != nil {
+		// Nothing we can read: a stale index entry is harmless, since
+		// ListJobs checks every candidate's record.
+		return nil
 	}
 	byState, err := bucket(tx, bucketJobsByState)
 	if err != nil {
@@ -413,10 +458,10 @@ func unindexJob(tx *bolt.Tx, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := byState.Delete(stateKey(old.Job.GetState(), id)); err != nil {
+	if err := byState.Delete(stateKey(state, id)); err != nil {
 		return err
 	}
-	return byUser.Delete(userKey(old.Job.GetSpec().GetUser(), id))
+	return byUser.Delete(userKey(user, id))
 }
 
 func deleteJob(tx *bolt.Tx, id string) error {
