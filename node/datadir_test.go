@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/fedsched/fedsched/node"
+	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/store"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -23,7 +25,17 @@ import (
 func launch(t *testing.T, dir string) (fedschedv1.SiteServiceClient, error) {
 	t.Helper()
 	cfg := testConfig(dir)
-	cfg.Executor, cfg.Insecure = "process", true
+	cfg.Executor = "process"
+	c, _, err := launchConfig(t, cfg)
+	return c, err
+}
+
+// launchConfig runs node.Launch with cfg (insecure, on loopback) until stop
+// is called or the test ends; it returns the client once the site serves,
+// or Launch's error.
+func launchConfig(t *testing.T, cfg config.Config) (c fedschedv1.SiteServiceClient, stop func(), err error) {
+	t.Helper()
+	cfg.Insecure = true
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -38,19 +50,21 @@ func launch(t *testing.T, dir string) (fedschedv1.SiteServiceClient, error) {
 	select {
 	case err := <-done:
 		cancel()
-		return nil, err
+		return nil, nil, err
 	case addr := <-ready:
-		t.Cleanup(func() { cancel(); <-done })
+		var once sync.Once
+		stop = func() { once.Do(func() { cancel(); <-done }) }
+		t.Cleanup(stop)
 		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		return fedschedv1.NewSiteServiceClient(conn), nil
+		return fedschedv1.NewSiteServiceClient(conn), stop, nil
 	case <-time.After(20 * time.Second):
 		cancel()
 		t.Fatal("node neither served nor failed")
-		return nil, nil
+		return nil, nil, nil
 	}
 }
 

@@ -116,9 +116,8 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	}
 	clk := opt.Clock
 	if clk == nil {
-		clk = clock.Real()
-		if cfg.TimeScale != 1 {
-			clk = clock.Scaled(time.Now(), cfg.TimeScale)
+		if clk, err = siteClock(ctx, st, cfg.TimeScale, log); err != nil {
+			return err
 		}
 	}
 	var ex executor.Executor
@@ -389,3 +388,35 @@ func awaitServing(ctx context.Context, target, addr string, creds credentials.Tr
 }
 
 type atomicMembership = atomic.Pointer[discovery.Membership]
+
+// siteClock is the clock of a site whose clock nobody supplied: the wall
+// clock, scaled by timeScale, resumed from the reading of the site's
+// clock the store kept when that is ahead of the wall clock. A scaled
+// clock runs ahead of the wall clock; restarted from the wall clock's
+// time, the site would go back in time: jobs submitted later would carry
+// earlier times than jobs before the restart, and times already promised
+// would come again. The site's time runs on at its old pace while the
+// node is down, as a site's time does.
+func siteClock(ctx context.Context, st store.MetaStore, timeScale float64, log *slog.Logger) (clock.Clock, error) {
+	now := time.Now()
+	origin := now
+	switch v, err := st.GetMeta(ctx, store.SiteClockKey); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("read the site's clock: %w", err)
+	default:
+		kept, err := store.ParseSiteClock(v)
+		if err != nil {
+			return nil, fmt.Errorf("the store's reading of the site's clock: %w", err)
+		}
+		if at := kept.At(now); at.After(now) {
+			origin = at
+			log.Info("resuming the site's time from the store: it is ahead of the wall clock (a scaled clock ran here)",
+				"site_time", at.UTC().Format(time.RFC3339), "ahead", at.Sub(now).Round(time.Second).String())
+		}
+	}
+	if timeScale == 1 && origin.Equal(now) {
+		return clock.Real(), nil
+	}
+	return clock.Scaled(origin, timeScale), nil
+}

@@ -65,6 +65,11 @@ type Node struct {
 	stats *overbook.Stats
 	pol   plan.Policy
 
+	// scaled: the site's clock is a scaled one (nil: the wall clock, or a
+	// test's manual clock); every commit records its reading for a
+	// restart to resume from.
+	scaled interface{ Factor() float64 }
+
 	ops   chan op
 	ready atomic.Bool
 	done  chan struct{} // closed when Run returns
@@ -162,6 +167,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
 		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), pullKick: make(chan struct{}, 1),
 		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait}}
+	n.scaled, _ = deps.Clock.(interface{ Factor() float64 })
 	n.fed.defaults()
 	n.metrics = newMetrics(n)
 	if n.fed.Peers != nil && n.fed.Dial == nil {
@@ -546,6 +552,9 @@ func (n *Node) commit(ctx context.Context) error {
 		} else {
 			n.log.Warn("runtime statistics not saved", "err", err)
 		}
+	}
+	if n.scaled != nil {
+		ch.SiteClock = &store.SiteClock{Site: n.deps.Clock.Now(), Wall: time.Now(), Scale: n.scaled.Factor()}
 	}
 	// A commit must not be abandoned half way because the node is
 	// stopping: the replies waiting on it were promised durability.

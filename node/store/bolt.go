@@ -1007,6 +1007,13 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 				return err
 			}
 		}
+		if c.SiteClock != nil {
+			meta, err := bucket(tx, bucketMeta)
+			if err != nil {
+				return err
+			}
+			return meta.Put(append(slices.Clone(metaUserPrefix), SiteClockKey...), []byte(c.SiteClock.String()))
+		}
 		return nil
 	})
 }

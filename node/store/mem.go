@@ -437,6 +437,9 @@ func (m *MemStore) Apply(ctx context.Context, c Changes) error {
 	for name, blob := range c.PutStats {
 		m.stats[name] = slices.Clone(blob)
 	}
+	if c.SiteClock != nil {
+		m.meta[SiteClockKey] = c.SiteClock.String()
+	}
 	return nil
 }
 

@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
@@ -286,6 +290,50 @@ type Changes struct {
 	PutStanding []StandingRecord
 	// DeleteStanding removes standing reservation rules by id.
 	DeleteStanding []string
+	// SiteClock, if not nil, is where the site's clock stood at this
+	// change, kept under the meta key SiteClockKey: a site whose clock is
+	// not the wall clock (a scaled one) resumes from it after a restart
+	// instead of going back to the wall clock's time.
+	SiteClock *SiteClock
+}
+
+// SiteClockKey is the meta key (GetMeta) of the SiteClock a change keeps,
+// in SiteClock.String's form.
+const SiteClockKey = "site_clock"
+
+// SiteClock is a reading of a site's scaled clock: its time Site at the
+// wall clock's time Wall, running Scale times as fast as the wall clock.
+type SiteClock struct {
+	Site, Wall time.Time
+	Scale      float64
+}
+
+// At is the site's time at the wall clock's time wall, the clock having
+// run on at its pace since the reading (as a site's time runs on while its
+// node is down).
+func (c SiteClock) At(wall time.Time) time.Time {
+	return c.Site.Add(time.Duration(float64(wall.Sub(c.Wall)) * c.Scale))
+}
+
+// String is the stored form: site and wall time in Unix nanoseconds, and
+// the scale.
+func (c SiteClock) String() string {
+	return fmt.Sprintf("%d %d %s", c.Site.UnixNano(), c.Wall.UnixNano(), strconv.FormatFloat(c.Scale, 'g', -1, 64))
+}
+
+// ParseSiteClock reads SiteClock.String's form; anything else is
+// ErrCorrupt.
+func ParseSiteClock(s string) (SiteClock, error) {
+	f := strings.Fields(s)
+	if len(f) == 3 {
+		site, err1 := strconv.ParseInt(f[0], 10, 64)
+		wall, err2 := strconv.ParseInt(f[1], 10, 64)
+		scale, err3 := strconv.ParseFloat(f[2], 64)
+		if err1 == nil && err2 == nil && err3 == nil && scale > 0 && !math.IsInf(scale, 0) {
+			return SiteClock{Site: time.Unix(0, site), Wall: time.Unix(0, wall), Scale: scale}, nil
+		}
+	}
+	return SiteClock{}, fmt.Errorf("site clock %q: want \"SITE_NS WALL_NS SCALE\": %w", s, ErrCorrupt)
 }
 
 // Path returns the path of the bbolt file in a data directory.
