@@ -90,3 +90,64 @@ func TestRetryAfterDeadlinePassedReplays(t *testing.T) {
 		t.Fatalf("retry = %v (replayed %v), want the stored job %s", again.GetJob().GetId(), again.GetReplayed(), first.GetJob().GetId())
 	}
 }
+
+// stopDuringStartExecutor stops the node (cancels its context) as the
+// first job's Start begins, as a SIGTERM arriving in that instant would:
+// the executor then refuses the start for the ended context.
+type stopDuringStartExecutor struct {
+	executor.Executor
+	stop    context.CancelFunc // set before the first submission
+	once    sync.Once
+	stopped chan string // the job whose start the stop cut
+}
+
+func (e *stopDuringStartExecutor) Start(ctx context.Context, spec executor.Spec) error {
+	e.once.Do(func() {
+		e.stop()
+		e.stopped <- spec.JobID
+	})
+	return e.Executor.Start(ctx, spec)
+}
+
+// TestStopDuringStartKeepsJobPending: a stop that cuts a job's start short
+// says nothing about the job. It must stay PENDING in the store (not end
+// FAILED_START, SLA violated) and start when the node runs again on the
+// same data directory. (e2e TestCrashDuringDelegation's
+// graceful/peer/after-agree-reply-lost failed intermittently on this: the
+// peer, stopped as it started the delegated job, reported it failed.)
+func TestStopDuringStartKeepsJobPending(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	st, err := store.OpenBolt(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := &stopDuringStartExecutor{stopped: make(chan string, 1)}
+	s := startSiteWrapped(t, cfg, st, func(inner executor.Executor) executor.Executor {
+		ex.Executor = inner
+		return ex
+	})
+	ex.stop = s.cancel
+	// The reply may or may not make it out before the server stops.
+	go s.client.SubmitJob(context.Background(), &fedschedv1.SubmitJobRequest{Spec: spec(1, 3600)}) //nolint:errcheck // see above
+	id := <-ex.stopped
+	s.stop(t)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err = store.OpenBolt(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Job.GetState(); got != fedschedv1.JobState_JOB_STATE_PENDING {
+		t.Fatalf("after a stop during its start, job %s is %v (%v: %s), want PENDING", id, got, rec.Job.GetReason(), rec.Job.GetMessage())
+	}
+	s = startSite(t, cfg, st)
+	defer func() { s.stop(t); st.Close() }()
+	waitState(t, s.client, id, fedschedv1.JobState_JOB_STATE_RUNNING)
+}

@@ -668,6 +668,14 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 		// the job runs (or ran) under its supervisor; follow it.
 		err = n.deps.Executor.Reattach(es.JobID)
 	}
+	if err != nil && ctx.Err() != nil {
+		// The node is stopping (ctx ended under the start): that says
+		// nothing about the job. It stays PENDING, as a crash a moment
+		// before would have left it: the next run starts it, or follows
+		// its process if the executor had started it (adoptStarted).
+		n.log.Info("job not started: the node is stopping", "job", es.JobID, "err", err)
+		return
+	}
 	if err != nil {
 		n.log.Warn("job failed to start", "job", es.JobID, "err", err)
 		lj.job.StartTime, lj.job.EndTime = toTime(now), toTime(now)
