@@ -199,7 +199,11 @@ func rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 		return site < b.c.Site
 	}
 	n := cfg.maxCandidates()
-	top := make([]scored, 0, n)
+	var buf [4]scored // the usual few kept on the stack: a slice per offer otherwise
+	top := buf[:0]
+	if n > len(buf) {
+		top = make([]scored, 0, n)
+	}
 	for _, c := range cands {
 		if c.Procs < procs || x.has(c.Site) || route.Visited(c.Site) {
 			continue
