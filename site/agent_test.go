@@ -2,6 +2,7 @@ package site
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/fedsched/fedsched/delegation"
@@ -420,6 +421,26 @@ func TestRejectedByAdmissionIsOffered(t *testing.T) {
 	}
 	if d, ok := f.find(DecideDelegate, JobKey{"a", 1}); !ok || d.Peer != "b" {
 		t.Fatalf("not delegated to b: %+v", f.log)
+	}
+}
+
+// TestQuoteKeptClearOfStanding: a peer's quote is held clear of the
+// quoting site's standing reservations, as a local job is: a job the rule
+// leaves no room for at b (4 processors for 30 hours where the nightly
+// instance takes 6 of 8) is refused by b, which was asked, and so is not
+// delegated there. (TestRejectedByAdmissionIsOffered: to a peer without
+// the rule, it is.)
+func TestQuoteKeptClearOfStanding(t *testing.T) {
+	rule := plan.Standing{Name: "nightly", Procs: 6, Start: 3600, Every: 86400, Length: 7200}
+	f := newFed(t, Config{Name: "a", Procs: 8, Policy: plan.Conservative, Standing: []plan.Standing{rule}},
+		Config{Name: "b", Procs: 8, Policy: plan.Conservative, Standing: []plan.Standing{rule}})
+	f.submit("a", 1, 4, 30*3600)
+	if d, ok := f.find(DecideDelegate, JobKey{"a", 1}); ok {
+		t.Fatalf("delegated to %s, whose standing reservation leaves it no room: %+v", d.Peer, f.log)
+	}
+	d, ok := f.find(DecideReject, JobKey{"a", 1})
+	if !ok || !slices.ContainsFunc(d.Route, func(h delegation.Hop) bool { return h.Site == "b" && h.Action == delegation.ActionRefused }) {
+		t.Fatalf("b did not refuse it: %+v", f.log)
 	}
 }
 
