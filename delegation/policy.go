@@ -177,6 +177,19 @@ func (x exclusion) has(site string) bool {
 	return x.on && (site == x.self || slices.Contains(x.prefer, site))
 }
 
+// outlookFrac is the share of a job's procs processors that free covers,
+// at most 1.
+func outlookFrac(free, procs int) float64 {
+	if free >= procs && procs > 0 {
+		return 1 // no division: the quotient is at least 1
+	}
+	f := float64(free) / float64(procs)
+	if f >= 1 { // math.Min(1, f), NaN included, without its call
+		return 1
+	}
+	return f
+}
+
 // rank is Rank over the candidates x does not exclude, in their order (as
 // Rank of a copy without them, which Rounds need not make).
 func rank(cands []Candidate, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand, x exclusion) []Candidate {
@@ -199,24 +212,19 @@ func rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 		return site < b.c.Site
 	}
 	n := cfg.maxCandidates()
-	top := make([]scored, 0, n)
-	for _, c := range cands {
+	var buf [4]scored // the usual few kept on the stack: a slice per offer otherwise
+	top := buf[:0]
+	if n > len(buf) {
+		top = make([]scored, 0, n)
+	}
+	for i := range cands {
+		c := &cands[i] // not a copy of every candidate
 		if c.Procs < procs || x.has(c.Site) || route.Visited(c.Site) {
 			continue
 		}
 		// Outlook: the share of the job's processors free soon, now
 		// counting most.
-		frac := func(free int) float64 {
-			if free >= procs && procs > 0 {
-				return 1 // no division: the quotient is at least 1
-			}
-			f := float64(free) / float64(procs)
-			if f >= 1 { // math.Min(1, f), NaN included, without its call
-				return 1
-			}
-			return f
-		}
-		s := 0.4*frac(c.FreeNow) + 0.3*frac(c.Free1h) + 0.2*frac(c.Free4h) + 0.1*frac(c.Free24h)
+		s := 0.4*outlookFrac(c.FreeNow, procs) + 0.3*outlookFrac(c.Free1h, procs) + 0.2*outlookFrac(c.Free4h, procs) + 0.1*outlookFrac(c.Free24h, procs)
 		spread := 1.0
 		if jit > 0 {
 			spread = 1 + jit*(rng.Float64()-0.5)
@@ -245,7 +253,7 @@ func rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 		if len(top) == n && !beats(s, c.Site, top[n-1]) {
 			continue
 		}
-		x := scored{c, s}
+		x := scored{*c, s}
 		// Insert after every kept candidate that is not worse (a stable
 		// order, as a stable sort of all of them would give).
 		i := len(top)

@@ -28,7 +28,9 @@ func (s *Site) Hold(now int64, j Job, expires int64) Placement {
 	}
 	var pl Placement
 	if s.cfg.Policy == Conservative {
-		pl = s.adm.Admit(s.plan, &j, now)
+		jc := j // only this branch hands out a pointer: j itself stays off the heap
+		pl = s.adm.Admit(s.plan, &jc, now)
+		j = jc
 	} else if s.CanStartNow(now, j) {
 		// A queue policy can promise only what starts at once.
 		pl = Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}

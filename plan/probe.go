@@ -19,7 +19,8 @@ func (s *Site) Probe(now int64, j Job) Placement {
 		return Placement{Reason: ReasonRejectedTooWide}
 	}
 	if s.cfg.Policy == Conservative {
-		return s.adm.Admit(s.plan, &j, now)
+		jc := j // only this branch hands out a pointer: j itself stays off the heap
+		return s.adm.Admit(s.plan, &jc, now)
 	}
 	if s.CanStartNow(now, j) {
 		return Placement{Start: now, End: now + j.Estimate, Reason: ReasonPlacedInFull}

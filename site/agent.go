@@ -211,6 +211,10 @@ type job struct {
 // Agent is one site's decision core.
 type Agent struct {
 	cfg Config
+	// jitSrc and jit are the location policy's jitter (offerRand): one
+	// source reseeded for each offer.
+	jitSrc rand.PCG
+	jit    *rand.Rand
 	// rules are the site's settings as the shared decision rules read
 	// them (rules.go).
 	rules Rules
@@ -421,7 +425,7 @@ func (a *Agent) offerTo(now int64, jb *job, d OfferDecision) bool {
 // operator's order, then the location policy's ranking of the others.
 func (a *Agent) rounds(now int64, jb *job) [][]string {
 	rs := delegation.Rounds(a.cfg.Peers.Candidates(now), a.cfg.Prefer, a.cfg.Name, jb.pj.Procs, jb.route, a.hist, a.cfg.Location,
-		newRand(a.cfg.Seed, uint64(jb.pj.ID)))
+		a.offerRand(uint64(jb.pj.ID)))
 	rounds := make([][]string, len(rs))
 	for i, r := range rs {
 		rounds[i] = make([]string, len(r))
@@ -785,6 +789,17 @@ const minTime = math.MinInt64
 
 // newRand is the location policy's jitter stream for one decision.
 func newRand(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
+
+// offerRand is newRand(a.cfg.Seed, stream) without its two allocations:
+// the agent's one source, reseeded (rand.PCG.Seed is NewPCG's state; a
+// rand.Rand keeps nothing but its source). Valid until the next call.
+func (a *Agent) offerRand(stream uint64) *rand.Rand {
+	if a.jit == nil {
+		a.jit = rand.New(&a.jitSrc)
+	}
+	a.jitSrc.Seed(a.cfg.Seed, stream)
+	return a.jit
+}
 
 func cmpKey(x, y JobKey) int {
 	if x.Site != y.Site {

@@ -2,6 +2,7 @@ package site
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/fedsched/fedsched/delegation"
@@ -423,6 +424,26 @@ func TestRejectedByAdmissionIsOffered(t *testing.T) {
 	}
 }
 
+// TestQuoteKeptClearOfStanding: a peer's quote is held clear of the
+// quoting site's standing reservations, as a local job is: a job the rule
+// leaves no room for at b (4 processors for 30 hours where the nightly
+// instance takes 6 of 8) is refused by b, which was asked, and so is not
+// delegated there. (TestRejectedByAdmissionIsOffered: to a peer without
+// the rule, it is.)
+func TestQuoteKeptClearOfStanding(t *testing.T) {
+	rule := plan.Standing{Name: "nightly", Procs: 6, Start: 3600, Every: 86400, Length: 7200}
+	f := newFed(t, Config{Name: "a", Procs: 8, Policy: plan.Conservative, Standing: []plan.Standing{rule}},
+		Config{Name: "b", Procs: 8, Policy: plan.Conservative, Standing: []plan.Standing{rule}})
+	f.submit("a", 1, 4, 30*3600)
+	if d, ok := f.find(DecideDelegate, JobKey{"a", 1}); ok {
+		t.Fatalf("delegated to %s, whose standing reservation leaves it no room: %+v", d.Peer, f.log)
+	}
+	d, ok := f.find(DecideReject, JobKey{"a", 1})
+	if !ok || !slices.ContainsFunc(d.Route, func(h delegation.Hop) bool { return h.Site == "b" && h.Action == delegation.ActionRefused }) {
+		t.Fatalf("b did not refuse it: %+v", f.log)
+	}
+}
+
 // TestRecycleReusesBatches: a batch handed back with Recycle is filled
 // again after the next Ready, with only the new decisions, and a batch not
 // handed back is never written to.
@@ -460,6 +481,23 @@ func TestJobKeyString(t *testing.T) {
 	for _, k := range []JobKey{{"a", 0}, {"site007", 123}, {"b", -5}, {"", 1 << 62}} {
 		if got, want := k.String(), fmt.Sprintf("%s/%d", k.Site, k.ID); got != want {
 			t.Errorf("%#v.String() = %q, want %q", k, got, want)
+		}
+	}
+}
+
+// TestOfferRandIsNewRand: the reseeded source gives each offer the stream
+// a fresh newRand(seed, stream) gives, whatever the offer before drew.
+func TestOfferRandIsNewRand(t *testing.T) {
+	a, err := New(Config{Name: "a", Procs: 4, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for stream := uint64(0); stream < 50; stream++ {
+		got, want := a.offerRand(stream), newRand(7, stream)
+		for i := range int(stream % 7) {
+			if g, w := got.Float64(), want.Float64(); g != w {
+				t.Fatalf("stream %d, draw %d: %v, want %v", stream, i, g, w)
+			}
 		}
 	}
 }

@@ -39,13 +39,6 @@ type Rules struct {
 	Clear func(now int64, pj plan.Job, pl plan.Placement, undo func(), redo func() plan.Placement) plan.Placement
 }
 
-func (r *Rules) clear(now int64, pj plan.Job, pl plan.Placement, undo func(), redo func() plan.Placement) plan.Placement {
-	if r.Clear == nil {
-		return pl
-	}
-	return r.Clear(now, pj, pl, undo, redo)
-}
-
 // ---------------------------------------------------------------------
 // The origin's side: whether a job is offered, and to whom it goes.
 
@@ -256,7 +249,9 @@ func HoldFor(s *plan.Site, r *Rules, now int64, pj plan.Job, until int64, startN
 		return plan.Placement{}, 0, &Refusal{Kind: RefuseNotStartNow, Site: r.Name}
 	}
 	pl := s.Hold(now, pj, until)
-	pl = r.clear(now, pj, pl, func() { s.Unhold(now, pj.ID) }, func() plan.Placement { return s.Hold(now, pj, until) })
+	if r.Clear != nil { // the closures only then: they escape, one allocation each per quote
+		pl = r.Clear(now, pj, pl, func() { s.Unhold(now, pj.ID) }, func() plan.Placement { return s.Hold(now, pj, until) })
+	}
 	if !pl.OK() {
 		return pl, 0, &Refusal{Kind: RefuseNoPlacement, Site: r.Name, Placement: pl}
 	}
