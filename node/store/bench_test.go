@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -96,9 +98,7 @@ func BenchmarkCommitPages(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			st1 := s.db.Stats()
-			d := st1.Sub(&st0)
-			b.ReportMetric(float64(d.TxStats.GetPageCount())/float64(b.N), "pages/commit")
+			d := reportPages(b, s, st0)
 			b.ReportMetric(float64(d.TxStats.GetWrite())/float64(b.N), "writes/commit")
 		})
 	}
@@ -142,7 +142,14 @@ func BenchmarkRewriteJobs(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	reportPages(b, s, st0)
+}
+
+// reportPages reports the pages bbolt wrote per commit since st0, and
+// returns the difference of the statistics.
+func reportPages(b *testing.B, s *BoltStore, st0 bolt.Stats) bolt.Stats {
 	st1 := s.db.Stats()
 	d := st1.Sub(&st0)
 	b.ReportMetric(float64(d.TxStats.GetPageCount())/float64(b.N), "pages/commit")
+	return d
 }
