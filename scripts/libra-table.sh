@@ -12,11 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
-bin=${FEDSCHED:-}
-if [ -z "$bin" ]; then
-  go build -o "$dir/fedsched" ./cmd/fedsched
-  bin=$dir/fedsched
-fi
+. scripts/fedsched-bin.sh
 traces=${TRACES:-kth sdsc}
 loads=${LOADS:-0.5 1 4}
 for tr in $traces; do

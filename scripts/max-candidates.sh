@@ -13,11 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
-bin=${FEDSCHED:-}
-if [ -z "$bin" ]; then
-  go build -o "$dir/fedsched" ./cmd/fedsched
-  bin=$dir/fedsched
-fi
+. scripts/fedsched-bin.sh
 go run ./scripts/gridproxy -out "$dir/grid" -sites 145 2>/dev/null
 
 for mc in ${MC:-1 2 3 5 10 144}; do

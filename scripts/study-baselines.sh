@@ -11,12 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bin=${FEDSCHED:-}
-if [ -z "$bin" ]; then
-  dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
-  go build -o "$dir/fedsched" ./cmd/fedsched
-  bin=$dir/fedsched
-fi
+dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+. scripts/fedsched-bin.sh
 
 # name, embedded trace, site size in the study, span (- for the whole log)
 sites="KTH96 kth 100 -

@@ -15,12 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bin=${FEDSCHED:-}
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
-if [ -z "$bin" ]; then
-  go build -o "$dir/fedsched" ./cmd/fedsched
-  bin=$dir/fedsched
-fi
+. scripts/fedsched-bin.sh
 
 for slice in train- ""; do
   for tr in efs efs-retrained acf-fcfs rqf-fcfs acf rqf; do

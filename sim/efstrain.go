@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -169,15 +170,7 @@ func TrainEFS(ctx context.Context, cfg EFSTrainConfig) (*EFSTrainResult, error) 
 
 // rank sorts by fitness, lower first; stable, so ties keep their order.
 func rank(pop []efsIndividual) {
-	slices.SortStableFunc(pop, func(a, b efsIndividual) int {
-		switch {
-		case a.fitness < b.fitness:
-			return -1
-		case a.fitness > b.fitness:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(pop, func(a, b efsIndividual) int { return cmp.Compare(a.fitness, b.fitness) })
 }
 
 // recombine is discrete recombination: each gene (a rule's NWP centre and

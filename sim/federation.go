@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -770,15 +771,7 @@ func startableUnasked(agents []*site.Agent, sites []FedSite, k int, r delegation
 func sortSubmits(s []fedSubmit) {
 	// Stable by time: the input is built site by site in job order, so a
 	// stable sort keeps site order, then job order, at equal times.
-	slices.SortStableFunc(s, func(a, b fedSubmit) int {
-		switch {
-		case a.at < b.at:
-			return -1
-		case a.at > b.at:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(s, func(a, b fedSubmit) int { return cmp.Compare(a.at, b.at) })
 }
 
 // abortBound is the running lower bound of AbortAWRT (nil: none).

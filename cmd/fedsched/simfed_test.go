@@ -137,24 +137,13 @@ func TestSimScenarioLease(t *testing.T) {
 		if err := os.WriteFile(sc, []byte(strings.Replace(doc, "%s", tr, 1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out := filepath.Join(dir, tr+".json")
-		text, err := run(t, "sim", "--scenario", sc, "--json", out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var rep struct {
 			Sites []struct {
 				Name  string          `json:"name"`
 				Lease *map[string]any `json:"lease"`
 			} `json:"sites"`
 		}
-		if err := json.Unmarshal(b, &rep); err != nil {
-			t.Fatal(err)
-		}
+		text, b := scenarioJSON(t, sc, &rep)
 		if tr != "lease-clos" {
 			for _, s := range rep.Sites {
 				if s.Lease != nil || strings.Contains(text, "leasing (") {
@@ -247,25 +236,34 @@ func TestSimScenarioPrices(t *testing.T) {
 // site's sla object from --json.
 func scenarioSLAs(t *testing.T, path string, args ...string) []map[string]float64 {
 	t.Helper()
+	var rep struct {
+		Sites []struct {
+			SLA map[string]float64 `json:"sla"`
+		} `json:"sites"`
+	}
+	scenarioJSON(t, path, &rep, args...)
+	var slas []map[string]float64
+	for _, s := range rep.Sites {
+		slas = append(slas, s.SLA)
+	}
+	return slas
+}
+
+// scenarioJSON runs `fedsched sim --scenario path --json F` (with args),
+// decodes F into rep, and returns the text output and F's bytes.
+func scenarioJSON(t *testing.T, path string, rep any, args ...string) (string, []byte) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "out.json")
-	if _, err := run(t, append([]string{"sim", "--scenario", path, "--json", out}, args...)...); err != nil {
+	text, err := run(t, append([]string{"sim", "--scenario", path, "--json", out}, args...)...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep struct {
-		Sites []struct {
-			SLA map[string]float64 `json:"sla"`
-		} `json:"sites"`
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
+	if err := json.Unmarshal(b, rep); err != nil {
 		t.Fatal(err)
 	}
-	var slas []map[string]float64
-	for _, s := range rep.Sites {
-		slas = append(slas, s.SLA)
-	}
-	return slas
+	return text, b
 }
