@@ -75,7 +75,7 @@ func stopDuringStart(t *testing.T, step executor.SupervisorStep, sig syscall.Sig
 	// The node starts the job at once; its supervisor pauses at step.
 	jobDir := waitPausedJob(t, r.dir, id)
 	t.Cleanup(func() { supervisortest.Resume(jobDir) }) //nolint:errcheck // a failed test's leftover
-	n.cmd.Process.Signal(sig)                            //nolint:errcheck // checked by its exit
+	n.cmd.Process.Signal(sig)                           //nolint:errcheck // checked by its exit
 	<-n.exited
 	if sig == syscall.SIGTERM {
 		if code := n.cmd.ProcessState.ExitCode(); code != 0 {
