@@ -3,7 +3,11 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,5 +145,68 @@ func waitClaimed(t *testing.T, dir string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no supervisor claimed %s", dir)
 		}
+	}
+}
+
+// TestProcessStartTimeoutLeavesNoJob: a supervisor that does not report
+// within the start timeout (paused at each step of its start) is told to
+// end. The job failed to start, so it must not run on: once the
+// supervisor goes on, it leaves the job unclaimed, or does not start it, or
+// ends it, and records that. Before, it was SIGKILLed: a job it had
+// started, and not yet recorded, ran on unwatched, and a claim stayed
+// without an exit record.
+func TestProcessStartTimeoutLeavesNoJob(t *testing.T) {
+	for _, step := range []SupervisorStep{StepBeforeClaim, StepClaimed, StepJobStarted, StepRecorded} {
+		t.Run(string(step), func(t *testing.T) {
+			dir := t.TempDir()
+			marker := filepath.Join(dir, "marker")
+			p := newProcess(t, dir, time.Second)
+			p.cfg.StartTimeout = 200 * time.Millisecond // the paused supervisor never reports in time
+			p.cfg.SupervisorEnv = append(p.cfg.SupervisorEnv, supervisortest.PauseEnv+"="+string(step))
+			run(t, p)
+			jobDir := p.JobDir("j")
+			err := p.Start(context.Background(), Spec{JobID: "j", Argv: sh("echo ran >> " + marker + "; exec sleep 60")})
+			if !errors.Is(err, ErrStartFailed) {
+				t.Fatalf("Start = %v, want ErrStartFailed", err)
+			}
+			paused, err := os.ReadFile(filepath.Join(jobDir, "test-paused"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pid int
+			if _, err := fmt.Sscanf(strings.Fields(string(paused))[1], "%d", &pid); err != nil {
+				t.Fatal(err)
+			}
+			if err := supervisortest.Resume(jobDir); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); alive(pid, 0); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the supervisor did not end")
+				}
+			}
+			var sup supervisorState
+			haveSup := readJSON(filepath.Join(jobDir, supervisorFile), &sup) == nil
+			var ex exitState
+			exErr := readJSON(filepath.Join(jobDir, exitFile), &ex)
+			switch {
+			case step == StepBeforeClaim && claimed(jobDir):
+				t.Fatal("the supervisor told to end claimed the job")
+			case step != StepBeforeClaim && exErr != nil:
+				t.Fatalf("claimed, and no exit record: %v", exErr)
+			case step != StepBeforeClaim && (!ex.Killed || ex.Cause != CauseRequest):
+				t.Fatalf("exit record %+v, want killed on request", ex)
+			case step == StepClaimed && (haveSup || countRuns(t, marker) != 0):
+				t.Fatal("the job started after its supervisor was told to end")
+			case haveSup && sup.PGID > 0 && syscall.Kill(-sup.PGID, 0) == nil:
+				t.Fatalf("the job's process group %d runs on", sup.PGID)
+			}
+			// A job whose start failed is not followed: no Exit.
+			select {
+			case x := <-p.Exits():
+				t.Fatalf("exit %+v for a job that failed to start", x)
+			default:
+			}
+		})
 	}
 }
