@@ -234,6 +234,14 @@ func runScenario(cmd *cobra.Command, f simFlags) error {
 			c := cfgs[r.i]
 			c.Federate = r.federate
 			res, err := sim.RunFederation(cmd.Context(), c)
+			if err == nil {
+				// The per-site metrics the report reads, while the
+				// other replay may still run (the baseline ends first).
+				for k := range c.Sites {
+					res.OriginMetrics(k)
+					res.ExecMetrics(k)
+				}
+			}
 			if r.federate {
 				feds[r.i] = res
 			} else {
