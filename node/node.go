@@ -693,7 +693,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 		// nothing about the job. It stays PENDING, as a crash a moment
 		// before would have left it: the next run starts it, or follows
 		// its process if the executor had started it (adoptStarted).
-		n.log.Info("job not started: the node is stopping", "job", es.JobID, "err", err)
+		n.log.Info("job start cut short: the node is stopping; the next run starts it, or follows its process", "job", es.JobID, "err", err)
 		return
 	}
 	if err != nil {
