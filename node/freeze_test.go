@@ -3,17 +3,13 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
-	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -70,35 +66,10 @@ func TestFrozenJobsMatchTheStore(t *testing.T) {
 				t.Errorf("%s: no job frozen", when)
 			}
 		}}
-		if err := n.send(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-		<-o.done
+		runInLoop(t, n, o)
 		return starts
 	}
-	start := func() (*Node, func()) {
-		clk := clock.Scaled(time.Now(), cfg.TimeScale)
-		ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
-		n, err := New(cfg, Deps{Store: st, Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 2)
-		go func() { done <- ex.Run(ctx) }()
-		go func() { done <- n.Run(ctx) }()
-		for !n.Ready() {
-			time.Sleep(time.Millisecond)
-		}
-		return n, func() {
-			cancel()
-			for range 2 {
-				if err := <-done; err != nil {
-					t.Error(err)
-				}
-			}
-		}
-	}
+	start := func() (*Node, func()) { return startSimulated(t, cfg, st) }
 	n, stop := start()
 	svc := &service{n: n}
 	ctx := context.Background()
