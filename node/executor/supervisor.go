@@ -94,7 +94,9 @@ func RunSupervisorSteps(args []string, step func(dir string, s SupervisorStep)) 
 
 	// Termination requests are caught from the first moment: one that
 	// comes before the job's process starts means it never starts, and
-	// the directory says so (see terminated).
+	// the directory says so (see terminated). A signal reaches sigs a
+	// moment after it was sent: one that misses a check ends the job in
+	// the wait loop, at once, and is recorded like any kill.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
