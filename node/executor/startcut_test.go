@@ -222,7 +222,9 @@ func TestProcessJobDiesWithItsSupervisor(t *testing.T) {
 	p.cfg.SupervisorEnv = append(p.cfg.SupervisorEnv, supervisortest.PauseEnv+"="+string(StepJobStarted))
 	jobDir := p.JobDir("j")
 	errc := make(chan error, 1)
-	go func() { errc <- p.Start(context.Background(), Spec{JobID: "j", Argv: sh("echo $$ >> " + marker + "; exec sleep 60")}) }()
+	go func() {
+		errc <- p.Start(context.Background(), Spec{JobID: "j", Argv: sh("echo $$ >> " + marker + "; exec sleep 60")})
+	}()
 	if err := supervisortest.WaitPaused(jobDir, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
