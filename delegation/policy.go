@@ -162,7 +162,8 @@ func (c LocationConfig) maxCandidates() int {
 // most MaxCandidates. rng must not be nil; derive its seed from the job so
 // that a decision can be replayed.
 func Rank(cands []Candidate, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand) []Candidate {
-	return rank(cands, procs, route, hist, cfg, rng, exclusion{})
+	k := ranking{procs: procs, route: route, cfg: cfg, hist: hist, rng: rng}
+	return k.rank(cands)
 }
 
 // exclusion is the candidates Rounds leaves out of the ranking: the site
@@ -190,16 +191,73 @@ func outlookFrac(free, procs int) float64 {
 	return f
 }
 
-// rank is Rank over the candidates x does not exclude, in their order (as
-// Rank of a copy without them, which Rounds need not make).
-func rank(cands []Candidate, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand, x exclusion) []Candidate {
+// withHistory is score s with what the history h of the peer adds (known:
+// the origin has one): up to 1 for a peer whose delegated jobs finished
+// within their estimate, less for slower ones, a quarter off per failure
+// (at most four), and 0.5 for a peer not known yet (a fair chance). It
+// adds at most 1 whatever h.
+func withHistory(s float64, h History, known bool) float64 {
+	if !known {
+		return s + 0.5
+	}
+	if r := h.MeanResponseRatio; h.Jobs > 0 && r > 0 {
+		s += 1 / max1(r)
+	}
+	return s - 0.25*float64(min(h.Failures, 4))
+}
+
+// max1 is math.Max(1, r) for r > 0 (+Inf included), without its call.
+func max1(r float64) float64 {
+	if r < 1 {
+		return 1
+	}
+	return r
+}
+
+// ranking is one call of the location policy. The history is read by name
+// (hist), or, with a Ranker (r), by the candidate's position; the jitter
+// is drawn from rng, or, when rng is nil, from the PCG stream p in place.
+type ranking struct {
+	procs int
+	route Route
+	cfg   LocationConfig
+	hist  map[string]History
+	x     exclusion
+	r     *Ranker
+	rng   *rand.Rand
+	p     pcg
+}
+
+// rank is Rank over the candidates the exclusion (x, or the Ranker's)
+// does not leave out, in their order (as Rank of a copy without them,
+// which Rounds need not make).
+func (k *ranking) rank(cands []Candidate) []Candidate {
 	type scored struct {
 		c     Candidate
 		score float64
 	}
-	jit := cfg.Jitter
+	procs, route, hist := k.procs, k.route, k.hist
+	jit := k.cfg.Jitter
 	if jit == 0 {
 		jit = 0.1
+	}
+	// Bounds of the spread 1 + jit·(u − 0.5), u in [0, 1), as computed
+	// (rounding is monotone).
+	hiS, loS := 1.0, 1.0
+	if jit > 0 {
+		hiS, loS = 1+jit*0.5, 1+jit*-0.5
+	}
+	// The route's sites but the site itself, when the exclusion leaves it
+	// out already: a job submitted here has none to compare names with.
+	visited := route
+	if self, ok := k.self(); ok && slices.ContainsFunc(route, func(h Hop) bool { return h.Site == self }) {
+		var buf [4]Hop
+		visited = buf[:0]
+		for _, h := range route {
+			if h.Site != self {
+				visited = append(visited, h)
+			}
+		}
 	}
 	// Only the best MaxCandidates are kept, in order, as the candidates
 	// go by: a federation of hundreds of sites asks a few of them, and
@@ -211,7 +269,7 @@ func rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 		}
 		return site < b.c.Site
 	}
-	n := cfg.maxCandidates()
+	n := k.cfg.maxCandidates()
 	var buf [4]scored // the usual few kept on the stack: a slice per offer otherwise
 	top := buf[:0]
 	if n > len(buf) {
@@ -219,34 +277,69 @@ func rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 	}
 	for i := range cands {
 		c := &cands[i] // not a copy of every candidate
-		if c.Procs < procs || x.has(c.Site) || route.Visited(c.Site) {
+		if c.Procs < procs {
+			continue
+		}
+		var (
+			h          History
+			known, own bool // own: h and known are the candidate's already
+		)
+		if k.r != nil {
+			sl := k.r.slot(i, c.Site)
+			if sl.excluded {
+				continue
+			}
+			if sl.h != nil {
+				h, known = *sl.h, true
+			}
+			own = true
+		} else if k.x.has(c.Site) {
+			continue
+		}
+		if len(visited) > 0 && visited.Visited(c.Site) {
 			continue
 		}
 		// Outlook: the share of the job's processors free soon, now
 		// counting most.
 		s := 0.4*outlookFrac(c.FreeNow, procs) + 0.3*outlookFrac(c.Free1h, procs) + 0.2*outlookFrac(c.Free4h, procs) + 0.1*outlookFrac(c.Free24h, procs)
-		spread := 1.0
-		if jit > 0 {
-			spread = 1 + jit*(rng.Float64()-0.5)
-		}
-		// The history adds at most 1 (a count of failures only takes
-		// away), so a peer that cannot beat the last one kept even so is
-		// passed over without its history looked up: most of them, in a
-		// large federation. (Rounding is monotone: the bound holds for the
-		// computed score too.)
-		if len(top) == n && spread > 0 && (s+1)*spread < top[n-1].score {
-			continue
-		}
-		if h, ok := hist[c.Site]; ok {
-			if h.Jobs > 0 && h.MeanResponseRatio > 0 {
-				// A peer whose delegated jobs finished within their
-				// estimate scores up to 1 more; slower ones less.
-				s += 1 / math.Max(1, h.MeanResponseRatio)
+		if own && len(top) == n {
+			// The score is b times the spread: a peer that cannot beat
+			// the last one kept with the largest spread takes its draw
+			// (every peer the filter keeps takes the next of the
+			// stream, so that the others' stay the same) without
+			// computing it: most of them, in a large federation.
+			b := withHistory(s, h, known)
+			bound := b * hiS
+			if b < 0 {
+				bound = b * loS
 			}
-			s -= 0.25 * float64(min(h.Failures, 4))
-		} else {
-			s += 0.5 // unknown peers get a fair chance
+			if bound < top[n-1].score {
+				if jit > 0 {
+					k.p.next() // own: the Ranker's stream
+				}
+				continue
+			}
 		}
+		spread := 1.0
+		switch {
+		case jit <= 0:
+		case k.rng != nil:
+			spread = 1 + jit*(k.rng.Float64()-0.5)
+		default:
+			spread = 1 + jit*(k.p.float64()-0.5)
+		}
+		if !own {
+			// The history adds at most 1 (a count of failures only
+			// takes away), so a peer that cannot beat the last one kept
+			// even so is passed over without its history looked up.
+			// (Rounding is monotone: the bound holds for the computed
+			// score too.)
+			if len(top) == n && spread > 0 && (s+1)*spread < top[n-1].score {
+				continue
+			}
+			h, known = hist[c.Site]
+		}
+		s = withHistory(s, h, known)
 		if jit > 0 {
 			s *= spread
 		}
@@ -274,6 +367,14 @@ func rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 	return res
 }
 
+// self is the site the exclusion leaves out, if any.
+func (k *ranking) self() (string, bool) {
+	if k.r != nil {
+		return k.r.self, true
+	}
+	return k.x.self, k.x.on
+}
+
 // Rounds orders the peers a site asks for a job, one round after the
 // other: each preferred peer (ordered spill-over: "our partner first, the
 // others only when it cannot") alone, in the operator's order, if it has
@@ -282,6 +383,13 @@ func rank(cands []Candidate, procs int, route Route, hist map[string]History, cf
 // never asked. The node and the site agent both order their rounds with
 // it.
 func Rounds(cands []Candidate, prefer []string, self string, procs int, route Route, hist map[string]History, cfg LocationConfig, rng *rand.Rand) [][]Candidate {
+	k := ranking{procs: procs, route: route, cfg: cfg, hist: hist, x: exclusion{on: true, self: self, prefer: prefer}, rng: rng}
+	return appendPreferred(cands, prefer, self, procs, route, k.rank(cands))
+}
+
+// appendPreferred is Rounds' rounds: each preferred peer alone, then the
+// ranking of the others, if any.
+func appendPreferred(cands []Candidate, prefer []string, self string, procs int, route Route, ranked []Candidate) [][]Candidate {
 	var rounds [][]Candidate
 	for _, p := range prefer {
 		for _, c := range cands {
@@ -290,7 +398,7 @@ func Rounds(cands []Candidate, prefer []string, self string, procs int, route Ro
 			}
 		}
 	}
-	if ranked := rank(cands, procs, route, hist, cfg, rng, exclusion{on: true, self: self, prefer: prefer}); len(ranked) > 0 {
+	if len(ranked) > 0 {
 		rounds = append(rounds, ranked)
 	}
 	return rounds

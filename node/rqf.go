@@ -261,11 +261,11 @@ func (n *Node) disclose(req *fedschedv1.PeerQueueRequest) ([]*fedschedv1.QueuedJ
 	rules := n.rules()
 	for _, id := range n.site.WaitingIDs(nil) {
 		lj := n.live[id]
-		if !n.waitsHere(lj) || !site.Discloses(rules, lj.job.GetOriginSite(), routeOf(lj.job.GetRoute()), lj.pj.Procs, req.GetSite(), int(req.GetFreeProcs())) {
+		if !n.waitsHere(lj) || !site.Discloses(rules, lj.job().GetOriginSite(), routeOf(lj.job().GetRoute()), lj.pj.Procs, req.GetSite(), int(req.GetFreeProcs())) {
 			continue
 		}
-		out = append(out, &fedschedv1.QueuedJob{JobId: lj.job.GetId(), Spec: proto.Clone(lj.job.GetSpec()).(*fedschedv1.JobSpec),
-			Route: cloneRoute(lj.job.GetRoute())})
+		out = append(out, &fedschedv1.QueuedJob{JobId: lj.job().GetId(), Spec: proto.Clone(lj.job().GetSpec()).(*fedschedv1.JobSpec),
+			Route: cloneRoute(lj.job().GetRoute())})
 		if len(out) == site.MaxDisclosed {
 			break
 		}
@@ -277,7 +277,7 @@ func (n *Node) disclose(req *fedschedv1.PeerQueueRequest) ([]*fedschedv1.QueuedJ
 // not cancelled and not being delegated: the node's side of "waiting"
 // (the agent's plan holds only such jobs).
 func (n *Node) waitsHere(lj *liveJob) bool {
-	return lj != nil && lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && !lj.cancelled && n.inflight[lj.seq] == nil
+	return lj != nil && lj.job().GetState() == fedschedv1.JobState_JOB_STATE_PENDING && !lj.cancelled && n.inflight[lj.seq] == nil
 }
 
 func cloneRoute(r []*fedschedv1.RouteHop) []*fedschedv1.RouteHop {
@@ -318,21 +318,21 @@ func (n *Node) handOver(req *fedschedv1.TakeRequest, now int64) error {
 	lj := n.live[int64(seq)]
 	// The disclosure rule again: only a job the taker may see may be
 	// taken (its free processors are its hold's business).
-	if !ok || !n.waitsHere(lj) || !site.Discloses(n.rules(), lj.job.GetOriginSite(), routeOf(lj.job.GetRoute()), lj.pj.Procs, req.GetSite(), lj.pj.Procs) ||
+	if !ok || !n.waitsHere(lj) || !site.Discloses(n.rules(), lj.job().GetOriginSite(), routeOf(lj.job().GetRoute()), lj.pj.Procs, req.GetSite(), lj.pj.Procs) ||
 		!n.site.Cancel(now, lj.seq) {
 		return fmt.Errorf("job %s does not wait at %s for %s to take: %w", req.GetJobId(), n.cfg.Site, req.GetSite(), ErrNotWaiting)
 	}
 	if n.adm != nil {
 		n.adm.Forget(lj.seq) // it never ran here: nothing to learn
 	}
-	id := lj.job.GetId()
+	id := lj.job().GetId()
 	n.pending.putRes(id, nil)
-	lj.job.Reservation, lj.job.Pof, lj.job.Overbooked = nil, 0, false
+	lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = nil, 0, false
 	msg := fmt.Sprintf("%s %s, which would start it now: agreeing to its hold %s", rqfHandingOver, req.GetSite(), req.GetHoldId())
-	lj.job.Route = append(lj.job.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: req.GetSite(), Reason: fedschedv1.Reason_REASON_DELEGATED,
+	lj.job().Route = append(lj.job().Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: req.GetSite(), Reason: fedschedv1.Reason_REASON_DELEGATED,
 		Message: msg, Time: toTime(now)})
-	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, msg, now)
-	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job, peer: req.GetSite(), hold: req.GetHoldId(), take: true}
+	lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, msg, now)
+	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job(), peer: req.GetSite(), hold: req.GetHoldId(), take: true}
 	n.launch = append(n.launch, lj.seq)
 	return nil
 }

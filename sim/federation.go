@@ -163,7 +163,7 @@ type FedResult struct {
 	// site k, in record order; built on the first metrics call, so that
 	// per-site metrics do not each scan every record.
 	byOrigin, byExec, byLender [][]int32
-	origin                     []*Metrics // OriginMetrics, computed once per site
+	origin, exec               []*Metrics // OriginMetrics and ExecMetrics, computed once per site
 }
 
 // OriginMetrics returns the metrics of the jobs submitted at site k,
@@ -174,7 +174,8 @@ func (r *FedResult) OriginMetrics(k int) Metrics {
 		r.origin = make([]*Metrics, len(r.Sites))
 	}
 	if r.origin[k] == nil {
-		m := ComputeMetrics(r.pick(r.byOrigin[k]), r.Sites[k].Procs)
+		idx := r.byOrigin[k]
+		m := metricsOf(len(idx), func(i int) *Record { return &r.Records[idx[i]].Record }, r.Sites[k].Procs)
 		r.origin[k] = &m
 	}
 	return *r.origin[k]
@@ -187,23 +188,40 @@ func (r *FedResult) OriginMetrics(k int) Metrics {
 // locally, Eqs. 6.12-6.16), and not at all where it used none.
 func (r *FedResult) ExecMetrics(k int) Metrics {
 	r.index()
-	recs := make([]Record, 0, len(r.byExec[k])+len(r.byLender[k]))
+	if r.exec == nil {
+		r.exec = make([]*Metrics, len(r.Sites))
+	}
+	if r.exec[k] == nil {
+		m := r.execMetrics(k)
+		r.exec[k] = &m
+	}
+	return *r.exec[k]
+}
+
+func (r *FedResult) execMetrics(k int) Metrics {
+	exec, lent := make([]int32, 0, len(r.byExec[k])), r.byLender[k]
 	for _, x := range r.byExec[k] {
-		f := &r.Records[x]
-		if f.Leased > 0 && f.Leased == f.Procs {
-			continue
+		if f := &r.Records[x]; f.Leased == 0 || f.Leased != f.Procs {
+			exec = append(exec, x)
 		}
-		rec := f.Record
-		rec.Procs -= f.Leased
-		recs = append(recs, rec)
 	}
-	for _, x := range r.byLender[k] {
-		f := &r.Records[x]
-		rec := f.Record
+	var rec Record // a record with the processors used here, when leased
+	at := func(i int) *Record {
+		if i < len(exec) {
+			f := &r.Records[exec[i]]
+			if f.Leased == 0 {
+				return &f.Record
+			}
+			rec = f.Record
+			rec.Procs -= f.Leased
+			return &rec
+		}
+		f := &r.Records[lent[i-len(exec)]]
+		rec = f.Record
 		rec.Procs = f.Leased
-		recs = append(recs, rec)
+		return &rec
 	}
-	return ComputeMetrics(recs, r.Sites[k].Procs)
+	return metricsOf(len(exec)+len(lent), at, r.Sites[k].Procs)
 }
 
 // LeasedArea returns the squashed area site k ran on processors it leased
@@ -243,14 +261,6 @@ func (r *FedResult) index() {
 			r.byLender[f.Lender] = append(r.byLender[f.Lender], int32(i))
 		}
 	}
-}
-
-func (r *FedResult) pick(idx []int32) []Record {
-	out := make([]Record, len(idx))
-	for i, x := range idx {
-		out[i] = r.Records[x].Record
-	}
-	return out
 }
 
 // Migrations returns the migration matrices of the digest (Eq. 6.1): M_n[k][l]

@@ -2,12 +2,15 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/plan"
+	"github.com/fedsched/fedsched/swf"
 )
 
 func loadThreeSites(t *testing.T) FedConfig {
@@ -261,5 +264,51 @@ func TestScenarioStandingReservation(t *testing.T) {
 	}
 	if _, err := RunFederation(context.Background(), cfg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBuildReportsTheFirstSiteThatFails: the traces are read two at a
+// time, and the error is still the first failing site's in scenario
+// order, whichever is read first; the sites that load are built in order.
+func TestBuildReportsTheFirstSiteThatFails(t *testing.T) {
+	doc := func(traces []string) []byte {
+		var b strings.Builder
+		b.WriteString("sites:\n")
+		for i, tr := range traces {
+			fmt.Fprintf(&b, "  - name: s%d\n    trace: %s\n", i, tr)
+		}
+		return []byte(b.String())
+	}
+	traces := make([]string, 12)
+	for i := range traces {
+		traces[i] = []string{"kth", "hpc2n", "sdsc"}[i%3]
+	}
+	bad := slices.Clone(traces)
+	bad[5], bad[9] = "no-such-trace-5", "no-such-trace-9"
+	sc, err := ParseScenario(doc(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := sc.Build(); err == nil || !strings.Contains(err.Error(), "sites[5].trace") || !strings.Contains(err.Error(), "no-such-trace-5") {
+			t.Fatalf("Build = %v, want the error of sites[5]", err)
+		}
+	}
+	sc, err = ParseScenario(doc(traces))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := sc.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range cfg.Sites {
+		tr, err := LoadTrace(traces[i], swf.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Name != fmt.Sprintf("s%d", i) || int64(s.Procs) != tr.Header.Procs() {
+			t.Fatalf("site %d: %s with %d procs, want s%d with the %d of %s", i, s.Name, s.Procs, i, tr.Header.Procs(), traces[i])
+		}
 	}
 }

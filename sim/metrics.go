@@ -45,12 +45,19 @@ type Metrics struct {
 // processors. A job with p_j = 0 has no area and so no weight in AWRT and
 // AWWT, exactly as the definition says.
 func ComputeMetrics(records []Record, procs int) Metrics {
+	return metricsOf(len(records), func(i int) *Record { return &records[i] }, procs)
+}
+
+// metricsOf is ComputeMetrics of the n records at(0), ..., at(n−1), read
+// in that order, each before the next call: a result's metrics without a
+// copy of its records.
+func metricsOf(n int, at func(int) *Record, procs int) Metrics {
 	var m Metrics
 	var sa, rt, wt, bsld float64
 	firstStart := int64(math.MaxInt64)
-	waits := make([]int64, 0, len(records)) // whole seconds: sorted as integers, summed as floats
-	for i := range records {
-		r := &records[i]
+	waits := make([]int64, 0, n) // whole seconds: sorted as integers, summed as floats
+	for i := range n {
+		r := at(i)
 		if !r.Decision.OK() {
 			m.Rejected++
 			continue

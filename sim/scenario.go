@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"gopkg.in/yaml.v3"
 
@@ -211,6 +213,53 @@ type loaded struct {
 	procs   int
 	epoch   int64
 	history []site.PastJob // seeds the statistics of an overbooking site
+}
+
+// loadSites reads each site's trace and sanitises its jobs. The sites are
+// independent: they are read two at a time (a grid of 170 traces), and the
+// error is the first site's in scenario order, as one after the other.
+func (s *Scenario) loadSites() ([]loaded, error) {
+	all := make([]loaded, len(s.Sites))
+	errs := make([]error, len(s.Sites))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(2, len(s.Sites)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(s.Sites); i = int(next.Add(1) - 1) {
+				all[i], errs[i] = s.loadSite(i)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
+}
+
+// loadSite reads site i's trace.
+func (s *Scenario) loadSite(i int) (loaded, error) {
+	site := s.Sites[i]
+	tr, err := LoadTrace(site.Trace, swf.Options{})
+	if err != nil {
+		return loaded{}, fmt.Errorf("scenario: line %d: sites[%d].trace: %w", s.line("sites", i, "trace"), i, err)
+	}
+	procs := site.Procs
+	if procs == 0 {
+		procs = int(tr.Header.Procs())
+	}
+	if procs <= 0 {
+		return loaded{}, s.bad("the trace has no MaxProcs; set procs", "sites", i, "procs")
+	}
+	opts := swf.DefaultSanitizeOptions()
+	opts.RequireEstimate = HasEstimates(tr.Jobs)
+	jobs, _ := swf.Sanitize(tr.Jobs, int64(procs), opts)
+	if site.Skip >= len(jobs) {
+		return loaded{}, s.bad(fmt.Sprintf("%d leaves none of the trace's %d jobs", site.Skip, len(jobs)), "sites", i, "skip")
+	}
+	return loaded{jobs: FromSWF(jobs[site.Skip:]), procs: procs, epoch: tr.Header.UnixStartTime}, nil
 }
 
 // slice builds the workload's jobs, site by site.
@@ -795,28 +844,11 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 			return cfg, err
 		}
 	}
-	for i, site := range s.Sites {
-		if s.Workload != nil {
-			break
+	if s.Workload == nil {
+		var err error
+		if all, err = s.loadSites(); err != nil {
+			return cfg, err
 		}
-		tr, err := LoadTrace(site.Trace, swf.Options{})
-		if err != nil {
-			return cfg, fmt.Errorf("scenario: line %d: sites[%d].trace: %w", s.line("sites", i, "trace"), i, err)
-		}
-		procs := site.Procs
-		if procs == 0 {
-			procs = int(tr.Header.Procs())
-		}
-		if procs <= 0 {
-			return cfg, s.bad("the trace has no MaxProcs; set procs", "sites", i, "procs")
-		}
-		opts := swf.DefaultSanitizeOptions()
-		opts.RequireEstimate = HasEstimates(tr.Jobs)
-		jobs, _ := swf.Sanitize(tr.Jobs, int64(procs), opts)
-		if site.Skip >= len(jobs) {
-			return cfg, s.bad(fmt.Sprintf("%d leaves none of the trace's %d jobs", site.Skip, len(jobs)), "sites", i, "skip")
-		}
-		all = append(all, loaded{jobs: FromSWF(jobs[site.Skip:]), procs: procs, epoch: tr.Header.UnixStartTime})
 	}
 	// The time origin: each site's first job (per-site), or the earliest
 	// absolute trace time of all of them (shared).

@@ -217,10 +217,9 @@ type job struct {
 // Agent is one site's decision core.
 type Agent struct {
 	cfg Config
-	// jitSrc and jit are the location policy's jitter (offerRand): one
-	// source reseeded for each offer.
-	jitSrc rand.PCG
-	jit    *rand.Rand
+	// rank is the location policy (Rounds) and the history of the peers
+	// it reads.
+	rank *delegation.Ranker
 	// rules are the site's settings as the shared decision rules read
 	// them (rules.go).
 	rules Rules
@@ -232,7 +231,6 @@ type Agent struct {
 	// waits holds the jobs in a state with a time limit (asking, agreeing,
 	// held, taking): NextWake and Tick look only at them.
 	waits   map[JobKey]*job
-	hist    map[string]delegation.History
 	reports map[JobKey]*pendingReport
 	ready   Ready
 	spare   Ready // a batch the driver handed back (Recycle), for the next one
@@ -284,7 +282,8 @@ func New(cfg Config) (*Agent, error) {
 		cfg.PullSeconds = 60
 	}
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
-	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job), hist: make(map[string]delegation.History),
+	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job),
+		rank:    delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
 		reports: make(map[JobKey]*pendingReport), rqfAt: NeverPulled, laidTo: plan.Never}
 	for i := range cfg.Standing {
 		if err := cfg.Standing[i].Validate(); err != nil {
@@ -334,7 +333,8 @@ func (a *Agent) Name() string { return a.cfg.Name }
 func (a *Agent) Site() *plan.Site { return a.site }
 
 // History is what delegations to each peer achieved, as this site saw it.
-func (a *Agent) History() map[string]delegation.History { return a.hist }
+// Callers must not change it.
+func (a *Agent) History() map[string]delegation.History { return a.rank.History() }
 
 // Ready returns the batch decided since the last call and starts a new one.
 func (a *Agent) Ready() Ready {
@@ -431,8 +431,9 @@ func (a *Agent) offerTo(now int64, jb *job, d OfferDecision) bool {
 // rounds orders the peers to ask: each preferred peer alone, in the
 // operator's order, then the location policy's ranking of the others.
 func (a *Agent) rounds(now int64, jb *job) [][]string {
-	rs := delegation.Rounds(a.cfg.Peers.Candidates(now), a.cfg.Prefer, a.cfg.Name, jb.pj.Procs, jb.route, a.hist, a.cfg.Location,
-		a.offerRand(uint64(jb.pj.ID)))
+	// The jitter is drawn from the stream (Seed, the job's id here), so
+	// that a decision can be replayed.
+	rs := a.rank.Rounds(a.cfg.Peers.Candidates(now), jb.pj.Procs, jb.route, a.cfg.Seed, uint64(jb.pj.ID))
 	rounds := make([][]string, len(rs))
 	for i, r := range rs {
 		rounds[i] = make([]string, len(r))
@@ -596,9 +597,9 @@ func (a *Agent) Step(now int64, m Message) {
 			return // a repeated report
 		}
 		a.forget(jb)
-		h := a.hist[m.From]
+		h := a.rank.History()[m.From]
 		ObserveOutcome(&h, jb.pj.Procs, jb.pj.Estimate, jb.route[0].At, m.Outcome.Start, m.Outcome.End)
-		a.hist[m.From] = h
+		a.rank.SetHistory(m.From, h)
 		a.decide(Decision{Kind: DecideOutcome, Job: jb.key, Peer: m.From, Outcome: m.Outcome, Route: jb.route})
 	case KindReportAck:
 		delete(a.reports, m.Job)
@@ -614,9 +615,9 @@ func (a *Agent) Step(now int64, m Message) {
 }
 
 func (a *Agent) failed(peer string) {
-	h := a.hist[peer]
+	h := a.rank.History()[peer]
 	h.Failures++
-	a.hist[peer] = h
+	a.rank.SetHistory(peer, h)
 }
 
 // quote answers a quote request with a hold, or refuses.
@@ -802,21 +803,8 @@ func (a *Agent) pass(now int64) {
 	}
 }
 
-const minTime = math.MinInt64
-
 // newRand is the location policy's jitter stream for one decision.
 func newRand(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
-
-// offerRand is newRand(a.cfg.Seed, stream) without its two allocations:
-// the agent's one source, reseeded (rand.PCG.Seed is NewPCG's state; a
-// rand.Rand keeps nothing but its source). Valid until the next call.
-func (a *Agent) offerRand(stream uint64) *rand.Rand {
-	if a.jit == nil {
-		a.jit = rand.New(&a.jitSrc)
-	}
-	a.jitSrc.Seed(a.cfg.Seed, stream)
-	return a.jit
-}
 
 func cmpKey(x, y JobKey) int {
 	if x.Site != y.Site {
@@ -838,7 +826,7 @@ func cmpKey(x, y JobKey) int {
 func (a *Agent) offerEFS(now int64, jb *job) bool {
 	nwp, njp := a.features(jb.pj.Procs)
 	var rounds [][]string
-	for _, c := range delegation.RankAWRT(a.cfg.Peers.Candidates(now), jb.pj.Procs, jb.route, a.hist) {
+	for _, c := range delegation.RankAWRT(a.cfg.Peers.Candidates(now), jb.pj.Procs, jb.route, a.rank.History()) {
 		if rb := a.cfg.Rules.For(c.Site, c.Procs); rb != nil && !rb.Accepts(nwp, njp) {
 			rounds = append(rounds, []string{c.Site})
 		}

@@ -513,20 +513,3 @@ func TestJobKeyString(t *testing.T) {
 		}
 	}
 }
-
-// TestOfferRandIsNewRand: the reseeded source gives each offer the stream
-// a fresh newRand(seed, stream) gives, whatever the offer before drew.
-func TestOfferRandIsNewRand(t *testing.T) {
-	a, err := New(Config{Name: "a", Procs: 4, Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for stream := uint64(0); stream < 50; stream++ {
-		got, want := a.offerRand(stream), newRand(7, stream)
-		for i := range int(stream % 7) {
-			if g, w := got.Float64(), want.Float64(); g != w {
-				t.Fatalf("stream %d, draw %d: %v, want %v", stream, i, g, w)
-			}
-		}
-	}
-}

@@ -18,7 +18,7 @@ func (a *Agent) pull(now int64) {
 		return
 	}
 	a.rqfAt = now
-	ranked := PullRanking(a.cfg.Peers.Candidates(now), a.cfg.Name, a.hist, a.cfg.Location, newRand(a.cfg.Seed, uint64(now)))
+	ranked := PullRanking(a.cfg.Peers.Candidates(now), a.cfg.Name, a.rank.History(), a.cfg.Location, newRand(a.cfg.Seed, uint64(now)))
 	for _, c := range ranked {
 		a.send(Message{Kind: KindQueueRequest, To: c.Site, Spec: plan.Job{Procs: free}})
 	}

@@ -77,8 +77,9 @@ type crashRun struct {
 	led      ledger
 	// current is the node last started (killed when the test ends).
 	current *nodeProc
-	// extra are more flags for the node.
-	extra []string
+	// extra are more flags for the node; env, more environment for it
+	// (and its supervisors).
+	extra, env []string
 	// seen is every job as the last check saw it.
 	seen map[string]*fedschedv1.Job
 	// counts for the summary
@@ -194,6 +195,7 @@ func (r *crashRun) startNode() *nodeProc {
 	cmd := exec.Command(os.Args[0], args...)
 	// The supervisors inherit the environment: they are this binary too.
 	cmd.Env = append(os.Environ(), "FEDSCHED_TEST_RUN_MAIN=1", "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
+	cmd.Env = append(cmd.Env, r.env...)
 	// Should this test binary die (a timeout), the node dies with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pipe, err := cmd.StderrPipe()

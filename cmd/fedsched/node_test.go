@@ -9,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/fedsched/fedsched/node/executor"
+	"github.com/fedsched/fedsched/node/executor/supervisortest"
 )
 
 // TestMain lets a test run this binary's main as a child process (the node
@@ -16,6 +19,10 @@ import (
 // signal): with FEDSCHED_TEST_RUN_MAIN=1 the test binary is fedsched.
 func TestMain(m *testing.M) {
 	if os.Getenv("FEDSCHED_TEST_RUN_MAIN") == "1" {
+		if len(os.Args) > 1 && os.Args[1] == "supervise" && os.Getenv(supervisortest.PauseEnv) != "" {
+			// A supervisor that pauses at a step of its start.
+			os.Exit(executor.RunSupervisorSteps(os.Args[2:], func(dir string, s executor.SupervisorStep) { supervisortest.Pause(dir, string(s)) }))
+		}
 		main()
 		os.Exit(0)
 	}

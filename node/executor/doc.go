@@ -37,11 +37,28 @@
 // Each job has a directory <data dir>/jobs/<job id>/:
 //
 //	spec.json        what to run, written by the executor before starting
+//	claim            the pid (and start time) of the one supervisor that
+//	                 took the job, created exclusively before it starts it
 //	supervisor.json  the supervisor's pid (and start time) and the job's
 //	                 process group, written by the supervisor once the job runs
 //	exit.json        how the job ended, written atomically by the supervisor
 //	stdout, stderr   the job's output
 //	supervisor.log   the supervisor's own messages
+//
+// # A start cut short
+//
+// Once the supervisor is started, a job's start is not undone: when Start's
+// ctx ends (the node stops) before the supervisor reports, the supervisor
+// is left to go on, as it would be had the node died. The directory then
+// tells the next node where the start was ([SupervisorStep]): without a
+// claim the job has not started, and the next Start runs it (should the
+// earlier supervisor get to its claim too, only one claim is made, and the
+// other supervisor leaves the job); with a claim the job is taken, and
+// [Process.Started] and [Executor.Reattach] follow it to its exit.json, also
+// while the supervisor is still starting it (it lives: the claim names it).
+// Kill of such a job reaches the supervisor that claimed it, which then
+// does not start the job, or (the signal reaching it a moment late) ends it
+// at once, and records the kill.
 //
 // # Caveats
 //

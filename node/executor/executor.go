@@ -10,7 +10,10 @@ import (
 type Executor interface {
 	// Start starts a job and returns once it runs (or failed to start, with
 	// an error wrapping ErrStartFailed; then no Exit follows). ctx bounds
-	// only the starting, not the job.
+	// only the starting, not the job. If ctx ends first, the error wraps
+	// ctx's; with an executor whose jobs outlive the node (a StartRecorder)
+	// the job may still start, exactly once: its Started, or a later
+	// Start's ErrAlreadyStarted, tells.
 	Start(ctx context.Context, spec Spec) error
 
 	// Kill ends a running job: the executor asks it to stop (SIGTERM to its

@@ -26,7 +26,8 @@ const (
 	workDir    = "work"
 	scriptFile = "script"
 	// claimFile is created exclusively by the one supervisor that runs the
-	// job, before it starts anything.
+	// job, before it starts anything. It holds that supervisor's pid and
+	// start ticks ("<pid> <ticks>\n"; older ones the pid alone).
 	claimFile = "claim"
 	// newDirPrefix starts the name of a job directory being prepared.
 	newDirPrefix = ".new-"
@@ -105,7 +106,9 @@ func claimJob(dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	_, err = fmt.Fprintf(f, "%d\n", os.Getpid())
+	pid := os.Getpid()
+	ticks, _ := procStartTicks(pid) // 0 where /proc is missing
+	_, err = fmt.Fprintf(f, "%d %d\n", pid, ticks)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -116,6 +119,27 @@ func claimJob(dir string) (bool, error) {
 		err = syncDir(dir)
 	}
 	return err == nil, err
+}
+
+// claimant reads the claim file of dir: the pid and start ticks of the
+// supervisor that claimed the job. ok is false if the job is not claimed,
+// or its claim does not name the supervisor with its start ticks (a claim
+// being written, or one made before the ticks were recorded).
+func claimant(dir string) (pid int, ticks uint64, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dir, claimFile))
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	pid, perr := strconv.Atoi(f[0])
+	ticks, terr := strconv.ParseUint(f[1], 10, 64)
+	if perr != nil || terr != nil || pid <= 0 || ticks == 0 {
+		return 0, 0, false
+	}
+	return pid, ticks, true
 }
 
 // removeUnfinishedDirs removes job directories that a node was preparing

@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fedsched/fedsched/node/executor/supervisortest"
 )
 
 // supervisorEnv turns the test binary into a supervisor: the Process
@@ -14,7 +16,8 @@ const supervisorEnv = "FEDSCHED_EXECUTOR_TEST_SUPERVISOR"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(supervisorEnv) == "1" {
-		os.Exit(RunSupervisor(os.Args[1:]))
+		// Paused at the step named by supervisortest.PauseEnv, if any.
+		os.Exit(RunSupervisorSteps(os.Args[1:], func(dir string, s SupervisorStep) { supervisortest.Pause(dir, string(s)) }))
 	}
 	code := m.Run()
 	reapChildren(2 * time.Second)

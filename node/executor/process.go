@@ -138,7 +138,13 @@ func (p *Process) Exits() <-chan Exit { return p.exits }
 
 // Start implements Executor. It writes spec.json, starts the supervisor and
 // waits (at most StartTimeout, or until ctx ends) for it to report that the
-// job's command runs.
+// job's command runs. A supervisor that does not report in StartTimeout is
+// told to end (SIGTERM; the job failed to start, and does not run, or is
+// ended and recorded so). When ctx ends first, the supervisor is
+// left to go on and Start returns ctx's error: the job's directory then
+// says whether the supervisor took the job (Started; a later Start returns
+// ErrAlreadyStarted and Reattach follows it) or not yet (a later Start
+// runs it, once: only one supervisor claims a job).
 func (p *Process) Start(ctx context.Context, spec Spec) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -261,20 +267,42 @@ func (p *Process) startSupervisor(ctx context.Context, dir string) (supervisorSt
 		p.waitChild(pid)
 		return supervisorState{}, fmt.Errorf("%s: %w", strings.TrimPrefix(line, "error "), ErrStartFailed)
 	}
-	// No report: the supervisor died, hung, or ctx ended. Do not leave it,
-	// or a job it may have started, behind.
+	if ctx.Err() != nil && !errors.Is(rerr, io.EOF) {
+		// The caller stopped waiting (the node is stopping), not the
+		// supervisor: it is left to go on, as it would be had the node
+		// died. Killing it could not tell whether the job had started. The
+		// job's directory tells it later: claimed, and the job runs (or
+		// ran, or was refused) under this supervisor, which records its
+		// end; not claimed, and the job has not started, and this
+		// supervisor or the next Start's, but only one, claims it.
+		p.mu.Lock()
+		p.reapQ = append(p.reapQ, pid)
+		p.mu.Unlock()
+		p.log.Info("start cut short; the supervisor goes on", "dir", dir, "supervisor", pid)
+		return supervisorState{}, fmt.Errorf("start supervisor: %w (supervisor %d goes on: Started or Start again tells whether it took the job)", ctx.Err(), pid)
+	}
+	if rerr != nil && !errors.Is(rerr, io.EOF) {
+		// No report in StartTimeout: the supervisor hangs, or is very
+		// slow. It is told to end with SIGTERM, which it catches from its
+		// first moment: it then leaves the job unclaimed, or does not
+		// start it, or ends it and records that. SIGKILL could leave a job
+		// it had started, and not yet recorded, running unwatched.
+		syscall.Kill(pid, syscall.SIGTERM)
+		p.mu.Lock()
+		p.reapQ = append(p.reapQ, pid)
+		p.mu.Unlock()
+		return supervisorState{}, fmt.Errorf("start supervisor: no report within %v, supervisor %d told to end (see %s): %w",
+			p.cfg.StartTimeout, pid, filepath.Join(dir, supervisorLog), ErrStartFailed)
+	}
+	// The supervisor exited without a report (or made no sense): whatever
+	// it may have started of the job goes too.
 	syscall.Kill(-pid, syscall.SIGKILL)
 	p.waitChild(pid)
 	var st supervisorState
 	if readJSON(filepath.Join(dir, supervisorFile), &st) == nil && st.PGID > 0 {
 		syscall.Kill(-st.PGID, syscall.SIGKILL)
 	}
-	if rerr == nil || errors.Is(rerr, io.EOF) {
-		rerr = errors.New("supervisor exited without a report; see " + filepath.Join(dir, supervisorLog))
-	} else if ctx.Err() != nil {
-		rerr = ctx.Err()
-	}
-	return supervisorState{}, fmt.Errorf("start supervisor: %v: %w", rerr, ErrStartFailed)
+	return supervisorState{}, fmt.Errorf("start supervisor: no usable report (%q) before it exited; see %s: %w", line, filepath.Join(dir, supervisorLog), ErrStartFailed)
 }
 
 // mergeEnv concatenates KEY=VALUE lists; a later entry replaces an earlier
@@ -324,6 +352,17 @@ func (p *Process) Kill(jobID string) error {
 	p.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("kill job %s: %w", jobID, ErrUnknownJob)
+	}
+	if sup.PID == 0 {
+		// Re-attached while its supervisor was starting it: the
+		// supervisor that claimed it takes the request (it does not start
+		// a job it was asked to end).
+		var st supervisorState
+		if readJSON(filepath.Join(dir, supervisorFile), &st) == nil {
+			sup = st
+		} else if pid, ticks, ok := claimant(dir); ok {
+			sup = supervisorState{PID: pid, PIDStart: ticks}
+		}
 	}
 	if sup.PID > 0 && alive(sup.PID, sup.PIDStart) {
 		if err := syscall.Kill(sup.PID, syscall.SIGTERM); err == nil || errors.Is(err, syscall.ESRCH) {
@@ -487,13 +526,28 @@ func (p *Process) check(j *procJob) (Exit, bool) {
 		return e, true
 	}
 	if j.sup.PID == 0 {
-		// Re-attached before the supervisor wrote supervisor.json.
+		// Re-attached before the supervisor wrote supervisor.json: it is
+		// starting the job while the supervisor that claimed it lives.
 		if err := readJSON(filepath.Join(j.dir, supervisorFile), &j.sup); err == nil {
 			return Exit{}, false
 		}
-		if time.Now().Before(j.noSupervisorUntil) {
+		if pid, ticks, ok := claimant(j.dir); ok {
+			if alive(pid, ticks) {
+				return Exit{}, false
+			}
+			// Gone; it may have recorded the job just before.
+			if e, ok := p.readExit(j); ok {
+				return e, true
+			}
+			if err := readJSON(filepath.Join(j.dir, supervisorFile), &j.sup); err == nil {
+				return Exit{}, false // the next poll finds it gone
+			}
+		} else if time.Now().Before(j.noSupervisorUntil) {
+			// A claim without the claimant's start time (being written, or
+			// made by an older supervisor): wait a start's time.
 			return Exit{}, false
 		}
+		p.log.Warn("job lost: its supervisor is gone without recording the job's start or end", "job", j.id)
 		return Exit{JobID: j.id, ExitCode: -1, Lost: true, At: time.Now()}, true
 	}
 	if p.supervisorAlive(j) {

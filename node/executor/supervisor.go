@@ -37,6 +37,37 @@ const ReadyFDEnv = "FEDSCHED_SUPERVISOR_READY_FD"
 // It logs to its standard error; the Process executor points that at
 // <job dir>/supervisor.log.
 func RunSupervisor(args []string) int {
+	return RunSupervisorSteps(args, nil)
+}
+
+// SupervisorStep names a point of the supervisor's start, in the order the
+// supervisor reaches them. What a job directory holds tells which point an
+// interrupted start had passed (see Process.Started).
+type SupervisorStep string
+
+// The steps of a supervisor's start.
+const (
+	// StepBeforeClaim: nothing done; another supervisor may still claim
+	// the job.
+	StepBeforeClaim SupervisorStep = "before-claim"
+	// StepClaimed: the claim file (with this supervisor's pid) is durable;
+	// the job's process has not started.
+	StepClaimed SupervisorStep = "claimed"
+	// StepJobStarted: the job's process runs; supervisor.json is not
+	// written yet.
+	StepJobStarted SupervisorStep = "job-started"
+	// StepRecorded: supervisor.json is durable; the executor has not been
+	// told yet.
+	StepRecorded SupervisorStep = "recorded"
+)
+
+// RunSupervisorSteps is RunSupervisor, calling step (if not nil) at each
+// SupervisorStep with the job directory. Tests pause the supervisor there
+// (package supervisortest).
+func RunSupervisorSteps(args []string, step func(dir string, s SupervisorStep)) int {
+	if step == nil {
+		step = func(string, SupervisorStep) {}
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if len(args) != 1 || args[0] == "" {
 		log.Error("usage: fedsched supervise <job dir>")
@@ -61,8 +92,32 @@ func RunSupervisor(args []string) int {
 		return 1
 	}
 
+	// Termination requests are caught from the first moment: one that
+	// comes before the job's process starts means it never starts, and
+	// the directory says so (see terminated). A signal reaches sigs a
+	// moment after it was sent: one that misses a check ends the job in
+	// the wait loop, at once, and is recorded like any kill.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	terminated := func() (os.Signal, bool) {
+		select {
+		case s := <-sigs:
+			return s, true
+		default:
+			return nil, false
+		}
+	}
+
 	// Claim the job before touching anything in its directory: a second
 	// supervisor (the node died and asked again) leaves it to the first.
+	step(dir, StepBeforeClaim)
+	if s, ok := terminated(); ok {
+		// Nothing on disk: the job is not claimed, a later Start runs it.
+		log.Info("supervisor got signal before claiming the job; leaving it", "signal", s)
+		report("error terminated (" + s.String() + ") before claiming the job")
+		return 1
+	}
 	switch ok, err := claimJob(dir); {
 	case err != nil:
 		log.Error("cannot claim job", "err", err)
@@ -73,6 +128,7 @@ func RunSupervisor(args []string) int {
 		report(claimedReport)
 		return 1
 	}
+	step(dir, StepClaimed)
 	var spec jobSpecFile
 	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
 		return failStart(fmt.Errorf("read spec: %w", err))
@@ -81,16 +137,24 @@ func RunSupervisor(args []string) int {
 	if err != nil {
 		return failStart(err)
 	}
-	// Catch termination requests before the job exists, so that none is
-	// lost between start and the wait loop.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	if s, ok := terminated(); ok {
+		// Claimed, and killed before the job's process started: it never
+		// runs, and its end is recorded like any kill's.
+		closeFiles(cmd)
+		log.Info("supervisor got signal before starting the job; not starting it", "signal", s)
+		ex := exitState{ExitCode: -1, Killed: true, Cause: CauseRequest, StartError: "terminated before the job started", At: time.Now()}
+		if err := writeJSON(filepath.Join(dir, exitFile), ex); err != nil {
+			log.Error("cannot write exit file", "err", err)
+		}
+		report("error terminated (" + s.String() + ") before the job started")
+		return 1
+	}
 	if err := cmd.Start(); err != nil {
 		return failStart(err)
 	}
 	closeFiles(cmd)
 	pgid := cmd.Process.Pid
+	step(dir, StepJobStarted)
 	state := supervisorState{PID: os.Getpid(), PGID: pgid, StartedAt: time.Now()}
 	if ticks, err := procStartTicks(state.PID); err == nil {
 		state.PIDStart = ticks
@@ -106,6 +170,7 @@ func RunSupervisor(args []string) int {
 		spec.Deadline = state.StartedAt.Add(spec.Limit)
 	}
 	log.Info("job started", "job", spec.JobID, "pgid", pgid, "deadline", spec.Deadline)
+	step(dir, StepRecorded)
 	report("ok")
 
 	done := make(chan error, 1)
