@@ -355,8 +355,8 @@ func (p *Process) Kill(jobID string) error {
 	}
 	if sup.PID == 0 {
 		// Re-attached while its supervisor was starting it: the
-		// supervisor that claimed it takes the request (it does not start
-		// a job it was asked to end).
+		// supervisor that claimed it takes the request (it then does not
+		// start the job, or ends it at once, and records the kill).
 		var st supervisorState
 		if readJSON(filepath.Join(dir, supervisorFile), &st) == nil {
 			sup = st

@@ -3,7 +3,10 @@ package executor
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -202,5 +205,59 @@ func TestProcessStartTimeoutLeavesNoJob(t *testing.T) {
 			default:
 			}
 		})
+	}
+}
+
+// TestProcessJobDiesWithItsSupervisor: a supervisor killed with SIGKILL
+// after it started the job and before it recorded the job's process group
+// (supervisor.json) takes the job's process with it: nothing could find
+// that process to stop it. Before, it ran on unrecorded.
+func TestProcessJobDiesWithItsSupervisor(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no parent-death signal without Linux")
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "marker")
+	p := newProcess(t, dir, time.Second)
+	p.cfg.SupervisorEnv = append(p.cfg.SupervisorEnv, supervisortest.PauseEnv+"="+string(StepJobStarted))
+	jobDir := p.JobDir("j")
+	errc := make(chan error, 1)
+	go func() {
+		errc <- p.Start(context.Background(), Spec{JobID: "j", Argv: sh("echo $$ >> " + marker + "; exec sleep 60")})
+	}()
+	if err := supervisortest.WaitPaused(jobDir, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { supervisortest.Resume(jobDir) }) //nolint:errcheck // a failed test's leftover
+	var jobPID int
+	for deadline := time.Now().Add(10 * time.Second); jobPID == 0; time.Sleep(5 * time.Millisecond) {
+		b, _ := os.ReadFile(marker)
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			jobPID, _ = strconv.Atoi(f[0])
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job did not start")
+		}
+	}
+	paused, err := os.ReadFile(filepath.Join(jobDir, "test-paused"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(paused))
+	supPID, err := strconv.Atoi(f[len(f)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(supPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, ErrStartFailed) {
+		t.Fatalf("Start = %v, want ErrStartFailed (the supervisor died)", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); alive(jobPID, 0); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(jobPID, syscall.SIGKILL)
+			t.Fatalf("the job's process %d runs on after its supervisor died", jobPID)
+		}
 	}
 }
