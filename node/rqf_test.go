@@ -23,7 +23,7 @@ func rqfSites(t *testing.T, disclose bool) []*fedSite {
 		case 0:
 			c.Delegation.DiscloseQueue = disclose
 		case 1:
-			c.Delegation.Transfer, c.Delegation.PullInterval = "rqf", 200*time.Millisecond
+			c.Delegation.Transfer, c.Delegation.PullInterval = "rqf", 20*time.Second
 		}
 	}, 4, 16, 8)
 }

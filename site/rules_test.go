@@ -240,3 +240,52 @@ func TestPullRanking(t *testing.T) {
 		t.Fatalf("ranking %v, want [b d]", got)
 	}
 }
+
+// TestPullTiming is RQF's timing rule, which the agent (Tick, NextWake)
+// and the node (its loop's turn and timer) both call: at most once per
+// interval when something happens, and by itself on the interval's grid
+// at the site's offset while idle.
+func TestPullTiming(t *testing.T) {
+	for _, c := range []struct {
+		idle             int
+		last, now, every int64
+		want             bool
+	}{
+		{0, NeverPulled, 100, 60, false}, // busy or with a queue: never
+		{4, NeverPulled, 100, 60, true},  // never asked
+		{4, 50, 100, 60, false},          // within the interval
+		{4, 40, 100, 60, true},           // an interval since
+	} {
+		if got := PullDue(c.idle, c.last, c.now, c.every); got != c.want {
+			t.Errorf("PullDue(%d, %d, %d, %d) = %v, want %v", c.idle, c.last, c.now, c.every, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		idle                     int
+		last, now, every, offset int64
+		want                     int64
+	}{
+		{0, NeverPulled, 100, 60, 0, plan.Forever}, // not idle: no wake
+		{4, NeverPulled, 100, 60, 0, 120},          // the next multiple
+		{4, NeverPulled, 120, 60, 0, 120},          // due now, not asked yet
+		{4, NeverPulled, 100, 60, 47, 107},         // at the site's offset
+		{4, 107, 107, 60, 47, 167},                 // asked at it
+		{4, NeverPulled, -100, 60, 11, -49},        // before the clock's 0 (a replay's first interval)
+		{4, 100, 110, 60, 47, 167},                 // 107 is within the interval of the last round
+		{4, 90, 100, 60, 0, 180},                   // 120 is within the interval of the last round
+		{4, 60, 100, 60, 0, 120},
+	} {
+		if got := NextPull(c.idle, c.last, c.now, c.every, c.offset); got != c.want {
+			t.Errorf("NextPull(%d, %d, %d, %d, %d) = %d, want %d", c.idle, c.last, c.now, c.every, c.offset, got, c.want)
+		}
+	}
+	// Sites of one federation ask at different seconds of the interval.
+	seen := map[int64]bool{}
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		o := PullOffset(n, 60)
+		if o < 0 || o >= 60 || seen[o] {
+			t.Errorf("PullOffset(%q, 60) = %d: outside [0, 60) or shared", n, o)
+		}
+		seen[o] = true
+	}
+}
