@@ -285,13 +285,14 @@ func (k *ranking) rank(cands []Candidate) []Candidate {
 			known, own bool // own: h and known are the candidate's already
 		)
 		if k.r != nil {
-			sl := k.r.slot(i, c.Site)
+			sl := &k.r.slots[i] // the Ranker's slot() inlined
+			if sl.site != c.Site || sl.hid == 0 && sl.gen != k.r.gen {
+				sl = k.r.remake(i, c.Site)
+			}
 			if sl.excluded {
 				continue
 			}
-			if sl.h != nil {
-				h, known = *sl.h, true
-			}
+			h, known = k.r.history(sl)
 			own = true
 		} else if k.x.has(c.Site) {
 			continue
