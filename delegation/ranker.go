@@ -89,14 +89,6 @@ func (r *Ranker) remake(i int, site string) *rankSlot {
 	return sl
 }
 
-// history is the history a slot reads.
-func (r *Ranker) history(sl *rankSlot) (History, bool) {
-	if sl.hid == 0 {
-		return History{}, false
-	}
-	return r.hs[sl.hid-1], true
-}
-
 // Rounds is Rounds(cands, prefer, self, procs, route, r.History(), cfg,
 // rand.New(rand.NewPCG(seed, stream))) for the Ranker's self, prefer and
 // cfg.
