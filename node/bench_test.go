@@ -100,7 +100,7 @@ func (s *timedStore) reset() {
 func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration, churn int) {
 	cfg := testConfig("")
 	cfg.Procs = 64
-	bn := startBenchNode(b, cfg, batchDelay)
+	bn := startBenchNode(b, cfg, "", batchDelay)
 	defer bn.stop()
 	st := bn.st
 	conns := make([]*grpc.ClientConn, benchClients)

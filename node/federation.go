@@ -76,9 +76,10 @@ type FederationConfig struct {
 	// DiscloseQueue lets peers list this site's waiting jobs and take
 	// those they would start now (RQF); off, queue requests are refused.
 	DiscloseQueue bool
-	// PullInterval is how often, at most, an RQF site with idle
-	// processors and nothing waiting asks its peers for their queues
-	// (wall time, default 5 s).
+	// PullInterval is RQF's interval in the site's clock (default 60 s,
+	// whole seconds): an idle site asks its peers for their queues at
+	// most once per interval when something happens to it, and at every
+	// multiple of it while idle (site.PullDue, site.NextPull; rqf.go).
 	PullInterval time.Duration
 	// Prefer lists peers asked first, one at a time, in this order.
 	Prefer []string
@@ -108,7 +109,7 @@ func (c *FederationConfig) defaults() {
 		c.OutboxGiveUp = 24 * time.Hour
 	}
 	if c.PullInterval <= 0 {
-		c.PullInterval = 5 * time.Second
+		c.PullInterval = 60 * time.Second
 	}
 }
 
@@ -196,9 +197,9 @@ type inflight struct {
 // the mark is durable.
 func (n *Node) startDelegation(lj *liveJob, local plan.Placement, d site.OfferDecision, now int64) {
 	_, msg := rejectReason(local, lj.pj, n.cfg.Site, now)
-	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED,
+	lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED,
 		"no local slot ("+msg+"): asking peers for quotes", now)
-	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job, offer: d}
+	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job(), offer: d}
 }
 
 // delegationResult is what a delegation goroutine found.
@@ -231,26 +232,26 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		// Write ahead: the origin records which peer it is about to agree
 		// with, so that after a crash it asks that peer and no other.
 		fl.peer, fl.hold = o.peer, o.offer.GetHoldId()
-		lj.job.Route = append(lj.job.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: o.peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
+		lj.job().Route = append(lj.job().Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: o.peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
 			Message: "agreeing to the quote of " + o.peer + " (hold " + o.offer.GetHoldId() + ")", Time: toTime(now)})
-		lj.rec.Job = lj.job
+		lj.rec.Job = lj.job()
 		n.pending.putJob(lj.rec)
 		return func(err error) { o.proceed <- err == nil }
 	}
 	delete(n.inflight, o.seq)
 	n.noteQueued(o.seq, lj.pj.Estimate)
-	lj.job.QuoteAnswers = append(lj.job.QuoteAnswers, o.answers...)
+	lj.job().QuoteAnswers = append(lj.job().QuoteAnswers, o.answers...)
 	if o.agreed != nil {
 		a := o.agreed
 		delete(n.live, o.seq)
-		lj.job.Site = a.GetPeerSite()
+		lj.job().Site = a.GetPeerSite()
 		if off := a.GetOffer(); off != nil {
-			lj.job.Reservation = &fedschedv1.Reservation{Start: off.GetStart(), End: off.GetEnd(), Procs: lj.job.GetSpec().GetProcs(), Site: a.GetPeerSite()}
-			lj.job.Pof = off.GetPof()
+			lj.job().Reservation = &fedschedv1.Reservation{Start: off.GetStart(), End: off.GetEnd(), Procs: lj.job().GetSpec().GetProcs(), Site: a.GetPeerSite()}
+			lj.job().Pof = off.GetPof()
 		}
-		lj.job.Route = append(lj.job.Route, &fedschedv1.RouteHop{Site: a.GetPeerSite(), PeerSite: n.cfg.Site, Reason: fedschedv1.Reason_REASON_RECEIVED_FROM_PEER,
+		lj.job().Route = append(lj.job().Route, &fedschedv1.RouteHop{Site: a.GetPeerSite(), PeerSite: n.cfg.Site, Reason: fedschedv1.Reason_REASON_RECEIVED_FROM_PEER,
 			Message: "accepted as " + a.GetPeerJobId(), Time: toTime(now)})
-		ag := &agreementRec{Role: roleOrigin, Seq: o.seq, Agreement: delegation.Agreement{ID: a.GetId(), JobID: lj.job.GetId(),
+		ag := &agreementRec{Role: roleOrigin, Seq: o.seq, Agreement: delegation.Agreement{ID: a.GetId(), JobID: lj.job().GetId(),
 			PeerJobID: a.GetPeerJobId(), Origin: n.cfg.Site, Peer: a.GetPeerSite(), State: delegation.Observed,
 			Quote: delegation.Quote{Site: a.GetPeerSite(), HoldID: a.GetId(), Start: a.GetOffer().GetStart().AsTime().Unix(),
 				End: a.GetOffer().GetEnd().AsTime().Unix(), PoF: a.GetOffer().GetPof(), Price: a.GetOffer().GetPrice()}}}
@@ -260,7 +261,7 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		if fl.take {
 			msg = fmt.Sprintf("delegated to %s as %s: it took the job from this site's queue to start it at once (RQF)", a.GetPeerSite(), a.GetPeerJobId())
 		}
-		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_DELEGATED, fedschedv1.Reason_REASON_DELEGATED, msg, now)
+		lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_DELEGATED, fedschedv1.Reason_REASON_DELEGATED, msg, now)
 	} else if fl.acf || fl.take {
 		// The peer did not confirm: the job comes back to this site's plan.
 		delete(n.live, o.seq)
@@ -279,10 +280,10 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		}
 		delete(n.live, o.seq)
 		if !n.readmit(lj, now, msg) && lj.sla {
-			n.pending.putSLA(store.SLARecord{JobID: lj.job.GetId(), Outcome: fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty})
+			n.pending.putSLA(store.SLARecord{JobID: lj.job().GetId(), Outcome: fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty})
 		}
 	}
-	job := proto.Clone(lj.job).(*fedschedv1.Job)
+	job := proto.Clone(lj.job()).(*fedschedv1.Job)
 	return func(err error) {
 		if fl.reply == nil {
 			return
@@ -801,7 +802,7 @@ func (n *Node) agree(req *fedschedv1.AgreeRequest, now int64) (*fedschedv1.Agree
 	job.Route = append(job.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: a.Origin, Reason: fedschedv1.Reason_REASON_RECEIVED_FROM_PEER,
 		Message: fmt.Sprintf("received from %s (its job %s) under agreement %s", a.Origin, a.JobID, a.ID), Time: toTime(now)})
 	pj := planJob(&spec, a.Seq, now)
-	lj := &liveJob{seq: a.Seq, job: job, pj: pj, sla: spec.GetDeadline() != nil}
+	lj := &liveJob{seq: a.Seq, j: job, pj: pj, sla: spec.GetDeadline() != nil}
 	if pl.Reason != plan.ReasonQueued {
 		r, api := n.reservationOf(id, pj.Procs, pl, pj.Estimate)
 		job.Reservation, job.Pof, job.Overbooked = api, pl.PoF, r.Overbooked
@@ -822,7 +823,7 @@ func (n *Node) agreementMsg(a *agreementRec) *fedschedv1.Agreement {
 	out := &fedschedv1.Agreement{Id: a.ID, OriginSite: a.Origin, OriginJobId: a.JobID, PeerSite: a.Peer, PeerJobId: a.PeerJobID,
 		State: fedschedv1.AgreementState(a.State), Offer: offerOf(a, a.Peer), UpdateTime: toTime(a.Updated), Undelivered: a.Undelivered}
 	if lj := n.live[a.Seq]; lj != nil && a.Role == rolePeer {
-		out.Job = proto.Clone(lj.job).(*fedschedv1.Job)
+		out.Job = proto.Clone(lj.job()).(*fedschedv1.Job)
 	}
 	return out
 }
@@ -884,15 +885,15 @@ func (o *getAgreementOp) run(n *Node, _ int64) func(error) {
 func (n *Node) peerJobEnded(lj *liveJob, now int64) {
 	if a := n.peerAgreement(lj.seq); a != nil {
 		ev := delegation.EventFinish
-		if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED {
+		if lj.job().GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED {
 			if a.State == delegation.Observed {
 				a.Apply(delegation.EventTerminate, now) //nolint:errcheck // observed -> terminating is allowed
 			}
 			ev = delegation.EventTerminated
 		}
 		a.Apply(ev, now) //nolint:errcheck // observed/terminating -> complete/terminated are allowed
-		a.Outcome = outcomeOf(lj.job)
-		a.PeerJob, _ = proto.Marshal(lj.job)
+		a.Outcome = outcomeOf(lj.job())
+		a.PeerJob, _ = proto.Marshal(lj.job())
 		a.Pending = "outcome"
 		n.putAgreement(a, now)
 		n.kickReporter()
@@ -1049,7 +1050,7 @@ func (o *terminateOp) run(n *Node, now int64) func(error) {
 			if m := o.req.GetMessage(); m != "" {
 				note += ": " + m
 			}
-			n.cancel(lj.job.GetId(), note, now)
+			n.cancel(lj.job().GetId(), note, now)
 		}
 		res.a = n.agreementMsg(a)
 	default:

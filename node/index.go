@@ -16,12 +16,12 @@ import (
 // a scan.
 func (n *Node) liveByID(id string) *liveJob {
 	if seq, ok := seqOf(n.cfg.Site, id); ok {
-		if lj := n.live[int64(seq)]; lj != nil && lj.job.GetId() == id {
+		if lj := n.live[int64(seq)]; lj != nil && lj.job().GetId() == id {
 			return lj
 		}
 	}
 	for _, lj := range n.live {
-		if lj.job.GetId() == id {
+		if lj.peek().GetId() == id {
 			return lj
 		}
 	}
@@ -34,8 +34,8 @@ func (n *Node) countPending() {
 	n.reach.ok = false
 	n.pendingBy = make(map[string]int)
 	for _, lj := range n.live {
-		if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING {
-			n.pendingBy[lj.job.GetSpec().GetUser()]++
+		if lj.job().GetState() == fedschedv1.JobState_JOB_STATE_PENDING {
+			n.pendingBy[lj.job().GetSpec().GetUser()]++
 		}
 	}
 }
@@ -134,7 +134,7 @@ func (h *reachHeap) Pop() any {
 
 // queuedJob reports whether lj counts towards queuedReach.
 func (n *Node) queuedJob(seq int64, lj *liveJob) bool {
-	return lj != nil && lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && n.inflight[seq] == nil
+	return lj != nil && lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && n.inflight[seq] == nil
 }
 
 // noteQueued records that job seq, of estimate est, may now count towards

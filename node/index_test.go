@@ -56,8 +56,8 @@ func testPendingCounts(t *testing.T, policy string) {
 		o := &inLoop{done: make(chan struct{}), f: func(n *Node) {
 			scan := make(map[string]int)
 			for _, lj := range n.live {
-				if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING {
-					scan[lj.job.GetSpec().GetUser()]++
+				if lj.job().GetState() == fedschedv1.JobState_JOB_STATE_PENDING {
+					scan[lj.job().GetSpec().GetUser()]++
 				}
 			}
 			if !maps.Equal(scan, n.pendingBy) {
@@ -66,7 +66,7 @@ func testPendingCounts(t *testing.T, policy string) {
 			now := n.now()
 			reach := now
 			for seq, lj := range n.live {
-				if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && n.inflight[seq] == nil {
+				if lj.job().GetState() == fedschedv1.JobState_JOB_STATE_PENDING && n.inflight[seq] == nil {
 					reach = max(reach, now+lj.pj.Estimate)
 				}
 			}

@@ -21,7 +21,7 @@ import (
 // FEDSCHED_JOB_ID (the id the user was given, also when a peer runs the
 // job), FEDSCHED_PROCS, and USER and HOME unless the job sets them.
 func (n *Node) batchSpec(es *executor.Spec, lj *liveJob) {
-	spec := lj.job.GetSpec()
+	spec := lj.job().GetSpec()
 	es.Procs = lj.pj.Procs
 	es.User = spec.GetUser()
 	env := make(map[string]string, len(spec.GetEnv())+4)
@@ -39,7 +39,7 @@ func (n *Node) batchSpec(es *executor.Spec, lj *liveJob) {
 	es.Env = env
 	es.Script = spec.GetScript()
 	if n.cfg.Executor != config.ExecutorSimulated {
-		es.Stdout, es.Stderr = outputPaths(spec, env["FEDSCHED_JOB_ID"], n.jobDir(lj.job.GetId()))
+		es.Stdout, es.Stderr = outputPaths(spec, env["FEDSCHED_JOB_ID"], n.jobDir(lj.job().GetId()))
 	}
 }
 
@@ -104,8 +104,8 @@ func ExpandOutputPattern(pattern, jobID, user string) string {
 // userJobID is the id the job's user was given: the origin's id of a job
 // this site runs for a peer, the job's own id otherwise.
 func (n *Node) userJobID(lj *liveJob) string {
-	id := lj.job.GetId()
-	if o := lj.job.GetOriginSite(); o == "" || o == n.cfg.Site {
+	id := lj.job().GetId()
+	if o := lj.job().GetOriginSite(); o == "" || o == n.cfg.Site {
 		return id
 	}
 	for _, a := range n.agreements {

@@ -17,7 +17,7 @@ const killRetrySeconds = 10
 // killRetrySeconds until the kill goes through or the job ends (at the
 // latest at its reservation's end, when its supervisor kills it).
 func (n *Node) kill(lj *liveJob, now int64) {
-	id := lj.job.GetId()
+	id := lj.job().GetId()
 	err := n.deps.Executor.Kill(id)
 	switch {
 	case errors.Is(err, executor.ErrUnknownJob):

@@ -188,7 +188,7 @@ type userIDOp struct {
 }
 
 func (o *userIDOp) run(n *Node, _ int64) func(error) {
-	id := n.userJobID(&liveJob{job: o.j})
+	id := n.userJobID(&liveJob{j: o.j})
 	return func(error) { o.reply <- id }
 }
 

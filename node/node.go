@@ -102,7 +102,7 @@ type Node struct {
 	connMu     sync.Mutex
 	conns      map[string]*grpc.ClientConn
 	kick       chan struct{}
-	pullKick   chan struct{} // wakes the RQF puller (rqf.go)
+	rqf        rqfState // RQF's pull timing (rqf.go), owned by the loop
 	bg         sync.WaitGroup
 	digest     atomic.Pointer[discovery.Digest]
 
@@ -128,12 +128,22 @@ type Node struct {
 	// checked on every submission; a scan of all live jobs would make each
 	// submission cost O(live)). Owned by the loop.
 	pendingBy map[string]int
+	// fz freezes the waiting jobs each turn touched (freeze.go). Owned by
+	// the loop.
+	fz freezer
 }
 
 // liveJob is a job that still holds or may hold processors.
 type liveJob struct {
 	seq int64
-	job *fedschedv1.Job // authoritative state, as stored
+	// j is the job's authoritative state, as stored; nil while the job is
+	// frozen (freeze.go): read it through job().
+	j *fedschedv1.Job
+	// wire is the frozen job's record in protobuf wire form (nil while
+	// thawed), and fz the freezer that froze it, told when it thaws.
+	wire []byte
+	fz   *freezer
+	// rec is the job's store record; rec.Job is j (nil while frozen).
 	rec store.JobRecord
 	pj  plan.Job
 	sla bool // the job has an SLA (a deadline)
@@ -165,7 +175,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs, usable: cfg.Procs,
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), killRetry: make(map[int64]int64), watchers: make(map[int]*watcher),
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
-		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), pullKick: make(chan struct{}, 1),
+		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), rqf: newRQFState(),
 		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait}}
 	n.scaled, _ = deps.Clock.(interface{ Factor() float64 })
 	n.fed.defaults()
@@ -218,6 +228,10 @@ func (n *Node) Run(ctx context.Context) error {
 		return fmt.Errorf("node: recover: %w", err)
 	}
 	n.countPending()
+	for _, lj := range n.live {
+		n.fz.due = append(n.fz.due, lj)
+	}
+	n.freezeDue()
 	n.publishDigest(n.now())
 	n.ready.Store(true)
 	n.log.Info("node ready", "procs", n.procs, "policy", n.pol.String(), "live_jobs", len(n.live), "federated", n.federating())
@@ -230,10 +244,6 @@ func (n *Node) Run(ctx context.Context) error {
 		go func() { defer n.bg.Done(); n.report(ctx) }()
 		n.bg.Add(1)
 		go func() { defer n.bg.Done(); n.rememberMembers(ctx, 2*time.Second) }()
-		if n.fed.Transfer == delegation.RQF {
-			n.bg.Add(1)
-			go func() { defer n.bg.Done(); n.pull(ctx) }()
-		}
 		for seq := range n.inflight {
 			n.launch = append(n.launch, seq)
 		}
@@ -262,7 +272,9 @@ func (n *Node) Run(ctx context.Context) error {
 			timer.Stop()
 		}
 		var tick <-chan time.Time
-		if wake := min(n.site.NextWake(passed), n.reservationWake(), n.killRetryWake()); wake < plan.Forever {
+		n.rqf.wake = n.pullWake(passed)
+		wake := min(n.site.NextWake(passed), n.reservationWake(), n.killRetryWake(), n.rqf.wake)
+		if wake < plan.Forever {
 			timer = n.deps.Clock.NewTimer(max(time.Unix(wake, 0).Sub(n.deps.Clock.Now()), 0))
 			tick = timer.C()
 		}
@@ -349,8 +361,11 @@ func (n *Node) Run(ctx context.Context) error {
 			return fmt.Errorf("node: commit: %w", err)
 		}
 		n.launchDelegations(ctx)
+		n.freezeDue()
 		n.publishDigest(now)
-		n.kickPull(now)
+		// A wake due by now makes the turn a tick of the agent's, whether
+		// its timer fired or a request came first.
+		n.pull(ctx, now, wake <= now || len(exits) > 0 || anyEvent(batch))
 	}
 }
 
@@ -562,6 +577,11 @@ func (n *Node) commit(ctx context.Context) error {
 	err := n.deps.Store.Apply(context.WithoutCancel(ctx), ch)
 	n.group.applied(time.Since(t0))
 	since(n.metrics.commit, t0)
+	if err == nil {
+		for _, rec := range ch.PutJobs {
+			n.noteWritten(rec.ID())
+		}
+	}
 	c.jobs, c.res, c.sla, c.agree, c.stand, c.stats = nil, nil, nil, nil, nil, false
 	if err == nil {
 		n.publishPending()
@@ -628,18 +648,18 @@ func (n *Node) pass(ctx context.Context, now int64, replies func(error)) error {
 	}
 	for _, id := range n.site.Moved() {
 		lj := n.live[id]
-		if lj == nil || lj.job.GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
+		if lj == nil || lj.job().GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
 			continue
 		}
 		pl, ok := n.site.Placement(id)
 		if !ok {
 			continue
 		}
-		r, api := n.reservationOf(lj.job.GetId(), lj.pj.Procs, pl, lj.pj.Estimate)
-		n.pending.putRes(lj.job.GetId(), r)
-		lj.job.Reservation, lj.job.Pof, lj.job.Overbooked = api, pl.PoF, r.Overbooked
-		lj.job.UpdateTime = toTime(now)
-		lj.rec.Job = lj.job
+		r, api := n.reservationOf(lj.job().GetId(), lj.pj.Procs, pl, lj.pj.Estimate)
+		n.pending.putRes(lj.job().GetId(), r)
+		lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = api, pl.PoF, r.Overbooked
+		lj.job().UpdateTime = toTime(now)
+		lj.rec.Job = lj.job()
 		n.pending.putJob(lj.rec)
 	}
 	return nil
@@ -647,7 +667,7 @@ func (n *Node) pass(ctx context.Context, now int64, replies func(error)) error {
 
 // start hands a job whose reservation begins to the executor.
 func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int64) {
-	spec := lj.job.GetSpec()
+	spec := lj.job().GetSpec()
 	// The core's time is whole seconds and the loop may be late: the job
 	// gets the whole length of its slot, measured from its actual start
 	// (by the executor too: Spec.Limit; it may overlap the next reservation on its processors by that
@@ -658,7 +678,7 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	// second its reservation ends has finished, not been killed.
 	at := n.deps.Clock.Now().Unix() // after this turn's commit (see pass)
 	kill := at + d.End - min(d.Start, now)
-	es := executor.Spec{JobID: lj.job.GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
+	es := executor.Spec{JobID: lj.job().GetId(), Argv: spec.GetCommand(), Env: spec.GetEnv(), Workdir: spec.GetWorkdir(),
 		Deadline: time.Unix(kill+1, 0), Limit: time.Duration(kill+1-at) * time.Second, Estimate: time.Duration(spec.GetEstimateSeconds()) * time.Second,
 		Runtime: time.Duration(spec.GetSimRuntimeSeconds()) * time.Second, Started: time.Unix(at, 0)}
 	n.batchSpec(&es, lj)
@@ -673,48 +693,48 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 		// nothing about the job. It stays PENDING, as a crash a moment
 		// before would have left it: the next run starts it, or follows
 		// its process if the executor had started it (adoptStarted).
-		n.log.Info("job not started: the node is stopping", "job", es.JobID, "err", err)
+		n.log.Info("job start cut short: the node is stopping; the next run starts it, or follows its process", "job", es.JobID, "err", err)
 		return
 	}
 	if err != nil {
 		n.log.Warn("job failed to start", "job", es.JobID, "err", err)
-		lj.job.StartTime, lj.job.EndTime = toTime(now), toTime(now)
+		lj.job().StartTime, lj.job().EndTime = toTime(now), toTime(now)
 		// The supervisor's convention (a shell's too) for a command that
 		// could not be run.
 		code := int32(executor.ExitStartFailed)
-		lj.job.ExitCode = &code
+		lj.job().ExitCode = &code
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_START,
 			fmt.Sprintf("the executor could not start the command: %v", err), fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 		return
 	}
 	// The record says when the job really started, from which its slot is
 	// measured, not when the turn began.
-	lj.job.StartTime = toTime(max(now, at))
-	r, api := n.reservationOf(lj.job.GetId(), lj.pj.Procs, plan.Placement{Start: d.Start, End: d.End}, lj.pj.Estimate)
-	lj.job.Reservation = api
-	n.pending.putRes(lj.job.GetId(), r)
-	lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.Reason_REASON_STARTED,
+	lj.job().StartTime = toTime(max(now, at))
+	r, api := n.reservationOf(lj.job().GetId(), lj.pj.Procs, plan.Placement{Start: d.Start, End: d.End}, lj.pj.Estimate)
+	lj.job().Reservation = api
+	n.pending.putRes(lj.job().GetId(), r)
+	lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.Reason_REASON_STARTED,
 		fmt.Sprintf("started on %d processors; killed at %s if still running%s", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339), n.runsAs(es.JobID)), now)
 }
 
 // finish ends a live job: it leaves the core and the store's reservations,
 // and its SLA is settled with outcome (for jobs with an SLA).
 func (n *Node) finish(lj *liveJob, state fedschedv1.JobState, reason fedschedv1.Reason, msg string, outcome fedschedv1.SlaOutcome, now int64) {
-	id := lj.job.GetId()
+	id := lj.job().GetId()
 	if !n.site.End(now, lj.seq) {
 		n.site.Cancel(now, lj.seq)
 	}
 	delete(n.live, lj.seq)
 	n.pending.putRes(id, nil)
 	if lj.sla {
-		lj.job.SlaOutcome = outcome
-		n.pending.putSLA(store.SLARecord{JobID: id, Outcome: outcome, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty, PoF: lj.job.GetPof(), DecidedAt: time.Unix(now, 0)})
+		lj.job().SlaOutcome = outcome
+		n.pending.putSLA(store.SLARecord{JobID: id, Outcome: outcome, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty, PoF: lj.job().GetPof(), DecidedAt: time.Unix(now, 0)})
 	}
-	if lj.job.GetEndTime() == nil {
-		lj.job.EndTime = toTime(now)
+	if lj.job().GetEndTime() == nil {
+		lj.job().EndTime = toTime(now)
 	}
-	lj.rec = n.setState(lj.job, lj.rec, state, reason, msg, now)
-	if lj.job.GetOriginSite() != n.cfg.Site {
+	lj.rec = n.setState(lj.job(), lj.rec, state, reason, msg, now)
+	if lj.job().GetOriginSite() != n.cfg.Site {
 		n.peerJobEnded(lj, now)
 	}
 }
@@ -735,26 +755,26 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		// processors are free.
 		if !e.Lost {
 			code := int32(e.ExitCode)
-			lj.job.ExitCode = &code
-			n.learn(lj, end-lj.job.GetStartTime().AsTime().Unix(), true)
+			lj.job().ExitCode = &code
+			n.learn(lj, end-lj.job().GetStartTime().AsTime().Unix(), true)
 		}
-		lj.job.EndTime = toTime(end)
+		lj.job().EndTime = toTime(end)
 		n.site.End(now, lj.seq)
 		delete(n.live, lj.seq)
-		n.pending.putRes(lj.job.GetId(), nil)
-		lj.rec.Job = lj.job
+		n.pending.putRes(lj.job().GetId(), nil)
+		lj.rec.Job = lj.job()
 		n.pending.putJob(lj.rec)
-		if lj.job.GetOriginSite() != n.cfg.Site {
+		if lj.job().GetOriginSite() != n.cfg.Site {
 			n.peerJobEnded(lj, now)
 		}
 		return
 	}
-	lj.job.EndTime = toTime(end)
-	start := lj.job.GetStartTime().AsTime().Unix()
+	lj.job().EndTime = toTime(end)
+	start := lj.job().GetStartTime().AsTime().Unix()
 	ran := end - start
 	if !e.Lost {
 		code := int32(e.ExitCode)
-		lj.job.ExitCode = &code
+		lj.job().ExitCode = &code
 	}
 	switch {
 	case e.Lost:
@@ -771,7 +791,7 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		outcome, msg := fedschedv1.SlaOutcome_SLA_OUTCOME_MET, "killed at the end of its reservation after receiving its full estimate (the estimate was short)"
 		// The kill comes just after the reservation's last second (start):
 		// the job got its slot, not the extra second.
-		if r := lj.job.GetReservation(); r != nil {
+		if r := lj.job().GetReservation(); r != nil {
 			ran = min(ran, r.GetEnd().AsTime().Unix()-r.GetStart().AsTime().Unix())
 		}
 		if ran < lj.pj.Estimate {

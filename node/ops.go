@@ -129,7 +129,7 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		// peers that would start it now; it comes back if none does. The
 		// reply waits for the offer (bounded by the quote timeout).
 		if d := site.OfferFirst(n.site, n.rules(), now, pj, routeOf(job.GetRoute())); d.Offer {
-			lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
+			lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
 			n.live[lj.seq] = lj
 			lj.rec = n.setState(job, rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, acfOffering, now)
 			n.inflight[lj.seq] = &inflight{seq: lj.seq, job: job, acf: true, offer: d}
@@ -144,7 +144,7 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		// job the site cannot take goes to the peers. The reply waits for
 		// the protocol (bounded by the quote timeout).
 		if d := site.OfferRejected(n.rules(), routeOf(job.GetRoute()), pl); d.Offer {
-			lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
+			lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
 			n.live[lj.seq] = lj
 			n.startDelegation(lj, pl, d, now)
 			return submitResult{deferred: lj.seq}
@@ -155,15 +155,15 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		rec = n.setState(job, rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg, now)
 		return submitResult{job: proto.Clone(rec.Job).(*fedschedv1.Job)}
 	}
-	lj := &liveJob{seq: int64(seq), job: job, rec: rec, pj: pj, sla: hasSLA}
+	lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
 	n.acceptLocal(lj, pl, now)
-	return submitResult{job: proto.Clone(lj.rec.Job).(*fedschedv1.Job)}
+	return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
 }
 
 // acceptLocal records that the site accepted lj with placement pl: its
 // reservation (not under the queue policies), its SLA and its state.
 func (n *Node) acceptLocal(lj *liveJob, pl plan.Placement, now int64) {
-	job, pj, id := lj.job, lj.pj, lj.job.GetId()
+	job, pj, id := lj.job(), lj.pj, lj.job().GetId()
 	reason, msg := fedschedv1.Reason_REASON_PLACED_IN_FULL, "accepted with a reservation for its full estimate"
 	switch pl.Reason {
 	case plan.ReasonOverbooked:
@@ -194,13 +194,13 @@ const acfOffering = "this site would not start the job now (ACF): offering it to
 func (n *Node) readmit(lj *liveJob, now int64, why string) bool {
 	pl := n.site.Submit(now, lj.pj)
 	pl = n.clearOfStanding(now, lj.pj, pl, func() { n.site.Cancel(now, lj.pj.ID) }, func() plan.Placement { return n.site.Submit(now, lj.pj) })
-	lj.job.OverbookSamples, lj.job.TooFewSamples = pl.Samples, pl.TooFewSamples
+	lj.job().OverbookSamples, lj.job().TooFewSamples = pl.Samples, pl.TooFewSamples
 	if !pl.OK() {
 		reason, msg := rejectReason(pl, lj.pj, n.cfg.Site, now)
 		if lj.sla {
-			lj.job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED
+			lj.job().SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED
 		}
-		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg+why, now)
+		lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg+why, now)
 		return false
 	}
 	n.acceptLocal(lj, pl, now)
@@ -275,7 +275,7 @@ func (n *Node) cancel(id, note string, now int64) submitResult {
 	if ok && lj != nil && lj.cancelled {
 		// Cancelled while running, its process not ended yet: cancelling
 		// again is harmless.
-		return submitResult{job: proto.Clone(lj.job).(*fedschedv1.Job)}
+		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
 	}
 	if ok && n.inflight[int64(seq)] != nil {
 		return submitResult{err: fmt.Errorf("job %s is being delegated to a peer; retry the cancel in a few seconds: %w", id, ErrUnavailable)}
@@ -287,19 +287,19 @@ func (n *Node) cancel(id, note string, now int64) submitResult {
 	if note != "" {
 		msg += ": " + note
 	}
-	if lj.job.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING {
+	if lj.job().GetState() == fedschedv1.JobState_JOB_STATE_RUNNING {
 		// The processors stay reserved until the process has ended.
 		lj.cancelled = true
 		if lj.sla {
-			lj.job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED
-			n.pending.putSLA(store.SLARecord{JobID: id, Outcome: lj.job.SlaOutcome, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty, PoF: lj.job.GetPof(), DecidedAt: time.Unix(now, 0)})
+			lj.job().SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED
+			n.pending.putSLA(store.SLARecord{JobID: id, Outcome: lj.job().SlaOutcome, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty, PoF: lj.job().GetPof(), DecidedAt: time.Unix(now, 0)})
 		}
-		lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER, msg, now)
+		lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER, msg, now)
 		n.kill(lj, now)
-		return submitResult{job: proto.Clone(lj.job).(*fedschedv1.Job)}
+		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
 	}
 	n.finish(lj, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER, msg, fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED, now)
-	return submitResult{job: proto.Clone(lj.job).(*fedschedv1.Job)}
+	return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
 }
 
 // errJobNotLive marks a cancel of a job that is not pending or running; the
@@ -317,7 +317,8 @@ func (o *siteOp) run(n *Node, now int64) func(error) {
 func (n *Node) siteInfo(now int64) *fedschedv1.Site {
 	return &fedschedv1.Site{Name: n.cfg.Site, Procs: int32(n.procs), Policy: n.pol.String(), FreeProcs: int32(n.site.Plan().Free(now)),
 		RunningJobs: int32(n.site.Running()), PendingJobs: int32(n.site.Waiting()), Version: n.deps.Version, Executor: n.cfg.Executor,
-		TimeScale: n.cfg.TimeScale, Now: timestamppb.New(time.Unix(now, 0)), Overbooking: n.adm != nil, PofMax: n.pofMax()}
+		TimeScale: n.cfg.TimeScale, Now: timestamppb.New(time.Unix(now, 0)), Overbooking: n.adm != nil, PofMax: n.pofMax(),
+		NextPull: n.nextPullTime(), Pulling: n.rqf.pulling}
 }
 
 // pofMax is the site's PoF threshold, 0 when it does not overbook.

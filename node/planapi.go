@@ -146,7 +146,7 @@ func (n *Node) waits(ids []string, now int64) map[string]*WaitReason {
 	for _, id := range ids {
 		seq, ok := seqOf(n.cfg.Site, id)
 		lj := n.live[int64(seq)]
-		if !ok || lj == nil || lj.job.GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
+		if !ok || lj == nil || lj.job().GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
 			continue
 		}
 		r, ok := n.site.Plan().Get(lj.seq)

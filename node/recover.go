@@ -133,7 +133,7 @@ func (n *Node) restore(rec store.JobRecord, now int64) {
 	if d := spec.GetDeadline(); d != nil {
 		pj.Deadline, pj.Fee, pj.Penalty = d.AsTime().Unix(), spec.GetFee(), spec.GetPenalty()
 	}
-	lj := &liveJob{seq: int64(seq), job: j, rec: rec, pj: pj, sla: spec.GetDeadline() != nil}
+	lj := &liveJob{seq: int64(seq), j: j, rec: rec, pj: pj, sla: spec.GetDeadline() != nil}
 	var pl plan.Placement
 	if r := j.GetReservation(); r != nil {
 		pl = plan.Placement{Start: r.GetStart().AsTime().Unix(), End: r.GetEnd().AsTime().Unix(), PoF: j.GetPof(), Reason: plan.ReasonPlacedInFull}
@@ -270,7 +270,7 @@ func (n *Node) recoverInflight(rec store.JobRecord, now int64) {
 	seq, _ := seqOf(n.cfg.Site, j.GetId())
 	spec := j.GetSpec()
 	pj := planJob(spec, int64(seq), j.GetSubmitTime().AsTime().Unix())
-	lj := &liveJob{seq: int64(seq), job: j, rec: rec, pj: pj, sla: spec.GetDeadline() != nil}
+	lj := &liveJob{seq: int64(seq), j: j, rec: rec, pj: pj, sla: spec.GetDeadline() != nil}
 	n.live[lj.seq] = lj
 	fl := &inflight{seq: lj.seq, job: j, acf: j.GetMessage() == acfOffering, take: isHandOver(j)}
 	// The local end it had to beat is not stored: after a restart any

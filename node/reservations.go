@@ -381,7 +381,7 @@ func (n *Node) standingRules() []plan.Standing {
 func (n *Node) jobsReach(now int64) int64 {
 	reach := now
 	for _, lj := range n.live {
-		if r := lj.job.GetReservation(); r != nil {
+		if r := lj.peek().GetReservation(); r != nil {
 			reach = max(reach, r.GetEnd().AsTime().Unix())
 		}
 	}
@@ -469,10 +469,10 @@ func (n *Node) classify(ids []int64) *ReservationConflictError {
 		switch {
 		case lj == nil:
 			x.held = true
-		case lj.cancelled || lj.job.GetState() == fedschedv1.JobState_JOB_STATE_RUNNING:
-			x.id, x.running = lj.job.GetId(), true
+		case lj.cancelled || lj.job().GetState() == fedschedv1.JobState_JOB_STATE_RUNNING:
+			x.id, x.running = lj.job().GetId(), true
 		default:
-			x.id = lj.job.GetId()
+			x.id = lj.job().GetId()
 		}
 		all = append(all, x)
 	}
@@ -522,9 +522,9 @@ func (n *Node) settleDisplaced(ds []plan.Displaced, resID string, now int64) []*
 		if lj == nil {
 			continue
 		}
-		id := lj.job.GetId()
+		id := lj.job().GetId()
 		var prev *fedschedv1.Reservation
-		if r := lj.job.GetReservation(); r != nil {
+		if r := lj.job().GetReservation(); r != nil {
 			prev = proto.Clone(r).(*fedschedv1.Reservation)
 		}
 		dj := &fedschedv1.DisplacedJob{JobId: id, Previous: prev, Reason: fedschedv1.Reason_REASON_DISPLACED}
@@ -534,22 +534,22 @@ func (n *Node) settleDisplaced(ds []plan.Displaced, resID string, now int64) []*
 			if lj.sla {
 				msg += "; the SLA is violated"
 			}
-			lj.job.Reservation = nil
+			lj.job().Reservation = nil
 			n.finish(lj, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_DISPLACED, msg, fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 			dj.State, dj.Message = fedschedv1.JobState_JOB_STATE_REJECTED, msg
 		} else {
 			pl := d.Placement
 			r, api := n.reservationOf(id, lj.pj.Procs, pl, lj.pj.Estimate)
 			n.pending.putRes(id, r)
-			lj.job.Reservation, lj.job.Pof, lj.job.Overbooked = api, pl.PoF, r.Overbooked
+			lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = api, pl.PoF, r.Overbooked
 			msg := fmt.Sprintf("fixed reservation %s took the job's slot at %s; re-planned to start at %s", resID, rfc(d.Was.Start), rfc(pl.Start))
 			if r.Overbooked {
 				msg += fmt.Sprintf(", overbooked into %d of its %d estimated seconds with PoF %.3f", pl.End-pl.Start, lj.pj.Estimate, pl.PoF)
 			}
-			lj.rec = n.setState(lj.job, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DISPLACED, msg, now)
+			lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DISPLACED, msg, now)
 			dj.State, dj.Message, dj.Reservation = fedschedv1.JobState_JOB_STATE_PENDING, msg, proto.Clone(api).(*fedschedv1.Reservation)
 		}
-		dj.SlaOutcome = lj.job.GetSlaOutcome()
+		dj.SlaOutcome = lj.job().GetSlaOutcome()
 		out = append(out, dj)
 	}
 	return out

@@ -202,7 +202,7 @@ func (n *Node) snapshot(now int64) *SiteSnapshot {
 	// Queued jobs in submission order: the queue order of FCFS and EASY.
 	var queued []*liveJob
 	for _, lj := range n.live {
-		if lj.job.GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
+		if lj.state() != fedschedv1.JobState_JOB_STATE_PENDING {
 			continue
 		}
 		if i, ok := byCore[lj.seq]; ok {
@@ -215,8 +215,9 @@ func (n *Node) snapshot(now int64) *SiteSnapshot {
 	defer func() { s.Jobs = n.jobViews(s) }()
 	var ahead *liveJob
 	for _, lj := range queued {
-		e := PlanEntry{Kind: EntryPending, ID: lj.job.GetId(), User: lj.pj.User, Procs: lj.pj.Procs, Estimate: lj.pj.Estimate}
-		if o := lj.job.GetOriginSite(); o != n.cfg.Site {
+		j := lj.peek()
+		e := PlanEntry{Kind: EntryPending, ID: j.GetId(), User: lj.pj.User, Procs: lj.pj.Procs, Estimate: lj.pj.Estimate}
+		if o := j.GetOriginSite(); o != n.cfg.Site {
 			e.Name = o
 		}
 		e.Wait = n.queuedWait(lj, ahead, pc)
@@ -242,13 +243,14 @@ func (n *Node) agreementView(a *agreementRec) AgreementView {
 func (n *Node) entryOf(r plan.Reservation, holds map[int64]*agreementRec) PlanEntry {
 	e := PlanEntry{Procs: r.Procs, Start: r.Start, End: r.End}
 	if lj := n.live[r.ID]; lj != nil {
-		e.ID, e.User, e.Estimate, e.PoF = lj.job.GetId(), lj.pj.User, lj.pj.Estimate, lj.job.GetPof()
+		j := lj.peek()
+		e.ID, e.User, e.Estimate, e.PoF = j.GetId(), lj.pj.User, lj.pj.Estimate, j.GetPof()
 		e.Overbooked = r.End-r.Start < lj.pj.Estimate
 		e.Kind = EntryPending
-		if st := lj.job.GetState(); st == fedschedv1.JobState_JOB_STATE_RUNNING || st == fedschedv1.JobState_JOB_STATE_CANCELLED {
+		if st := j.GetState(); st == fedschedv1.JobState_JOB_STATE_RUNNING || st == fedschedv1.JobState_JOB_STATE_CANCELLED {
 			e.Kind = EntryRunning
 		}
-		if o := lj.job.GetOriginSite(); o != n.cfg.Site {
+		if o := j.GetOriginSite(); o != n.cfg.Site {
 			e.Name = o
 		}
 		return e
@@ -309,7 +311,7 @@ func (n *Node) queuedWait(lj *liveJob, ahead *liveJob, pc *planCtx) *WaitReason 
 		return &WaitReason{Kind: WaitRelease, Message: "waits for its release time " + humanTime(lj.pj.Release), Until: lj.pj.Release}
 	}
 	if ahead != nil {
-		return &WaitReason{Kind: WaitPolicyOrder, Message: fmt.Sprintf("behind job %s in the %s queue", ahead.job.GetId(), n.pol), Blockers: []string{ahead.job.GetId()}}
+		return &WaitReason{Kind: WaitPolicyOrder, Message: fmt.Sprintf("behind job %s in the %s queue", ahead.peek().GetId(), n.pol), Blockers: []string{ahead.peek().GetId()}}
 	}
 	at, ok := n.site.Plan().EarliestFit(lj.pj.Procs, lj.pj.Estimate, now, plan.Forever)
 	if !ok {
@@ -408,7 +410,7 @@ func (n *Node) jobViews(s *SiteSnapshot) []JobView {
 	}
 	out := make([]JobView, 0, len(n.live)+len(n.recent))
 	for _, lj := range n.live {
-		v := jobView(lj.job)
+		v := jobView(lj.peek())
 		if w := waits[v.ID]; w != nil {
 			v.Reason = w.Message
 		}

@@ -47,8 +47,8 @@ func (o *watchOp) run(n *Node, now int64) func(error) {
 	var initial []*fedschedv1.JobEvent
 	if o.initial {
 		for _, lj := range n.live {
-			if o.w.wants(lj.job) {
-				initial = append(initial, &fedschedv1.JobEvent{Job: proto.Clone(lj.job).(*fedschedv1.Job), Time: toTime(now), Sequence: n.eventSeq})
+			if j := lj.peek(); o.w.wants(j) {
+				initial = append(initial, &fedschedv1.JobEvent{Job: proto.Clone(j).(*fedschedv1.Job), Time: toTime(now), Sequence: n.eventSeq})
 			}
 		}
 	}

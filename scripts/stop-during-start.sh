@@ -51,5 +51,5 @@ sort "$dir/cycles.log" | uniq -c
 echo "jobs by state and reason:"
 awk 'NR>1{print $2, $3}' "$dir/jobs.txt" | sort | uniq -c
 echo "jobs listed: $(awk 'NR>1' "$dir/jobs.txt" | wc -l); runs in markers: $(wc -l <"$dir/markers"); ids run twice: $(sort "$dir/markers" | uniq -d | wc -l)"
-echo "starts cut by the stop (logged): $(cat "$dir"/node-*.log | grep -c 'not started: the node is stopping'); failed starts: $(cat "$dir"/node-*.log | grep -c 'job failed to start'); orphaned groups killed: $(cat "$dir"/node-*.log | grep -c 'orphaned process group')"
+echo "starts cut by the stop (logged): $(cat "$dir"/node-*.log | grep -cE '(not started|start cut short): the node is stopping'); failed starts: $(cat "$dir"/node-*.log | grep -c 'job failed to start'); orphaned groups killed: $(cat "$dir"/node-*.log | grep -c 'orphaned process group')"
 echo "claimed without exit.json: $(for c in "$dir"/data/jobs/*/*/claim; do [ -e "$c" ] && [ ! -e "$(dirname "$c")/exit.json" ] && echo "$c"; done | wc -l)"

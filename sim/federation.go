@@ -77,6 +77,12 @@ type FedConfig struct {
 	// Loss is the probability that a message is lost (tests of the
 	// protocol's timeouts and retries); 0 for none.
 	Loss float64
+	// PullSeconds is RQF's interval (site.Config.PullSeconds, a node's
+	// delegation.pull_interval; 0 means 60): an idle site asks its peers
+	// for work at most once per interval when something happens to it,
+	// and by itself at every multiple of it. Every site is taken to have
+	// been up and asking before the replay's first event.
+	PullSeconds int64
 	// Pool, when set, replaces the delegation protocol by the federation
 	// study's central passive pool (RunPool): a simulator-only strategy,
 	// which no live site can run. Transfer, Location, MaxHops, Latency
@@ -498,7 +504,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		// was given at start, so running jobs never grow back.
 		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, Standing: s.Standing, NoGrowBack: true,
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
-			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed}
+			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed, PullSeconds: cfg.PullSeconds}
 		if cfg.Federate {
 			views[k] = &exactView{}
 			ac.Peers = views[k]
@@ -617,6 +623,16 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	}
 	next := 0
 	events := 0
+	if cfg.Federate && cfg.Transfer == delegation.RQF && len(subs) > 0 {
+		// The sites were up before the first event: an idle site's last
+		// round was at the interval's last multiple before it, as a
+		// node's that has been asking since its start.
+		every := cmp.Or(cfg.PullSeconds, 60)
+		for k, a := range agents {
+			ticks.setWake(k, a.NextWake(subs[0].at-every))
+		}
+	}
+	settleFirst := cfg.Federate && cfg.Transfer == delegation.RQF
 	var failing []int // the sites whose processors fail
 	for k, fp := range fails {
 		if fp.on {
@@ -634,7 +650,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		if !net.empty() {
 			t = min(t, net.next().at)
 		}
-		if t == plan.Forever {
+		if t == plan.Forever || next == len(subs) && len(pending) == 0 && net.empty() && !busy(agents) {
 			break
 		}
 		// Failures and repairs only happen while there is work to do.
@@ -659,11 +675,12 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				drain(f.Exec)
 				ended = true
 			})
-			if ended {
-				// As a node's turn does, a site re-plans after the ends
-				// before it takes the second's submissions and messages.
-				for _, k := range ticks.stepped() {
-					if a := agents[k]; a.Stepped() {
+			if ended || ticks.earliest() <= t {
+				// As a node's turn does, a site re-plans after the ends,
+				// and does what was due by now (its wake), before it takes
+				// the second's submissions and messages.
+				for _, k := range ticks.due(t) {
+					if a := agents[k]; a.Stepped() || ticks.wakes[k] <= t {
 						a.Tick(t)
 						drain(k)
 						ticks.setWake(k, a.NextWake(t))
@@ -683,7 +700,12 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 					drain(k)
 				}
 			}
-			for next < len(subs) && subs[next].at == t {
+			// Under RQF the second's submissions come after the messages
+			// due before them have settled (an RQF round asked at a wake),
+			// as in the stepped live replay. (The other policies take them
+			// first, before the outcome reports of the second's ends, which
+			// a live site has before them; docs/architecture.md.)
+			for next < len(subs) && subs[next].at == t && (!settleFirst || net.empty() || net.next().at > t) {
 				s := subs[next]
 				next++
 				f := &res.Records[s.idx]
@@ -710,7 +732,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 					ticked = true
 				}
 			}
-			if !ticked && (net.empty() || net.next().at > t) && (len(pending) == 0 || pending[0].at > t) {
+			if !ticked && (net.empty() || net.next().at > t) && (len(pending) == 0 || pending[0].at > t) && (next == len(subs) || subs[next].at > t) {
 				break
 			}
 		}
@@ -891,4 +913,15 @@ func (b *abortBound) dropped(f *FedRecord) {
 
 func (b *abortBound) exceeded(t int64) bool {
 	return b != nil && b.done+b.open*float64(t)-b.openAt > b.limit
+}
+
+// busy reports whether any agent has something to do but ask peers for
+// work (site.Agent.Busy).
+func busy(agents []*site.Agent) bool {
+	for _, a := range agents {
+		if a.Busy() {
+			return true
+		}
+	}
+	return false
 }

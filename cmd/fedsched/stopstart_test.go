@@ -86,7 +86,7 @@ func stopDuringStart(t *testing.T, step executor.SupervisorStep, sig syscall.Sig
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(b), "job not started: the node is stopping") {
+		if !strings.Contains(string(b), "job start cut short: the node is stopping") {
 			t.Fatal("the node did not log the start it cut short")
 		}
 	}

@@ -56,8 +56,9 @@
 // other supervisor leaves the job); with a claim the job is taken, and
 // [Process.Started] and [Executor.Reattach] follow it to its exit.json, also
 // while the supervisor is still starting it (it lives: the claim names it).
-// Kill of such a job reaches the supervisor that claimed it, which does not
-// start a job it was told to end.
+// Kill of such a job reaches the supervisor that claimed it, which then
+// does not start the job, or (the signal reaching it a moment late) ends it
+// at once, and records the kill.
 //
 // # Caveats
 //

@@ -139,7 +139,8 @@ func (p *Process) Exits() <-chan Exit { return p.exits }
 // Start implements Executor. It writes spec.json, starts the supervisor and
 // waits (at most StartTimeout, or until ctx ends) for it to report that the
 // job's command runs. A supervisor that does not report in StartTimeout is
-// killed (the job failed to start). When ctx ends first, the supervisor is
+// told to end (SIGTERM; the job failed to start, and does not run, or is
+// ended and recorded so). When ctx ends first, the supervisor is
 // left to go on and Start returns ctx's error: the job's directory then
 // says whether the supervisor took the job (Started; a later Start returns
 // ErrAlreadyStarted and Reattach follows it) or not yet (a later Start
@@ -280,18 +281,28 @@ func (p *Process) startSupervisor(ctx context.Context, dir string) (supervisorSt
 		p.log.Info("start cut short; the supervisor goes on", "dir", dir, "supervisor", pid)
 		return supervisorState{}, fmt.Errorf("start supervisor: %w (supervisor %d goes on: Started or Start again tells whether it took the job)", ctx.Err(), pid)
 	}
-	// No report: the supervisor died or hung. Do not leave it, or a job it
-	// may have started, behind.
+	if rerr != nil && !errors.Is(rerr, io.EOF) {
+		// No report in StartTimeout: the supervisor hangs, or is very
+		// slow. It is told to end with SIGTERM, which it catches from its
+		// first moment: it then leaves the job unclaimed, or does not
+		// start it, or ends it and records that. SIGKILL could leave a job
+		// it had started, and not yet recorded, running unwatched.
+		syscall.Kill(pid, syscall.SIGTERM)
+		p.mu.Lock()
+		p.reapQ = append(p.reapQ, pid)
+		p.mu.Unlock()
+		return supervisorState{}, fmt.Errorf("start supervisor: no report within %v, supervisor %d told to end (see %s): %w",
+			p.cfg.StartTimeout, pid, filepath.Join(dir, supervisorLog), ErrStartFailed)
+	}
+	// The supervisor exited without a report (or made no sense): whatever
+	// it may have started of the job goes too.
 	syscall.Kill(-pid, syscall.SIGKILL)
 	p.waitChild(pid)
 	var st supervisorState
 	if readJSON(filepath.Join(dir, supervisorFile), &st) == nil && st.PGID > 0 {
 		syscall.Kill(-st.PGID, syscall.SIGKILL)
 	}
-	if rerr == nil || errors.Is(rerr, io.EOF) {
-		rerr = errors.New("supervisor exited without a report; see " + filepath.Join(dir, supervisorLog))
-	}
-	return supervisorState{}, fmt.Errorf("start supervisor: %v: %w", rerr, ErrStartFailed)
+	return supervisorState{}, fmt.Errorf("start supervisor: no usable report (%q) before it exited; see %s: %w", line, filepath.Join(dir, supervisorLog), ErrStartFailed)
 }
 
 // mergeEnv concatenates KEY=VALUE lists; a later entry replaces an earlier
@@ -344,8 +355,8 @@ func (p *Process) Kill(jobID string) error {
 	}
 	if sup.PID == 0 {
 		// Re-attached while its supervisor was starting it: the
-		// supervisor that claimed it takes the request (it does not start
-		// a job it was asked to end).
+		// supervisor that claimed it takes the request (it then does not
+		// start the job, or ends it at once, and records the kill).
 		var st supervisorState
 		if readJSON(filepath.Join(dir, supervisorFile), &st) == nil {
 			sup = st

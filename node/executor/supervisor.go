@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,6 +69,10 @@ func RunSupervisorSteps(args []string, step func(dir string, s SupervisorStep)) 
 	if step == nil {
 		step = func(string, SupervisorStep) {}
 	}
+	// The job's process dies with the thread that forked it
+	// (dieWithSupervisor): this one, kept until the job has ended.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if len(args) != 1 || args[0] == "" {
 		log.Error("usage: fedsched supervise <job dir>")
@@ -94,7 +99,9 @@ func RunSupervisorSteps(args []string, step func(dir string, s SupervisorStep)) 
 
 	// Termination requests are caught from the first moment: one that
 	// comes before the job's process starts means it never starts, and
-	// the directory says so (see terminated).
+	// the directory says so (see terminated). A signal reaches sigs a
+	// moment after it was sent: one that misses a check ends the job in
+	// the wait loop, at once, and is recorded like any kill.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -293,6 +300,7 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 		}
 	}
 	attr := &syscall.SysProcAttr{Setpgid: true}
+	dieWithSupervisor(attr)
 	if r := spec.RunAs; r != nil {
 		// The kernel switches the job to its user's uid, gid and groups
 		// before exec: the job never holds the supervisor's root.
