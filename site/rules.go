@@ -108,8 +108,9 @@ func OfferRejected(r *Rules, route delegation.Route, pl plan.Placement) OfferDec
 // the job) and the indices of every other offer, whose holds the origin
 // releases.
 func Choose(now int64, d OfferDecision, fee, penalty float64, offers []*Offer) (win int, release []int) {
-	quotes := make([]delegation.Quote, 0, len(offers))
-	idx := make([]int, 0, len(offers))
+	var qbuf [4]delegation.Quote // the usual few on the stack
+	var ibuf [4]int
+	quotes, idx := qbuf[:0], ibuf[:0]
 	for i, o := range offers {
 		if o == nil {
 			continue
