@@ -44,6 +44,11 @@ var allowedDifferences = []struct {
 		"history counts against it (delegation.History.Failures), so from then on the location policy may rank the peers otherwise; the " +
 		"simulator's network loses nothing",
 		func(d diffCase) bool { return d.failedFrom >= 0 && d.at >= d.failedFrom }},
+	{"contested take", "under RQF, two idle sites took the job from its origin's queue in the same second, one in each replay: both " +
+		"asked the queue in that second and the origin handed the job to the take that reached it first, which is wall time between " +
+		"nodes and message order in the simulator (sites' pulls meet in one second when both become idle at once; on their own they " +
+		"ask at different seconds, site.PullOffset)",
+		func(d diffCase) bool { return d.contested }},
 	{"cascade", "an earlier job decided differently (and explained) was still waiting or running, in either replay, when this one was " +
 		"submitted: the two federations' plans differ from there on",
 		func(d diffCase) bool {
@@ -61,6 +66,9 @@ type diffCase struct {
 	at          int64 // submission, seconds since time 0
 	unquietFrom int64 // the replay's first unquiet step (-1: none)
 	failedFrom  int64 // the first live answer of a peer that failed (-1: none)
+	// contested: both replays took the job from its origin's queue
+	// (RQF), at the same second, to different sites.
+	contested bool
 
 	earlier []diffJob
 }
@@ -91,24 +99,7 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	}
 	t.Parallel()
 	sites := []SliceSite{{Name: "alpha", Procs: 64, Share: 0.2}, {Name: "beta", Procs: 32, Share: 0.3}, {Name: "gamma", Procs: 16, Share: 0.5}}
-	ts := TraceSlice{Trace: "kth", Jobs: 150, Span: 3000, MinEstimate: 60, MaxEstimate: 1200, Load: 1.0, Seed: 1, Sites: sites}
-	jobs, _, err := ts.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range jobs {
-		jobs[i].App = fmt.Sprintf("t%d", jobs[i].TraceID) // names the job in both replays
-	}
-	// The simulator's order of submissions due at the same time: by site,
-	// then trace order; the live replay submits in this order, one at a
-	// time.
-	order := map[string]int{}
-	for k, s := range sites {
-		order[s.Name] = k
-	}
-	slices.SortStableFunc(jobs, func(a, b ReplayJob) int {
-		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(order[a.Site], order[b.Site]))
-	})
+	jobs := diffWorkload(t, TraceSlice{Trace: "kth", Jobs: 150, Span: 3000, MinEstimate: 60, MaxEstimate: 1200, Load: 1.0, Seed: 1, Sites: sites})
 	over := map[string]config.Overbooking{
 		"alpha": {Enabled: true, PoFMax: 0.2},
 		"gamma": {Enabled: true, Mode: "comprehensive", RiskTest: "risk"},
@@ -124,34 +115,8 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	}
 
 	// The simulator.
-	fm := overbook.FeeModel{PenaltyRatio: 1}
-	cfg := sim.FedConfig{Federate: true, Transfer: delegation.ACF, Location: delegation.LocationConfig{Jitter: -1}, Seed: 1}
-	for _, s := range sites {
-		fs := sim.FedSite{Name: s.Name, Procs: s.Procs, Policy: plan.Conservative}
-		if p, ok := prices[s.Name]; ok {
-			if fs.Pricing, err = delegation.ParsePricing(p.Model, delegation.LibraPlus{PBase: p.PBase, Alpha: p.Alpha, Beta: p.Beta}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if o, ok := over[s.Name]; ok {
-			ob := &site.Overbooking{Test: overbook.Threshold{PoFMax: o.PoFMax}}
-			if o.Mode == "comprehensive" {
-				ob.Mode = overbook.Comprehensive
-			}
-			if o.RiskTest == "risk" {
-				ob.Test = overbook.Risk{SecurityFactor: o.EffectiveSecurityFactor()}
-			}
-			fs.Overbooking = ob
-		}
-		for _, j := range jobs {
-			if j.Site == s.Name {
-				fs.Jobs = append(fs.Jobs, sim.Job{ID: j.TraceID, Submit: j.At, Runtime: j.Runtime, Estimate: j.Estimate, Procs: int(j.Procs),
-					Deadline: j.At + 2*j.Estimate, Fee: fm.Fee(int(j.Procs), j.Estimate), Penalty: fm.Penalty(int(j.Procs), j.Estimate),
-					User: j.User, App: j.App})
-			}
-		}
-		cfg.Sites = append(cfg.Sites, fs)
-	}
+	cfg := sim.FedConfig{Federate: true, Transfer: delegation.ACF, Location: delegation.LocationConfig{Jitter: -1}, Seed: 1,
+		Sites: simSites(t, sites, jobs, over, prices)}
 	res, err := sim.RunFederation(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -177,14 +142,6 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	if moved == 0 {
 		t.Error("prices changed no decision: the test does not exercise them")
 	}
-	simd := map[string]decision{}
-	for _, r := range res.Records {
-		d := decision{overbooked: r.Decision.Reason == plan.ReasonOverbooked, start: -1, end: -1}
-		if r.Decision.OK() {
-			d.exec, d.start, d.end = cfg.Sites[r.Exec].Name, r.Start, r.End
-		}
-		simd[r.App] = d
-	}
 
 	// The nodes.
 	f := fed()
@@ -201,25 +158,12 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	// loaded by other work slows it without changing its result.
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	rr, err := c.ReplayStepped(ctx, jobs)
+	rr, err := c.ReplayStepped(ctx, jobs, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("live replay: %d steps of the held clock, %d before the sites were quiet", rr.Steps, rr.Unquiet)
-	byApp := map[string]map[string]*fedschedv1.Job{} // app -> site -> record
-	for _, s := range c.Sites() {
-		js, err := listJobs(ctx, s, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, j := range js {
-			app := j.GetSpec().GetApp()
-			if byApp[app] == nil {
-				byApp[app] = map[string]*fedschedv1.Job{}
-			}
-			byApp[app][s.Name] = j
-		}
-	}
+	byApp := liveRecords(ctx, t, c)
 	priced, budget := 0, 0
 	for _, recs := range byApp {
 		for _, x := range recs {
@@ -239,6 +183,108 @@ func TestSimulatorMatchesNode(t *testing.T) {
 	}
 	if path := os.Getenv("FEDSCHED_DIFF_DUMP"); path != "" {
 		dumpDecisions(t, path, rr.Origin.Unix(), jobs, res, cfg, byApp)
+	}
+	compareDecisions(t, "TestSimulatorMatchesNode", jobs, res, cfg, rr, byApp)
+}
+
+// diffWorkload builds a trace slice for a differential test, each job
+// named by its trace id in both replays, in the simulator's order of
+// submissions due at the same time (by site, then trace order), which the
+// live replay follows, one at a time.
+func diffWorkload(t *testing.T, ts TraceSlice) []ReplayJob {
+	t.Helper()
+	jobs, _, err := ts.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range jobs {
+		jobs[i].App = fmt.Sprintf("t%d", jobs[i].TraceID)
+	}
+	order := map[string]int{}
+	for k, s := range ts.Sites {
+		order[s.Name] = k
+	}
+	slices.SortStableFunc(jobs, func(a, b ReplayJob) int {
+		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(order[a.Site], order[b.Site]))
+	})
+	return jobs
+}
+
+// simSites is the simulator's side of the sites: the conservative policy,
+// the nodes' overbooking and prices, and each site's jobs with the SLA
+// terms the live replay submits (ReplayJob.spec).
+func simSites(t *testing.T, sites []SliceSite, jobs []ReplayJob, over map[string]config.Overbooking, prices map[string]config.Pricing) []sim.FedSite {
+	t.Helper()
+	fm := overbook.FeeModel{PenaltyRatio: 1}
+	var out []sim.FedSite
+	for _, s := range sites {
+		fs := sim.FedSite{Name: s.Name, Procs: s.Procs, Policy: plan.Conservative}
+		if p, ok := prices[s.Name]; ok {
+			var err error
+			if fs.Pricing, err = delegation.ParsePricing(p.Model, delegation.LibraPlus{PBase: p.PBase, Alpha: p.Alpha, Beta: p.Beta}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if o, ok := over[s.Name]; ok {
+			ob := &site.Overbooking{Test: overbook.Threshold{PoFMax: o.PoFMax}}
+			if o.Mode == "comprehensive" {
+				ob.Mode = overbook.Comprehensive
+			}
+			if o.RiskTest == "risk" {
+				ob.Test = overbook.Risk{SecurityFactor: o.EffectiveSecurityFactor()}
+			}
+			fs.Overbooking = ob
+		}
+		for _, j := range jobs {
+			if j.Site == s.Name {
+				fs.Jobs = append(fs.Jobs, sim.Job{ID: j.TraceID, Submit: j.At, Runtime: j.Runtime, Estimate: j.Estimate, Procs: int(j.Procs),
+					Deadline: j.At + 2*j.Estimate, Fee: fm.Fee(int(j.Procs), j.Estimate), Penalty: fm.Penalty(int(j.Procs), j.Estimate),
+					User: j.User, App: j.App})
+			}
+		}
+		out = append(out, fs)
+	}
+	return out
+}
+
+// liveRecords is every live site's record of every job: app -> site ->
+// record.
+func liveRecords(ctx context.Context, t *testing.T, c *Cluster) map[string]map[string]*fedschedv1.Job {
+	t.Helper()
+	byApp := map[string]map[string]*fedschedv1.Job{}
+	for _, s := range c.Sites() {
+		js, err := listJobs(ctx, s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range js {
+			app := j.GetSpec().GetApp()
+			if byApp[app] == nil {
+				byApp[app] = map[string]*fedschedv1.Job{}
+			}
+			byApp[app][s.Name] = j
+		}
+	}
+	return byApp
+}
+
+// compareDecisions compares every job's decision in the simulator's
+// replay (res) and the live one (byApp): a difference that no cause of
+// allowedDifferences explains fails the test.
+func compareDecisions(t *testing.T, name string, jobs []ReplayJob, res *sim.FedResult, cfg sim.FedConfig, rr SteppedResult,
+	byApp map[string]map[string]*fedschedv1.Job) {
+	t.Helper()
+	simd := map[string]decision{}
+	simTaken := map[string]bool{} // taken from its origin's queue (RQF)
+	for _, r := range res.Records {
+		simTaken[r.App] = slices.ContainsFunc(r.Route, func(h delegation.Hop) bool {
+			return h.Action == delegation.ActionDelegated && strings.Contains(h.Reason, "RQF")
+		})
+		d := decision{overbooked: r.Decision.Reason == plan.ReasonOverbooked, start: -1, end: -1}
+		if r.Decision.OK() {
+			d.exec, d.start, d.end = cfg.Sites[r.Exec].Name, r.Start, r.End
+		}
+		simd[r.App] = d
 	}
 	origin := rr.Origin.Unix()
 	rel := func(ts interface{ GetSeconds() int64 }, ok bool) int64 {
@@ -286,7 +332,8 @@ func TestSimulatorMatchesNode(t *testing.T) {
 			same++
 			continue
 		}
-		dc := diffCase{at: j.At, unquietFrom: rr.FirstUnquiet, failedFrom: failedFrom, earlier: differing}
+		dc := diffCase{at: j.At, unquietFrom: rr.FirstUnquiet, failedFrom: failedFrom, earlier: differing,
+			contested: s.exec != live.exec && s.start == live.start && simTaken[j.App] && liveTaken(o)}
 		cause := ""
 		for _, a := range allowedDifferences {
 			if a.explains(dc) {
@@ -312,7 +359,7 @@ func TestSimulatorMatchesNode(t *testing.T) {
 			t.Logf("%s: live route %v", j.App, o.GetRoute())
 		}
 	}
-	t.Logf("TestSimulatorMatchesNode: %d jobs compared, %d identical decisions (%.1f %%)", len(jobs), same, 100*float64(same)/float64(max(len(jobs), 1)))
+	t.Logf("%s: %d jobs compared, %d identical decisions (%.1f %%)", name, len(jobs), same, 100*float64(same)/float64(max(len(jobs), 1)))
 	if len(diffs) > 0 {
 		t.Logf("explained differences:\n%s", strings.Join(diffs, "\n"))
 	}
@@ -357,4 +404,71 @@ func dumpDecisions(t *testing.T, path string, virt0 int64, jobs []ReplayJob, res
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSimulatorMatchesNodeRQF is the differential test under RQF: a KTH
+// slice over three sites (SLAs, overbooking at two of them), every site
+// pulling (delegation.transfer: rqf) and disclosing its queue, replayed in
+// the simulator and live, stepped as TestSimulatorMatchesNode. The sites
+// ask on the pull interval's grid of their clocks, which the stepped
+// replay aligns with the simulator's (ReplayStepped's align), and at the
+// events that leave them idle, at most once per interval (site.PullDue,
+// site.NextPull); the replay holds the clock while a round is on its way.
+// Every job must decide the same unless allowedDifferences explains it.
+func TestSimulatorMatchesNodeRQF(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 100 jobs live")
+	}
+	t.Parallel()
+	const every = 60 * time.Second
+	sites := []SliceSite{{Name: "alpha", Procs: 64, Share: 0.2}, {Name: "beta", Procs: 32, Share: 0.3}, {Name: "gamma", Procs: 16, Share: 0.5}}
+	jobs := diffWorkload(t, TraceSlice{Trace: "kth", Jobs: 100, Span: 2000, MinEstimate: 60, MaxEstimate: 1200, Load: 2.0, Seed: 4, Sites: sites})
+	over := map[string]config.Overbooking{
+		"alpha": {Enabled: true, PoFMax: 0.2},
+		"gamma": {Enabled: true, Mode: "comprehensive", RiskTest: "risk"},
+	}
+	cfg := sim.FedConfig{Federate: true, Transfer: delegation.RQF, Location: delegation.LocationConfig{Jitter: -1}, Seed: 1,
+		PullSeconds: int64(every / time.Second), Sites: simSites(t, sites, jobs, over, nil)}
+	res, err := sim.RunFederation(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for _, r := range res.Records {
+		if r.Decision.OK() && r.Exec != r.Origin {
+			taken++
+		}
+	}
+	t.Logf("the simulator's sites took %d of %d jobs from a peer's queue", taken, len(res.Records))
+	if taken == 0 {
+		t.Fatal("no job was taken: the workload does not exercise RQF")
+	}
+
+	f := fed()
+	f.Transfer, f.Jitter, f.DiscloseQueue, f.PullInterval = delegation.RQF, -1, true, every
+	var scs []SiteConfig
+	for _, s := range sites {
+		scs = append(scs, SiteConfig{Name: s.Name, Procs: s.Procs, Overbooking: over[s.Name]})
+	}
+	c := start(t, Options{TimeScale: 100, Federation: f, Sites: scs, GossipRefresh: 20 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	rr, err := c.ReplayStepped(ctx, jobs, every)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("live replay: %d steps of the held clock, %d before the sites were quiet", rr.Steps, rr.Unquiet)
+	byApp := liveRecords(ctx, t, c)
+	if path := os.Getenv("FEDSCHED_DIFF_DUMP"); path != "" {
+		dumpDecisions(t, path, rr.Origin.Unix(), jobs, res, cfg, byApp)
+	}
+	compareDecisions(t, "TestSimulatorMatchesNodeRQF", jobs, res, cfg, rr, byApp)
+}
+
+// liveTaken reports whether a job's record at its origin shows it taken
+// from the origin's queue (RQF).
+func liveTaken(o *fedschedv1.Job) bool {
+	return slices.ContainsFunc(o.GetRoute(), func(h *fedschedv1.RouteHop) bool {
+		return h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && strings.Contains(h.GetMessage(), "(RQF)")
+	})
 }

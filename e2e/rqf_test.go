@@ -22,7 +22,7 @@ func TestRQFPullsFromFloodedSite(t *testing.T) {
 	c := start(t, Options{TimeScale: 100, Federation: fed(), Sites: []SiteConfig{
 		{Name: "small", Procs: 4, Policy: "easy", Delegation: config.Delegation{DiscloseQueue: true}},
 		{Name: "busy", Procs: 8, Policy: "easy"},
-		{Name: "idle", Procs: 16, Policy: "easy", Delegation: config.Delegation{Transfer: "rqf", PullInterval: 200 * time.Millisecond}},
+		{Name: "idle", Procs: 16, Policy: "easy", Delegation: config.Delegation{Transfer: "rqf", PullInterval: 20 * time.Second}},
 	}})
 	fill(t, c.Site("busy"))
 	small := c.Site("small")
@@ -75,7 +75,7 @@ func TestCrashDuringTake(t *testing.T) {
 func runTakeCrash(t *testing.T, tc crashCase) {
 	c := start(t, Options{TimeScale: 100, Federation: fed(), Sites: []SiteConfig{
 		{Name: "small", Procs: 4, Policy: "easy", Delegation: config.Delegation{DiscloseQueue: true}},
-		{Name: "idle", Procs: 16, Policy: "easy", Delegation: config.Delegation{Transfer: "rqf", PullInterval: 200 * time.Millisecond}},
+		{Name: "idle", Procs: 16, Policy: "easy", Delegation: config.Delegation{Transfer: "rqf", PullInterval: 20 * time.Second}},
 	}})
 	ctx := bg(t)
 	small := c.Site("small")

@@ -42,7 +42,13 @@ func (r *SteppedResult) unquiet(t int64) {
 // its very second, after the ends of that second, in the simulator's
 // order, however long anything takes in wall time. It returns when no job
 // is live.
-func (c *Cluster) ReplayStepped(ctx context.Context, jobs []ReplayJob) (SteppedResult, error) {
+//
+// With align (RQF's pull interval, in the sites' clock), time 0 is a whole
+// multiple of it, so that the sites ask their peers for work on the same
+// grid as the simulator's agents (site.NextPull), and the replay starts
+// holding the clock one interval before time 0, so that every site's last
+// round before the first job was at a second the simulator's agent has too.
+func (c *Cluster) ReplayStepped(ctx context.Context, jobs []ReplayJob, align time.Duration) (SteppedResult, error) {
 	jobs = slices.Clone(jobs)
 	slices.SortStableFunc(jobs, func(a, b ReplayJob) int { return int(a.At - b.At) })
 	sites := map[string]*Site{}
@@ -58,9 +64,14 @@ func (c *Cluster) ReplayStepped(ctx context.Context, jobs []ReplayJob) (SteppedR
 	// Time 0 is a whole second, so that the trace's seconds are the
 	// clock's.
 	res := SteppedResult{Origin: c.clk.Now().Truncate(time.Second).Add(time.Second), FirstUnquiet: -1}
+	next := res.Origin.Unix()
+	if a := int64(align / time.Second); a > 0 {
+		o := (next + a + a - 1) / a * a // at least one interval ahead
+		res.Origin, next = time.Unix(o, 0), o-a
+	}
 	defer c.clk.HoldAt(time.Time{})
 	run := fmt.Sprintf("stepped-%d", time.Now().UnixNano())
-	next, i := res.Origin.Unix(), 0
+	i := 0
 	for {
 		// Held at the end of the second: the sites read whole seconds,
 		// and what is due in it, at whatever fraction, happens first.
@@ -141,8 +152,10 @@ type quietness struct {
 // quietAt waits, on a clock held at t, until the sites have done what was
 // due by t, as the simulator has before it takes a submission at t: every
 // job due to end by t has ended, every reservation due by t has started,
-// every delegated job that ended has been reported to its origin, and
-// every site's gossip shows every peer's outlook as of t. Each condition
+// every delegated job that ended has been reported to its origin, every
+// delegation (an RQF hand-over among them) is settled, no RQF round of
+// asking peers for work is on its way or due by t, and every site's
+// gossip shows every peer's outlook as of t. Each condition
 // is on state the sites report, not a wall-clock wait; giveUp (wall time)
 // only bounds a wait that something no scan sees would make endless.
 func (c *Cluster) quietAt(ctx context.Context, t int64, giveUp time.Duration) (quietness, error) {
@@ -169,8 +182,17 @@ func (c *Cluster) quiet(ctx context.Context, t int64) (quietness, error) {
 	for _, s := range c.Sites() {
 		// A turn of the site's loop at t: it publishes its outlook as of
 		// t, as the simulator's membership view reads it.
-		if _, err := s.Client.GetSite(ctx, &fedschedv1.GetSiteRequest{}); err != nil {
+		gs, err := s.Client.GetSite(ctx, &fedschedv1.GetSiteRequest{})
+		if err != nil {
 			return q, fmt.Errorf("site %s: %w", s.Name, err)
+		}
+		if si := gs.GetSite(); si.GetPulling() {
+			q.quiet = false // an RQF round is on its way
+		} else if p := si.GetNextPull(); p != nil {
+			if p.GetSeconds() <= t {
+				q.quiet = false // the site asks for work by now
+			}
+			q.next = min(q.next, p.GetSeconds())
 		}
 		js, err := listJobs(ctx, s, []fedschedv1.JobState{fedschedv1.JobState_JOB_STATE_PENDING,
 			fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.JobState_JOB_STATE_DELEGATED})
@@ -190,7 +212,9 @@ func (c *Cluster) quiet(ctx context.Context, t int64) (quietness, error) {
 			}
 			r := j.GetReservation()
 			switch {
-			case j.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && j.GetReason() != fedschedv1.Reason_REASON_DELEGATED && r != nil:
+			case j.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && j.GetReason() == fedschedv1.Reason_REASON_DELEGATED:
+				q.quiet = false // a delegation (an RQF hand-over) is on its way
+			case j.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && r != nil:
 				if r.GetStart().GetSeconds() <= t {
 					q.quiet = false // its start is due
 				}

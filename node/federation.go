@@ -76,9 +76,10 @@ type FederationConfig struct {
 	// DiscloseQueue lets peers list this site's waiting jobs and take
 	// those they would start now (RQF); off, queue requests are refused.
 	DiscloseQueue bool
-	// PullInterval is how often, at most, an RQF site with idle
-	// processors and nothing waiting asks its peers for their queues
-	// (wall time, default 5 s).
+	// PullInterval is RQF's interval in the site's clock (default 60 s,
+	// whole seconds): an idle site asks its peers for their queues at
+	// most once per interval when something happens to it, and at every
+	// multiple of it while idle (site.PullDue, site.NextPull; rqf.go).
 	PullInterval time.Duration
 	// Prefer lists peers asked first, one at a time, in this order.
 	Prefer []string
@@ -108,7 +109,7 @@ func (c *FederationConfig) defaults() {
 		c.OutboxGiveUp = 24 * time.Hour
 	}
 	if c.PullInterval <= 0 {
-		c.PullInterval = 5 * time.Second
+		c.PullInterval = 60 * time.Second
 	}
 }
 

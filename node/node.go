@@ -102,7 +102,7 @@ type Node struct {
 	connMu     sync.Mutex
 	conns      map[string]*grpc.ClientConn
 	kick       chan struct{}
-	pullKick   chan struct{} // wakes the RQF puller (rqf.go)
+	rqf        rqfState // RQF's pull timing (rqf.go), owned by the loop
 	bg         sync.WaitGroup
 	digest     atomic.Pointer[discovery.Digest]
 
@@ -176,7 +176,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs, usable: cfg.Procs,
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), killRetry: make(map[int64]int64), watchers: make(map[int]*watcher),
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
-		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), pullKick: make(chan struct{}, 1),
+		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), rqf: newRQFState(),
 		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait}}
 	n.scaled, _ = deps.Clock.(interface{ Factor() float64 })
 	n.fed.defaults()
@@ -245,10 +245,6 @@ func (n *Node) Run(ctx context.Context) error {
 		go func() { defer n.bg.Done(); n.report(ctx) }()
 		n.bg.Add(1)
 		go func() { defer n.bg.Done(); n.rememberMembers(ctx, 2*time.Second) }()
-		if n.fed.Transfer == delegation.RQF {
-			n.bg.Add(1)
-			go func() { defer n.bg.Done(); n.pull(ctx) }()
-		}
 		for seq := range n.inflight {
 			n.launch = append(n.launch, seq)
 		}
@@ -277,7 +273,9 @@ func (n *Node) Run(ctx context.Context) error {
 			timer.Stop()
 		}
 		var tick <-chan time.Time
-		if wake := min(n.site.NextWake(passed), n.reservationWake(), n.killRetryWake()); wake < plan.Forever {
+		n.rqf.wake = n.pullWake(passed)
+		wake := min(n.site.NextWake(passed), n.reservationWake(), n.killRetryWake(), n.rqf.wake)
+		if wake < plan.Forever {
 			timer = n.deps.Clock.NewTimer(max(time.Unix(wake, 0).Sub(n.deps.Clock.Now()), 0))
 			tick = timer.C()
 		}
@@ -366,7 +364,9 @@ func (n *Node) Run(ctx context.Context) error {
 		n.launchDelegations(ctx)
 		n.freezeDue()
 		n.publishDigest(now)
-		n.kickPull(now)
+		// A wake due by now makes the turn a tick of the agent's, whether
+		// its timer fired or a request came first.
+		n.pull(ctx, now, wake <= now || len(exits) > 0 || anyEvent(batch))
 	}
 }
 

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fedsched/fedsched/delegation"
+	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 	"github.com/fedsched/fedsched/site"
 )
@@ -33,57 +35,107 @@ import (
 // that took it from the queue; recovery tells such a job by it.
 const rqfHandingOver = "taken from the queue (RQF) by"
 
-// pull is RQF's trigger: after a loop turn that leaves processors idle
-// with nothing waiting (kicked) and every pull interval, while that holds,
-// it asks the peers for their queues, at most once per pull interval.
-func (n *Node) pull(ctx context.Context) {
-	t := time.NewTicker(n.fed.PullInterval)
-	defer t.Stop()
-	var last time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-n.pullKick:
-		}
-		if !last.IsZero() && time.Since(last) < n.fed.PullInterval {
-			continue
-		}
-		o := &idleOp{reply: make(chan int, 1)}
-		if n.send(ctx, o) != nil {
-			continue
-		}
-		free, err := await(ctx, n, (<-chan int)(o.reply))
-		if err != nil || free == 0 {
-			continue
-		}
-		last = time.Now()
-		n.pullRound(ctx, free)
-	}
+// rqfState is when the site last asked its peers for work and whether a
+// round is on its way; the loop owns it.
+type rqfState struct {
+	last    int64 // site.NeverPulled: never
+	pulling bool
+	wake    int64 // pullWake as of the last pass (plan.Forever: none)
 }
 
-// kickPull wakes the puller after a turn that left the site idle.
-func (n *Node) kickPull(now int64) {
-	if n.fed.Transfer != delegation.RQF || !n.federating() || n.idle(now) == 0 {
+func newRQFState() rqfState { return rqfState{last: site.NeverPulled, wake: plan.Forever} }
+
+// pullEvery is RQF's interval in seconds of the site's clock.
+func (n *Node) pullEvery() int64 { return max(int64(n.fed.PullInterval/time.Second), 1) }
+
+// pullWake is when the site asks its peers by itself (site.NextPull): on
+// the interval's grid of the site's clock while it stays idle, so that a
+// scaled or held clock (the stepped replay) triggers it, as the agent's
+// NextWake does in the simulator.
+func (n *Node) pullWake(now int64) int64 {
+	if n.fed.Transfer != delegation.RQF || !n.federating() || n.rqf.pulling {
+		return plan.Forever
+	}
+	every := n.pullEvery()
+	return site.NextPull(n.idle(now), n.rqf.last, now, every, site.PullOffset(n.cfg.Site, every))
+}
+
+// nextPullTime is the loop's pull wake for GetSite (at or before now: the
+// site asks at the end of this turn): nil when the site does not ask by
+// itself.
+func (n *Node) nextPullTime() *timestamppb.Timestamp {
+	if w := n.rqf.wake; w < plan.Forever {
+		return timestamppb.New(time.Unix(w, 0))
+	}
+	return nil
+}
+
+// pull is RQF's trigger, the agent's rule (site.PullDue): after a turn in
+// which something happened to the site (event: a submission, a job's end,
+// a peer's request or answer, its own wake) that leaves it idle, it asks
+// the peers for their queues, at most once per interval of its clock. The
+// round runs beside the loop; until it is over the site starts no other
+// (and reports it, GetSite's pulling).
+func (n *Node) pull(ctx context.Context, now int64, event bool) {
+	if !event || n.fed.Transfer != delegation.RQF || !n.federating() || n.rqf.pulling {
 		return
 	}
-	select {
-	case n.pullKick <- struct{}{}:
-	default:
+	free := n.idle(now)
+	if !site.PullDue(free, n.rqf.last, now, n.pullEvery()) {
+		return
 	}
+	n.rqf.last, n.rqf.pulling = now, true
+	n.log.Debug("asking peers for work (RQF)", "free", free)
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		n.pullRound(ctx, free)
+		n.send(ctx, pullDoneOp{}) //nolint:errcheck // only when the node stops
+	}()
+}
+
+// pullDoneOp ends a pull round.
+type pullDoneOp struct{}
+
+func (pullDoneOp) run(n *Node, _ int64) func(error) {
+	n.rqf.pulling = false
+	return nil
+}
+
+// siteEvent marks the requests that are something happening to the site,
+// as the agent's events (Submit, End, Step): after a turn with one, an
+// idle RQF site checks whether to ask its peers for work. Reads (status,
+// listings, watches, explain), the node's own housekeeping and a peer's
+// queue request (as for the agent: an idle site does not ask because a
+// peer does) are not.
+type siteEvent interface{ siteEvent() }
+
+func (*submitOp) siteEvent()         {}
+func (*cancelOp) siteEvent()         {}
+func (*reservationOp) siteEvent()    {}
+func (*quoteOp) siteEvent()          {}
+func (*agreeOp) siteEvent()          {}
+func (*releaseOp) siteEvent()        {}
+func (*reportOp) siteEvent()         {}
+func (*terminateOp) siteEvent()      {}
+func (*deliveredOp) siteEvent()      {}
+func (*delegationResult) siteEvent() {}
+func (*takeOp) siteEvent()           {}
+func (*pickOp) siteEvent()           {}
+
+// anyEvent reports whether a turn's requests hold a site event.
+func anyEvent(batch []op) bool {
+	for _, o := range batch {
+		if _, ok := o.(siteEvent); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // idle is the free processors of a site that has nothing waiting, 0 when
 // it is not idle: the agent's condition for pulling (site.IdleProcs).
 func (n *Node) idle(now int64) int { return site.IdleProcs(n.site, now) }
-
-type idleOp struct{ reply chan int }
-
-func (o *idleOp) run(n *Node, now int64) func(error) {
-	free := n.idle(now)
-	return func(error) { o.reply <- free }
-}
 
 // pullRound asks the ranked peers, in rank order, for their queues and
 // takes from each what this site would start now.

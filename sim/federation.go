@@ -77,6 +77,12 @@ type FedConfig struct {
 	// Loss is the probability that a message is lost (tests of the
 	// protocol's timeouts and retries); 0 for none.
 	Loss float64
+	// PullSeconds is RQF's interval (site.Config.PullSeconds, a node's
+	// delegation.pull_interval; 0 means 60): an idle site asks its peers
+	// for work at most once per interval when something happens to it,
+	// and by itself at every multiple of it. Every site is taken to have
+	// been up and asking before the replay's first event.
+	PullSeconds int64
 	// Pool, when set, replaces the delegation protocol by the federation
 	// study's central passive pool (RunPool): a simulator-only strategy,
 	// which no live site can run. Transfer, Location, MaxHops, Latency
@@ -369,41 +375,85 @@ var outlookAt = [4]int64{0, 3600, 4 * 3600, 24 * 3600}
 // outlooks are every site's Candidate as of the last refresh, each kept
 // until its site's profile changes (plan.Profile.Version) or time reaches
 // a breakpoint of one of the four figures (plan.Profile.FreeSpan): most
-// offers find most of 169 peers unchanged since the last offer.
+// offers find most of 169 peers unchanged since the last offer. A refresh
+// looks only at the sites touched since the last one (the driver touches
+// a site after every call of its agent: only those change a profile) and
+// at those whose figures expire (a heap of until), not at every site.
 type outlooks struct {
 	agents  []*site.Agent
 	cands   []delegation.Candidate
 	version []uint64
-	until   []int64 // the figures hold for now < until (valid when > 0)
-	from    []int64
+	until   []int64 // the figures hold for now < until
+	// expiry holds each site's until as a completion of the site (idx)
+	// at its until (at); an entry whose site has another until since is
+	// stale.
+	expiry  completions
+	touched []bool
+	dirty   []int // the sites touched since the last refresh
+	last    int64 // the time of the last refresh (plan.Never: none yet)
 }
 
 func newOutlooks(agents []*site.Agent, sites []FedSite) *outlooks {
 	o := &outlooks{agents: agents, cands: make([]delegation.Candidate, len(sites)),
-		version: make([]uint64, len(sites)), until: make([]int64, len(sites)), from: make([]int64, len(sites))}
+		version: make([]uint64, len(sites)), until: make([]int64, len(sites)), touched: make([]bool, len(sites)), last: plan.Never}
 	for k, s := range sites {
 		o.cands[k] = delegation.Candidate{Site: s.Name, Procs: s.Procs}
-		o.until[k] = plan.Never // nothing read yet
 	}
 	return o
 }
 
+// touch tells the outlooks that site k's agent was called: its profile
+// may have changed.
+func (o *outlooks) touch(k int) {
+	if !o.touched[k] {
+		o.touched[k] = true
+		o.dirty = append(o.dirty, k)
+	}
+}
+
 func (o *outlooks) refresh(now int64) {
-	for k, a := range o.agents {
-		p := a.Site().Plan().Profile()
-		if now < o.until[k] && now >= o.from[k] && p.Version() == o.version[k] {
-			continue
+	if now < o.last || o.last == plan.Never {
+		// The first read (or time went back, which a replay never
+		// does): every site afresh.
+		o.dirty = o.dirty[:0]
+		clear(o.touched)
+		o.expiry = o.expiry[:0]
+		for k := range o.agents {
+			o.read(k, now)
 		}
-		c := &o.cands[k]
-		until := plan.Forever
-		var free [4]int
-		for i, d := range outlookAt {
-			f, u := p.FreeSpan(now + d)
-			free[i] = delegation.CoarseFree(f, c.Procs)
-			until = min(until, u-d)
+		o.last = now
+		return
+	}
+	o.last = now
+	for _, k := range o.dirty {
+		o.touched[k] = false
+		if o.agents[k].Site().Plan().Profile().Version() != o.version[k] {
+			o.read(k, now)
 		}
-		c.FreeNow, c.Free1h, c.Free4h, c.Free24h = free[0], free[1], free[2], free[3]
-		o.version[k], o.from[k], o.until[k] = p.Version(), now, until
+	}
+	o.dirty = o.dirty[:0]
+	for len(o.expiry) > 0 && o.expiry[0].at <= now {
+		if e := o.expiry.pop(); o.until[e.idx] == e.at {
+			o.read(int(e.idx), now)
+		}
+	}
+}
+
+// read reads site k's four figures at now.
+func (o *outlooks) read(k int, now int64) {
+	p := o.agents[k].Site().Plan().Profile()
+	c := &o.cands[k]
+	until := plan.Forever
+	var free [4]int
+	for i, d := range outlookAt {
+		f, u := p.FreeSpan(now + d)
+		free[i] = delegation.CoarseFree(f, c.Procs)
+		until = min(until, u-d)
+	}
+	c.FreeNow, c.Free1h, c.Free4h, c.Free24h = free[0], free[1], free[2], free[3]
+	o.version[k], o.until[k] = p.Version(), until
+	if until < plan.Forever {
+		o.expiry.push(completion{at: until, idx: int32(k)})
 	}
 }
 
@@ -454,7 +504,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		// was given at start, so running jobs never grow back.
 		ac := site.Config{Name: s.Name, Procs: s.Procs, Policy: s.Policy, Overbooking: s.Overbooking, Fixed: s.Fixed, Standing: s.Standing, NoGrowBack: true,
 			Transfer: cfg.Transfer, Prefer: s.Prefer, Location: cfg.Location, MaxHops: cfg.MaxHops,
-			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed}
+			CommunityShare: s.CommunityShare, Pricing: s.Pricing, Seed: cfg.Seed, PullSeconds: cfg.PullSeconds}
 		if cfg.Federate {
 			views[k] = &exactView{}
 			ac.Peers = views[k]
@@ -487,12 +537,6 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			subs = append(subs, fedSubmit{at: j.Submit, site: k, idx: idx})
 		}
 	}
-	if cfg.Federate {
-		all := newOutlooks(agents, cfg.Sites)
-		for k, v := range views {
-			v.all, v.self = all, k
-		}
-	}
 	sortSubmits(subs)
 	ab := newAbortBound(cfg.Abort, res.Records)
 	gens := make([]int32, len(res.Records))
@@ -503,8 +547,23 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	// drain carries out what agent k decided and puts its messages on the
 	// network.
 	ticks := newTickQueue(n)
-	drain := func(k int) {
+	var all *outlooks // the federated views' outlooks
+	if cfg.Federate {
+		all = newOutlooks(agents, cfg.Sites)
+		for k, v := range views {
+			v.all, v.self = all, k
+		}
+	}
+	// touch marks site k as called: it may need a tick, and its outlook
+	// may have changed.
+	touch := func(k int) {
 		ticks.touch(k)
+		if all != nil {
+			all.touch(k)
+		}
+	}
+	drain := func(k int) {
+		touch(k)
 		r := agents[k].Ready()
 		for _, d := range r.Decisions {
 			i := int32(d.Job.ID)
@@ -564,6 +623,16 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	}
 	next := 0
 	events := 0
+	if cfg.Federate && cfg.Transfer == delegation.RQF && len(subs) > 0 {
+		// The sites were up before the first event: an idle site's last
+		// round was at the interval's last multiple before it, as a
+		// node's that has been asking since its start.
+		every := cmp.Or(cfg.PullSeconds, 60)
+		for k, a := range agents {
+			ticks.setWake(k, a.NextWake(subs[0].at-every))
+		}
+	}
+	settleFirst := cfg.Federate && cfg.Transfer == delegation.RQF
 	var failing []int // the sites whose processors fail
 	for k, fp := range fails {
 		if fp.on {
@@ -581,7 +650,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 		if !net.empty() {
 			t = min(t, net.next().at)
 		}
-		if t == plan.Forever {
+		if t == plan.Forever || next == len(subs) && len(pending) == 0 && net.empty() && !busy(agents) {
 			break
 		}
 		// Failures and repairs only happen while there is work to do.
@@ -606,11 +675,12 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				drain(f.Exec)
 				ended = true
 			})
-			if ended {
-				// As a node's turn does, a site re-plans after the ends
-				// before it takes the second's submissions and messages.
-				for _, k := range ticks.stepped() {
-					if a := agents[k]; a.Stepped() {
+			if ended || ticks.earliest() <= t {
+				// As a node's turn does, a site re-plans after the ends,
+				// and does what was due by now (its wake), before it takes
+				// the second's submissions and messages.
+				for _, k := range ticks.due(t) {
+					if a := agents[k]; a.Stepped() || ticks.wakes[k] <= t {
 						a.Tick(t)
 						drain(k)
 						ticks.setWake(k, a.NextWake(t))
@@ -621,7 +691,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				for fp := fails[k]; fp.due(t); {
 					if fp.isRepair() {
 						agents[k].NodeUp(t)
-						ticks.touch(k)
+						touch(k)
 						fp.repaired(t)
 						continue
 					}
@@ -630,7 +700,12 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 					drain(k)
 				}
 			}
-			for next < len(subs) && subs[next].at == t {
+			// Under RQF the second's submissions come after the messages
+			// due before them have settled (an RQF round asked at a wake),
+			// as in the stepped live replay. (The other policies take them
+			// first, before the outcome reports of the second's ends, which
+			// a live site has before them; docs/architecture.md.)
+			for next < len(subs) && subs[next].at == t && (!settleFirst || net.empty() || net.next().at > t) {
 				s := subs[next]
 				next++
 				f := &res.Records[s.idx]
@@ -657,7 +732,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 					ticked = true
 				}
 			}
-			if !ticked && (net.empty() || net.next().at > t) && (len(pending) == 0 || pending[0].at > t) {
+			if !ticked && (net.empty() || net.next().at > t) && (len(pending) == 0 || pending[0].at > t) && (next == len(subs) || subs[next].at > t) {
 				break
 			}
 		}
@@ -838,4 +913,15 @@ func (b *abortBound) dropped(f *FedRecord) {
 
 func (b *abortBound) exceeded(t int64) bool {
 	return b != nil && b.done+b.open*float64(t)-b.openAt > b.limit
+}
+
+// busy reports whether any agent has something to do but ask peers for
+// work (site.Agent.Busy).
+func busy(agents []*site.Agent) bool {
+	for _, a := range agents {
+		if a.Busy() {
+			return true
+		}
+	}
+	return false
 }

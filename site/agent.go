@@ -94,6 +94,12 @@ type Config struct {
 	// it decides without it, and how often it resends an unacknowledged
 	// report (default 60).
 	ReplySeconds int64
+	// PullSeconds is RQF's interval: an idle site asks its peers for work
+	// at most once per interval, when something happens to it, and by
+	// itself at every whole multiple of the interval on its clock while it
+	// stays idle (PullDue, NextPull; default 60, a node's
+	// delegation.pull_interval).
+	PullSeconds int64
 	// CommunityShare is the share of processors kept for local users:
 	// remote jobs are not quoted into slots that would leave less free.
 	CommunityShare float64
@@ -189,12 +195,15 @@ type job struct {
 	route delegation.Route
 	state state
 	// origin side
-	offered  bool          // the transfer policy has offered it to peers
-	offer    OfferDecision // what a quote must beat (Choose)
-	rounds   [][]string    // candidate rounds still to ask
-	asked    []string      // this round, in rank order
-	waiting  map[string]bool
-	offers   map[string]*Offer
+	offered bool          // the transfer policy has offered it to peers
+	offer   OfferDecision // what a quote must beat (Choose)
+	rounds  [][]string    // candidate rounds still to ask
+	asked   []string      // this round, in rank order
+	// waiting and offers are by position in asked: whether the peer's
+	// answer is still awaited, and its offer. A name asked twice is one
+	// peer: its answer settles both positions.
+	waiting  []bool
+	offers   []*Offer
 	deadline int64 // answers are waited for until here
 	peer     string
 	// executing side
@@ -204,8 +213,32 @@ type job struct {
 	place   plan.Placement
 	expires int64   // hold expiry
 	price   float64 // the quote's price (delegation.QuotePrice)
+	holdID  string  // key.String(), made at the first offer
 	queued  bool    // EFS: taken into the queue at agree, no hold
 	at      int64   // EFS: when the peer's transfer policy took it
+}
+
+// awaits reports whether peer's answer to the job's quote requests is
+// still awaited.
+func (jb *job) awaits(peer string) bool {
+	for i, p := range jb.asked {
+		if p == peer && jb.waiting[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// answered records peer's answer (offer nil: a refusal, or none in time).
+func (jb *job) answered(peer string, offer *Offer) {
+	for i, p := range jb.asked {
+		if p == peer {
+			jb.waiting[i] = false
+			if offer != nil {
+				jb.offers[i] = offer
+			}
+		}
+	}
 }
 
 // Agent is one site's decision core.
@@ -229,9 +262,7 @@ type Agent struct {
 	ready   Ready
 	spare   Ready // a batch the driver handed back (Recycle), for the next one
 	dirty   bool  // an event since the last Tick: a pass is due
-	rqfAt   int64 // last time RQF asked peers
-	pulling int   // RQF queue answers still expected
-	seen    int   // jobs the peers disclosed in the last RQF round
+	rqfAt   int64 // last time RQF asked peers (NeverPulled: never)
 	ids     []int64
 	waitBuf []int64 // EFS: the waiting jobs' ids
 	// laidTo: every instance of the standing rules that starts before it
@@ -254,7 +285,7 @@ func New(cfg Config) (*Agent, error) {
 		// would change nothing.
 		return nil, fmt.Errorf("site agent %s: max hops %d: a job is delegated at most once (0 or 1): %w", cfg.Name, cfg.MaxHops, ErrInvalid)
 	}
-	if cfg.MaxHops < 0 || cfg.HoldSeconds < 0 || cfg.ReplySeconds < 0 || !(cfg.CommunityShare >= 0 && cfg.CommunityShare < 1) ||
+	if cfg.MaxHops < 0 || cfg.HoldSeconds < 0 || cfg.ReplySeconds < 0 || cfg.PullSeconds < 0 || !(cfg.CommunityShare >= 0 && cfg.CommunityShare < 1) ||
 		cfg.Location.MaxCandidates < 0 || math.IsNaN(cfg.Location.Jitter) || math.IsInf(cfg.Location.Jitter, 0) {
 		return nil, fmt.Errorf("site agent %s: negative or non-finite setting: %w", cfg.Name, ErrInvalid)
 	}
@@ -274,10 +305,13 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.ReplySeconds == 0 {
 		cfg.ReplySeconds = 60
 	}
+	if cfg.PullSeconds == 0 {
+		cfg.PullSeconds = 60
+	}
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
 	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job),
 		rank:    delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
-		reports: make(map[JobKey]*pendingReport), rqfAt: minTime, laidTo: plan.Never}
+		reports: make(map[JobKey]*pendingReport), rqfAt: NeverPulled, laidTo: plan.Never}
 	for i := range cfg.Standing {
 		if err := cfg.Standing[i].Validate(); err != nil {
 			return nil, fmt.Errorf("site agent %s: %w: %w", cfg.Name, err, ErrInvalid)
@@ -444,13 +478,13 @@ func (a *Agent) ask(now int64, jb *job) bool {
 	}
 	jb.asked, jb.rounds = jb.rounds[0], jb.rounds[1:]
 	a.set(jb, stateAsking)
-	jb.waiting = make(map[string]bool, len(jb.asked))
-	jb.offers = make(map[string]*Offer, len(jb.asked))
+	jb.waiting = make([]bool, len(jb.asked))
+	jb.offers = make([]*Offer, len(jb.asked))
 	jb.deadline = now + a.cfg.ReplySeconds
 	spec := jb.pj
 	spec.ID = 0
-	for _, p := range jb.asked {
-		jb.waiting[p] = true
+	for i, p := range jb.asked {
+		jb.waiting[i] = true
 		a.send(Message{Kind: KindQuoteRequest, To: p, Job: jb.key, Spec: spec, Route: jb.route, StartNow: jb.offer.StartNow, HoldSeconds: a.cfg.HoldSeconds})
 	}
 	return true
@@ -481,11 +515,8 @@ func (a *Agent) admit(now int64, jb *job) {
 // the winner is asked to agree, the others are released; with no winner
 // the next round is asked, or the site admits the job itself.
 func (a *Agent) choose(now int64, jb *job) {
-	offers := make([]*Offer, len(jb.asked))
-	for i, p := range jb.asked { // rank order: Best breaks ties by position
-		offers[i] = jb.offers[p]
-	}
-	win, release := Choose(now, jb.offer, jb.pj.Fee, jb.pj.Penalty, offers)
+	// jb.offers is in rank order: Best breaks ties by position.
+	win, release := Choose(now, jb.offer, jb.pj.Fee, jb.pj.Penalty, jb.offers)
 	for _, i := range release {
 		a.send(Message{Kind: KindRelease, To: jb.asked[i], Job: jb.key})
 	}
@@ -530,26 +561,28 @@ func (a *Agent) End(now int64, key JobKey, completed bool) bool {
 
 // Step takes a message from a peer.
 func (a *Agent) Step(now int64, m Message) {
-	a.dirty = true
+	// A peer asking for the queue changes nothing here (disclose passes
+	// first): no Tick, so that an idle site does not ask for work because
+	// a peer does (every idle site would ask whenever one does).
+	a.dirty = a.dirty || m.Kind != KindQueueRequest
 	switch m.Kind {
 	case KindQuoteRequest:
 		a.quote(now, m)
 	case KindQuote:
 		jb := a.jobs[m.Job]
-		if jb == nil || jb.state != stateAsking || !jb.waiting[m.From] {
+		if jb == nil || jb.state != stateAsking || !jb.awaits(m.From) {
 			if m.Offer != nil { // late: the origin has moved on
 				a.send(Message{Kind: KindRelease, To: m.From, Job: m.Job})
 			}
 			return
 		}
-		delete(jb.waiting, m.From)
+		jb.answered(m.From, m.Offer)
 		if m.Offer != nil {
-			jb.offers[m.From] = m.Offer
 			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionQuoted, At: now})
 		} else {
 			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionRefused, Reason: m.Reason, At: now})
 		}
-		if len(jb.waiting) == 0 {
+		if !slices.Contains(jb.waiting, true) {
 			a.choose(now, jb)
 		}
 	case KindAgree:
@@ -646,11 +679,14 @@ func (a *Agent) quote(now int64, m Message) {
 }
 
 func (a *Agent) offerOf(jb *job) *Offer {
+	if jb.holdID == "" {
+		jb.holdID = jb.key.String() // once: a quote and its agreement
+	}
 	if jb.queued {
-		return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.key.String(), Start: jb.at, End: plan.Forever,
+		return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.holdID, Start: jb.at, End: plan.Forever,
 			Expires: jb.expires}, Queued: true}
 	}
-	return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.key.String(), Start: jb.place.Start, End: jb.place.End,
+	return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.holdID, Start: jb.place.Start, End: jb.place.End,
 		PoF: jb.place.PoF, Price: jb.price, Expires: jb.expires}, Overbooked: jb.place.Reason == plan.ReasonOverbooked}
 }
 
@@ -687,6 +723,12 @@ func (a *Agent) agree(now int64, m Message) {
 	a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
 }
 
+// Busy reports whether the agent has anything to do but ask peers for
+// work: a job it holds, runs, plans or negotiates, or a report to resend.
+// A replay whose sites are none of them busy, with no submission, end or
+// message to come, is over (an idle RQF site would ask forever).
+func (a *Agent) Busy() bool { return len(a.jobs) > 0 || len(a.reports) > 0 }
+
 // Stepped reports whether an event since the last Tick calls for one now.
 func (a *Agent) Stepped() bool { return a.dirty }
 
@@ -709,17 +751,10 @@ func (a *Agent) NextWake(now int64) int64 {
 	for _, r := range a.reports {
 		t = min(t, max(r.next, now))
 	}
-	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil && IdleProcs(a.site, now) > 0 {
-		// An idle site asks again now and then while peers had work to
-		// give (nothing else wakes it); when they had none, its next own
-		// event does, so that a federation with nothing left goes quiet.
-		if a.rqfAt == minTime {
-			return now
-		}
-		if a.seen == 0 {
-			return t
-		}
-		t = min(t, max(a.rqfAt+pullEvery*a.cfg.ReplySeconds, now))
+	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil {
+		// An idle site asks by itself on the interval's grid; a driver
+		// ends a replay when no site has anything but that left (Busy).
+		t = min(t, NextPull(IdleProcs(a.site, now), a.rqfAt, now, a.cfg.PullSeconds, PullOffset(a.cfg.Name, a.cfg.PullSeconds)))
 	}
 	return t
 }
@@ -742,10 +777,10 @@ func (a *Agent) Tick(now int64) {
 			a.site.Unhold(now, jb.pj.ID)
 			a.forget(jb)
 		case jb.state == stateAsking && jb.deadline <= now:
-			for _, p := range jb.asked {
-				if jb.waiting[p] {
+			for i, p := range jb.asked {
+				if jb.waiting[i] {
 					a.failed(p)
-					delete(jb.waiting, p)
+					jb.answered(p, nil)
 				}
 			}
 			a.choose(now, jb)
@@ -768,6 +803,17 @@ func (a *Agent) Tick(now int64) {
 	}
 	a.layTo(now, now+standingHorizon) // the outlook peers see holds the instances of the next day
 	a.layForQueue(now)
+	a.pass(now)
+	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil {
+		a.pull(now)
+	}
+}
+
+// pass runs the scheduling pass: the jobs due start. Tick runs it, and so
+// do an RQF queue request and take before they look at what waits: a
+// job a pass would start now does not wait (a node's turn, which passes at
+// once, has started it).
+func (a *Agent) pass(now int64) {
 	for _, d := range a.site.Pass(now) {
 		jb := a.byID[d.JobID]
 		if jb == nil {
@@ -781,12 +827,7 @@ func (a *Agent) Tick(now int64) {
 			a.decide(Decision{Kind: DecideExtend, Job: jb.key, Start: d.Start, End: d.End})
 		}
 	}
-	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil {
-		a.pull(now)
-	}
 }
-
-const minTime = math.MinInt64
 
 // newRand is the location policy's jitter stream for one decision.
 func newRand(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }

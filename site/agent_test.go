@@ -244,8 +244,8 @@ func TestRQFPullsWaitingJobs(t *testing.T) {
 	if _, ok := f.starts[JobKey{"busy", 2}]; ok {
 		t.Fatal("job 2 started before the idle site asked")
 	}
-	// The idle site's first round found nothing to take, so it asks again
-	// at its next own event (a federation with nothing left goes quiet).
+	// The idle site has had no event yet: it asks at its own event, once
+	// the interval since its last round has passed.
 	f.now = 600
 	f.submit("idle", 1, 1, 10)
 	if got := f.starts[JobKey{"busy", 2}]; got != "idle" {
@@ -253,6 +253,35 @@ func TestRQFPullsWaitingJobs(t *testing.T) {
 	}
 	if d, ok := f.find(DecideDelegate, JobKey{"busy", 2}); !ok || d.Peer != "idle" {
 		t.Fatalf("busy did not hand job 2 over: %+v", d)
+	}
+}
+
+// TestRQFPullsWithoutEvents: an idle site with no workload of its own (no
+// event ever happens to it) asks by itself at its place on the interval's
+// grid (NextPull), and takes the job waiting at its peer then; a peer's
+// queue request does not make it ask.
+func TestRQFPullsWithoutEvents(t *testing.T) {
+	f := newFed(t, Config{Name: "busy", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF, PullSeconds: 60},
+		Config{Name: "idle", Procs: 8, Policy: plan.EASY, Transfer: delegation.RQF, PullSeconds: 60})
+	f.submit("busy", 1, 4, 1000)
+	f.submit("busy", 2, 4, 1000)
+	idle := f.agents["idle"]
+	w := idle.NextWake(f.now)
+	if want := PullOffset("idle", 60); w != want && w != want+60 {
+		t.Fatalf("idle site wakes at %d, want its offset %d on the grid", w, want)
+	}
+	if _, ok := f.starts[JobKey{"busy", 2}]; ok {
+		t.Fatal("job 2 started before the idle site asked")
+	}
+	f.now = w
+	f.settle()
+	if got := f.starts[JobKey{"busy", 2}]; got != "idle" {
+		t.Fatalf("job 2 started at %q, want idle (pulled at its wake %d)", got, w)
+	}
+	// The idle site is idle still; busy (now idle, job 1 running) asks
+	// only at its own wake or event, not because idle asked it.
+	if idle.rqfAt != w {
+		t.Fatalf("idle asked last at %d, want %d", idle.rqfAt, w)
 	}
 }
 
@@ -482,5 +511,31 @@ func TestJobKeyString(t *testing.T) {
 		if got, want := k.String(), fmt.Sprintf("%s/%d", k.Site, k.ID); got != want {
 			t.Errorf("%#v.String() = %q, want %q", k, got, want)
 		}
+	}
+}
+
+// TestRQFTakesAJobItRefused is the route rule (delegation.Route.WasAt) in
+// the agent: a job its origin offered under ACF to a peer that refused it
+// (full then) is not a job that was at that peer; when the peer, under RQF,
+// is idle and asks, the origin lists it and the peer takes it. The node
+// has the same case (node.TestRQFTakesAJobItRefused).
+func TestRQFTakesAJobItRefused(t *testing.T) {
+	f := newFed(t, Config{Name: "a", Procs: 4, Policy: plan.EASY, Transfer: delegation.ACF},
+		Config{Name: "b", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF})
+	f.submit("b", 1, 4, 100)  // b is full until 100
+	f.submit("a", 1, 4, 1000) // a is full
+	f.submit("a", 2, 2, 500)  // a cannot start it: offered to b, which refuses
+	d, ok := f.find(DecideAccept, JobKey{"a", 2})
+	if !ok || d.Peer != "" || !slices.ContainsFunc(d.Route, func(h delegation.Hop) bool { return h.Site == "b" && h.Action == delegation.ActionRefused }) {
+		t.Fatalf("a/2 not kept at a after b refused it: %+v", d)
+	}
+	f.now = 100
+	if !f.agents["b"].End(100, JobKey{"b", 1}, true) {
+		t.Fatal("b/1 did not end")
+	}
+	f.drain("b")
+	f.settle()
+	if got := f.starts[JobKey{"a", 2}]; got != "b" {
+		t.Fatalf("a/2 started at %q, want b (it refused the quote, then took the job from a's queue)", got)
 	}
 }

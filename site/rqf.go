@@ -5,10 +5,6 @@ import (
 	"github.com/fedsched/fedsched/plan"
 )
 
-// pullEvery is how many reply periods an RQF site with idle processors
-// waits between two rounds of asking.
-const pullEvery = 10
-
 // pull is RQF's trigger: after a pass that leaves processors idle with
 // nothing waiting here, ask the ranked peers for the jobs waiting in their
 // queues. (The study's RQF also pulls when its own head is blocked, to
@@ -16,14 +12,13 @@ const pullEvery = 10
 // replay of months too slow, so this RQF pulls only into an empty queue.)
 func (a *Agent) pull(now int64) {
 	free := IdleProcs(a.site, now)
-	// At most one round per reply period: a site with idle processors
-	// ticks at every event, and each round discloses whole queues.
-	if free == 0 || a.rqfAt != minTime && now < a.rqfAt+a.cfg.ReplySeconds {
+	// At most one round per interval: a site with idle processors ticks
+	// at every event, and each round discloses whole queues.
+	if !PullDue(free, a.rqfAt, now, a.cfg.PullSeconds) {
 		return
 	}
-	a.rqfAt, a.seen = now, 0
+	a.rqfAt = now
 	ranked := PullRanking(a.cfg.Peers.Candidates(now), a.cfg.Name, a.rank.History(), a.cfg.Location, newRand(a.cfg.Seed, uint64(now)))
-	a.pulling = len(ranked)
 	for _, c := range ranked {
 		a.send(Message{Kind: KindQueueRequest, To: c.Site, Spec: plan.Job{Procs: free}})
 	}
@@ -32,6 +27,7 @@ func (a *Agent) pull(now int64) {
 // disclose answers a queue request with the jobs waiting here that the
 // disclosure rule lets the asker see (Discloses), in queue order.
 func (a *Agent) disclose(now int64, m Message) {
+	a.pass(now)
 	out := Message{Kind: KindQueue, To: m.From}
 	a.ids = a.site.WaitingIDs(a.ids[:0])
 	for _, id := range a.ids {
@@ -53,8 +49,6 @@ func (a *Agent) disclose(now int64, m Message) {
 // start now, holding its slot until the peer hands it over: the quote rule
 // with start-now (MayHold, HoldFor), as the node's pick.
 func (a *Agent) pick(now int64, m Message) {
-	a.pulling = max(0, a.pulling-1)
-	a.seen += len(m.Jobs)
 	for _, q := range m.Jobs {
 		if a.jobs[q.Job] != nil || a.site.Plan().Free(now) == 0 {
 			continue
@@ -77,6 +71,7 @@ func (a *Agent) pick(now int64, m Message) {
 
 // handOver gives a waiting job to the peer that asks to take it.
 func (a *Agent) handOver(now int64, m Message) {
+	a.pass(now)
 	jb := a.jobs[m.Job]
 	// The disclosure rule again: only a job the taker may see may be
 	// taken (its free processors are its hold's business).

@@ -2,6 +2,8 @@ package site
 
 import (
 	"fmt"
+	"hash/fnv"
+	"math"
 	"math/rand/v2"
 
 	"github.com/fedsched/fedsched/delegation"
@@ -106,8 +108,9 @@ func OfferRejected(r *Rules, route delegation.Route, pl plan.Placement) OfferDec
 // the job) and the indices of every other offer, whose holds the origin
 // releases.
 func Choose(now int64, d OfferDecision, fee, penalty float64, offers []*Offer) (win int, release []int) {
-	quotes := make([]delegation.Quote, 0, len(offers))
-	idx := make([]int, 0, len(offers))
+	var qbuf [4]delegation.Quote // the usual few on the stack
+	var ibuf [4]int
+	quotes, idx := qbuf[:0], ibuf[:0]
 	for i, o := range offers {
 		if o == nil {
 			continue
@@ -213,10 +216,11 @@ func (r *Refusal) Error() string {
 }
 
 // MayHold is the test of a peer's job before any slot is looked for: it
-// has not been here (a job never comes back to a site it passed through)
-// and taking it stays within this site's max_hops.
+// has not been here (a job never comes back to a site it passed through;
+// delegation.Route.WasAt: a site that only answered a quote for it was not
+// there) and taking it stays within this site's max_hops.
 func MayHold(r *Rules, route delegation.Route) *Refusal {
-	if route.Visited(r.Name) {
+	if route.WasAt(r.Name) {
 		return &Refusal{Kind: RefuseVisited, Site: r.Name}
 	}
 	if !route.CanDelegate(r.MaxHops) {
@@ -283,10 +287,11 @@ const MaxDisclosed = 64
 // Discloses reports whether a job waiting here may be listed to a peer
 // (asker, with free processors free) that asks for work under RQF: only
 // jobs submitted here (origin), that may still be delegated, have not
-// been at the asker, and fit its free processors. The answer lists them
-// in queue order, at most MaxDisclosed.
+// been at the asker (delegation.Route.WasAt: a peer that refused a quote
+// for it may take it now), and fit its free processors. The answer lists
+// them in queue order, at most MaxDisclosed.
 func Discloses(r *Rules, origin string, route delegation.Route, procs int, asker string, free int) bool {
-	return origin == r.Name && procs <= free && route.CanDelegate(r.MaxHops) && !route.Visited(asker)
+	return origin == r.Name && procs <= free && route.CanDelegate(r.MaxHops) && !route.WasAt(asker)
 }
 
 // PullRanking is the peers an idle RQF site asks for work, in the order
@@ -310,4 +315,50 @@ func IdleProcs(s *plan.Site, now int64) int {
 		return 0
 	}
 	return s.Plan().Free(now)
+}
+
+// NeverPulled is the last round of an RQF site that has not asked its
+// peers yet (PullDue, NextPull).
+const NeverPulled = math.MinInt64
+
+// PullDue is RQF's timing rule: a site with idle processors and nothing
+// waiting (idle, IdleProcs) asks its peers for their queues at most once
+// per interval (every, seconds of the site's clock) since its last round
+// (last, NeverPulled if none). A site checks it whenever something
+// happens to it (a submission, a job's end, a peer's message) and at the
+// wake NextPull gives.
+func PullDue(idle int, last, now, every int64) bool {
+	return idle > 0 && (last == NeverPulled || now >= last+every)
+}
+
+// NextPull is when an idle site asks its peers by itself, with nothing
+// happening to it: at the first second from now on that is its offset
+// (PullOffset) past a whole multiple of the interval on its clock, not
+// within an interval of its last round (now itself if it is due and the
+// site has not asked yet); plan.Forever when it is not idle.
+// The grid is the clock's, whenever the site started (a node asks at the
+// same seconds as the simulator's agent of a replay aligned to the
+// interval), and a site with no workload of its own still finds work in a
+// peer's queue.
+func NextPull(idle int, last, now, every, offset int64) int64 {
+	if idle == 0 || every <= 0 {
+		return plan.Forever
+	}
+	t := now + ((offset-now)%every+every)%every
+	if last != NeverPulled && t < last+every {
+		t += every
+	}
+	return t
+}
+
+// PullOffset is a site's place on the interval's grid, from its name, so
+// that the idle sites of a federation do not all ask at one second (and
+// race for the same waiting jobs).
+func PullOffset(name string, every int64) int64 {
+	if every <= 0 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name)) //nolint:errcheck // a hash does not fail
+	return int64(h.Sum32()) % every
 }

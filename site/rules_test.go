@@ -87,8 +87,18 @@ func TestMayHold(t *testing.T) {
 	if ref := MayHold(r, fresh); ref != nil {
 		t.Fatalf("fresh job: %v", ref)
 	}
-	if ref := MayHold(r, fresh.With(delegation.Hop{Site: "b", Action: delegation.ActionRefused})); ref == nil || ref.Kind != RefuseVisited {
+	if ref := MayHold(r, fresh.With(delegation.Hop{Site: "b", Action: delegation.ActionAccepted})); ref == nil || ref.Kind != RefuseVisited {
 		t.Fatalf("visited: %v", ref)
+	}
+	if ref := MayHold(r, delegation.Route{{Site: "a", Action: delegation.ActionSubmitted}, {Site: "a"}, {Site: "b"}}); ref == nil || ref.Kind != RefuseVisited {
+		t.Fatalf("visited, as a node's route names it: %v", ref)
+	}
+	// A peer that refused (or quoted) the job never held it: the node's
+	// route keeps quote answers apart, the agent's records them.
+	for _, a := range []delegation.Action{delegation.ActionRefused, delegation.ActionQuoted} {
+		if ref := MayHold(r, fresh.With(delegation.Hop{Site: "b", Action: a})); ref != nil {
+			t.Fatalf("%v the job's quote: %v", a, ref)
+		}
 	}
 	moved := fresh.With(delegation.Hop{Site: "c", Action: delegation.ActionDelegated})
 	if ref := MayHold(r, moved); ref == nil || ref.Kind != RefuseMaxHops || ref.Hops != 2 {
@@ -200,7 +210,9 @@ func TestDisclosesRule(t *testing.T) {
 		{"own waiting job that fits", "a", "b", route, 4, 4, true},
 		{"wider than the asker's free processors", "a", "b", route, 5, 4, false},
 		{"a peer's job", "c", "b", route, 1, 4, false},
-		{"been at the asker", "a", "b", route.With(delegation.Hop{Site: "b", Action: delegation.ActionRefused}), 1, 4, false},
+		{"been at the asker", "a", "b", route.With(delegation.Hop{Site: "b", Action: delegation.ActionAccepted}), 1, 4, false},
+		{"been at the asker, as a node's route names it", "a", "b", route.With(delegation.Hop{Site: "a"}).With(delegation.Hop{Site: "b"}), 1, 4, false},
+		{"the asker refused its quote", "a", "b", route.With(delegation.Hop{Site: "b", Action: delegation.ActionRefused}), 1, 4, true},
 		{"past max_hops", "a", "b", route.With(delegation.Hop{Site: "c", Action: delegation.ActionDelegated}), 1, 4, false},
 	} {
 		if got := Discloses(r, c.origin, c.route, c.procs, c.asker, c.free); got != c.want {
@@ -238,5 +250,54 @@ func TestPullRanking(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[b d]" {
 		t.Fatalf("ranking %v, want [b d]", got)
+	}
+}
+
+// TestPullTiming is RQF's timing rule, which the agent (Tick, NextWake)
+// and the node (its loop's turn and timer) both call: at most once per
+// interval when something happens, and by itself on the interval's grid
+// at the site's offset while idle.
+func TestPullTiming(t *testing.T) {
+	for _, c := range []struct {
+		idle             int
+		last, now, every int64
+		want             bool
+	}{
+		{0, NeverPulled, 100, 60, false}, // busy or with a queue: never
+		{4, NeverPulled, 100, 60, true},  // never asked
+		{4, 50, 100, 60, false},          // within the interval
+		{4, 40, 100, 60, true},           // an interval since
+	} {
+		if got := PullDue(c.idle, c.last, c.now, c.every); got != c.want {
+			t.Errorf("PullDue(%d, %d, %d, %d) = %v, want %v", c.idle, c.last, c.now, c.every, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		idle                     int
+		last, now, every, offset int64
+		want                     int64
+	}{
+		{0, NeverPulled, 100, 60, 0, plan.Forever}, // not idle: no wake
+		{4, NeverPulled, 100, 60, 0, 120},          // the next multiple
+		{4, NeverPulled, 120, 60, 0, 120},          // due now, not asked yet
+		{4, NeverPulled, 100, 60, 47, 107},         // at the site's offset
+		{4, 107, 107, 60, 47, 167},                 // asked at it
+		{4, NeverPulled, -100, 60, 11, -49},        // before the clock's 0 (a replay's first interval)
+		{4, 100, 110, 60, 47, 167},                 // 107 is within the interval of the last round
+		{4, 90, 100, 60, 0, 180},                   // 120 is within the interval of the last round
+		{4, 60, 100, 60, 0, 120},
+	} {
+		if got := NextPull(c.idle, c.last, c.now, c.every, c.offset); got != c.want {
+			t.Errorf("NextPull(%d, %d, %d, %d, %d) = %d, want %d", c.idle, c.last, c.now, c.every, c.offset, got, c.want)
+		}
+	}
+	// Sites of one federation ask at different seconds of the interval.
+	seen := map[int64]bool{}
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		o := PullOffset(n, 60)
+		if o < 0 || o >= 60 || seen[o] {
+			t.Errorf("PullOffset(%q, 60) = %d: outside [0, 60) or shared", n, o)
+		}
+		seen[o] = true
 	}
 }

@@ -350,9 +350,13 @@ type Delegation struct {
 	// An operator's opt-in: off, the site refuses every queue request.
 	// Default: false.
 	DiscloseQueue bool `yaml:"disclose_queue"`
-	// PullInterval is how often, at most, an RQF site with idle
-	// processors and nothing waiting asks its peers for their queues
-	// (wall time). Only with transfer: rqf. Default 5s.
+	// PullInterval is RQF's interval, in the site's clock (scaled by
+	// time_scale): an RQF site with idle processors and nothing waiting
+	// asks its peers for their queues at most once per interval when
+	// something happens to it, and by itself at every whole multiple of
+	// the interval on its clock while it stays idle; the simulator's
+	// agent runs the same rule (site.PullDue, site.NextPull). Only with
+	// transfer: rqf; whole seconds. Default 60s.
 	PullInterval time.Duration `yaml:"pull_interval"`
 	// Prefer lists peers in preference order (ordered spill-over): each is
 	// asked alone, in turn, before the location policy ranks the others,
@@ -562,8 +566,8 @@ func (c Config) Validate() error {
 	default:
 		bad("delegation.transfer", "%q: want on-reject, acf or rqf", d.Transfer)
 	}
-	if d.PullInterval < 0 {
-		bad("delegation.pull_interval", "must be >= 0")
+	if d.PullInterval < 0 || d.PullInterval%time.Second != 0 {
+		bad("delegation.pull_interval", "must be a whole number of seconds >= 0 (the site's clock counts whole seconds)")
 	}
 	for _, p := range d.Prefer {
 		if !validSite(p) || p == c.Site {

@@ -60,7 +60,7 @@ var fields = []field{
 	{"delegation.community_share", "share of processors kept for the site's own users, in [0, 1)", func(c *Config) any { return &c.Delegation.CommunityShare }},
 	{"delegation.transfer", "transfer policy: on-reject (offer only rejected jobs), acf (also offer jobs this site would not start now) or rqf (pull, when idle, waiting jobs from peers that disclose their queues)", func(c *Config) any { return &c.Delegation.Transfer }},
 	{"delegation.disclose_queue", "answer peers' queue requests (RQF): disclose the jobs waiting here and let peers take those they would start now", func(c *Config) any { return &c.Delegation.DiscloseQueue }},
-	{"delegation.pull_interval", "how often, at most, an rqf site with idle processors asks peers for their queues (0: 5s)", func(c *Config) any { return &c.Delegation.PullInterval }},
+	{"delegation.pull_interval", "rqf's interval in the site's clock: an idle rqf site asks peers for their queues at most once per interval when something happens to it, and at every multiple of it while idle (whole seconds; 0: 60s)", func(c *Config) any { return &c.Delegation.PullInterval }},
 	{"delegation.prefer", "comma-separated peers asked first, one at a time, in this order (ordered spill-over)", func(c *Config) any { return &c.Delegation.Prefer }},
 	{"delegation.pricing.model", "price model of this site's quotes: free or libra+$ (Yeo's price over the job's window)", func(c *Config) any { return &c.Delegation.Pricing.Model }},
 	{"delegation.pricing.pbase", "libra+$ base price, in virtual coins per processor-hour", func(c *Config) any { return &c.Delegation.Pricing.PBase }},

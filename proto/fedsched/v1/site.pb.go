@@ -2069,7 +2069,14 @@ type Site struct {
 	// overbooking.
 	PofMax float64 `protobuf:"fixed64,11,opt,name=pof_max,json=pofMax,proto3" json:"pof_max,omitempty"`
 	// The site's current time, by its clock.
-	Now           *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=now,proto3" json:"now,omitempty"`
+	Now *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=now,proto3" json:"now,omitempty"`
+	// RQF (delegation.transfer: rqf): when the site, idle, next asks its
+	// peers for work by itself (delegation.pull_interval); unset when it is
+	// not idle, asks now, or is not an RQF site.
+	NextPull *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=next_pull,json=nextPull,proto3" json:"next_pull,omitempty"`
+	// RQF: a round of asking peers for their queues and taking jobs from
+	// them is on its way.
+	Pulling       bool `protobuf:"varint,14,opt,name=pulling,proto3" json:"pulling,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2186,6 +2193,20 @@ func (x *Site) GetNow() *timestamppb.Timestamp {
 		return x.Now
 	}
 	return nil
+}
+
+func (x *Site) GetNextPull() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextPull
+	}
+	return nil
+}
+
+func (x *Site) GetPulling() bool {
+	if x != nil {
+		return x.Pulling
+	}
+	return false
 }
 
 // TimeWindow is an interval of time [start, end).
@@ -3444,7 +3465,7 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\apof_max\x18\x06 \x01(\x01R\x06pofMax\"\x10\n" +
 	"\x0eGetSiteRequest\"8\n" +
 	"\x0fGetSiteResponse\x12%\n" +
-	"\x04site\x18\x01 \x01(\v2\x11.fedsched.v1.SiteR\x04site\"\xeb\x02\n" +
+	"\x04site\x18\x01 \x01(\v2\x11.fedsched.v1.SiteR\x04site\"\xbe\x03\n" +
 	"\x04Site\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05procs\x18\x02 \x01(\x05R\x05procs\x12\x16\n" +
@@ -3460,7 +3481,9 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\voverbooking\x18\n" +
 	" \x01(\bR\voverbooking\x12\x17\n" +
 	"\apof_max\x18\v \x01(\x01R\x06pofMax\x12,\n" +
-	"\x03now\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x03now\"l\n" +
+	"\x03now\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x127\n" +
+	"\tnext_pull\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\bnextPull\x12\x18\n" +
+	"\apulling\x18\x0e \x01(\bR\apulling\"l\n" +
 	"\n" +
 	"TimeWindow\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
@@ -3706,62 +3729,63 @@ var file_fedsched_v1_site_proto_depIdxs = []int32{
 	5,  // 38: fedsched.v1.ExplainResponse.reservation:type_name -> fedsched.v1.Reservation
 	25, // 39: fedsched.v1.GetSiteResponse.site:type_name -> fedsched.v1.Site
 	42, // 40: fedsched.v1.Site.now:type_name -> google.protobuf.Timestamp
-	42, // 41: fedsched.v1.TimeWindow.start:type_name -> google.protobuf.Timestamp
-	42, // 42: fedsched.v1.TimeWindow.end:type_name -> google.protobuf.Timestamp
-	42, // 43: fedsched.v1.FixedReservation.start:type_name -> google.protobuf.Timestamp
-	42, // 44: fedsched.v1.FixedReservation.end:type_name -> google.protobuf.Timestamp
-	42, // 45: fedsched.v1.FixedReservation.until:type_name -> google.protobuf.Timestamp
-	3,  // 46: fedsched.v1.FixedReservation.weekdays:type_name -> fedsched.v1.Weekday
-	26, // 47: fedsched.v1.FixedReservation.instances:type_name -> fedsched.v1.TimeWindow
-	42, // 48: fedsched.v1.CreateReservationRequest.start:type_name -> google.protobuf.Timestamp
-	42, // 49: fedsched.v1.CreateReservationRequest.end:type_name -> google.protobuf.Timestamp
-	42, // 50: fedsched.v1.CreateReservationRequest.until:type_name -> google.protobuf.Timestamp
-	3,  // 51: fedsched.v1.CreateReservationRequest.weekdays:type_name -> fedsched.v1.Weekday
-	5,  // 52: fedsched.v1.DisplacedJob.previous:type_name -> fedsched.v1.Reservation
-	5,  // 53: fedsched.v1.DisplacedJob.reservation:type_name -> fedsched.v1.Reservation
-	0,  // 54: fedsched.v1.DisplacedJob.state:type_name -> fedsched.v1.JobState
-	2,  // 55: fedsched.v1.DisplacedJob.reason:type_name -> fedsched.v1.Reason
-	1,  // 56: fedsched.v1.DisplacedJob.sla_outcome:type_name -> fedsched.v1.SlaOutcome
-	27, // 57: fedsched.v1.CreateReservationResponse.reservation:type_name -> fedsched.v1.FixedReservation
-	29, // 58: fedsched.v1.CreateReservationResponse.displaced:type_name -> fedsched.v1.DisplacedJob
-	27, // 59: fedsched.v1.ListReservationsResponse.reservations:type_name -> fedsched.v1.FixedReservation
-	27, // 60: fedsched.v1.DeleteReservationResponse.reservation:type_name -> fedsched.v1.FixedReservation
-	25, // 61: fedsched.v1.GetPlanResponse.site:type_name -> fedsched.v1.Site
-	42, // 62: fedsched.v1.GetPlanResponse.until:type_name -> google.protobuf.Timestamp
-	38, // 63: fedsched.v1.GetPlanResponse.entries:type_name -> fedsched.v1.PlanEntry
-	38, // 64: fedsched.v1.GetPlanResponse.queued:type_name -> fedsched.v1.PlanEntry
-	42, // 65: fedsched.v1.PlanEntry.start:type_name -> google.protobuf.Timestamp
-	42, // 66: fedsched.v1.PlanEntry.end:type_name -> google.protobuf.Timestamp
-	9,  // 67: fedsched.v1.PlanEntry.wait:type_name -> fedsched.v1.WaitReason
-	11, // 68: fedsched.v1.SiteService.SubmitJob:input_type -> fedsched.v1.SubmitJobRequest
-	13, // 69: fedsched.v1.SiteService.GetJob:input_type -> fedsched.v1.GetJobRequest
-	15, // 70: fedsched.v1.SiteService.ListJobs:input_type -> fedsched.v1.ListJobsRequest
-	17, // 71: fedsched.v1.SiteService.CancelJob:input_type -> fedsched.v1.CancelJobRequest
-	19, // 72: fedsched.v1.SiteService.WatchJobs:input_type -> fedsched.v1.WatchJobsRequest
-	21, // 73: fedsched.v1.SiteService.Explain:input_type -> fedsched.v1.ExplainRequest
-	23, // 74: fedsched.v1.SiteService.GetSite:input_type -> fedsched.v1.GetSiteRequest
-	39, // 75: fedsched.v1.SiteService.GetJobOutput:input_type -> fedsched.v1.GetJobOutputRequest
-	28, // 76: fedsched.v1.SiteService.CreateReservation:input_type -> fedsched.v1.CreateReservationRequest
-	31, // 77: fedsched.v1.SiteService.ListReservations:input_type -> fedsched.v1.ListReservationsRequest
-	33, // 78: fedsched.v1.SiteService.DeleteReservation:input_type -> fedsched.v1.DeleteReservationRequest
-	36, // 79: fedsched.v1.SiteService.GetPlan:input_type -> fedsched.v1.GetPlanRequest
-	12, // 80: fedsched.v1.SiteService.SubmitJob:output_type -> fedsched.v1.SubmitJobResponse
-	14, // 81: fedsched.v1.SiteService.GetJob:output_type -> fedsched.v1.GetJobResponse
-	16, // 82: fedsched.v1.SiteService.ListJobs:output_type -> fedsched.v1.ListJobsResponse
-	18, // 83: fedsched.v1.SiteService.CancelJob:output_type -> fedsched.v1.CancelJobResponse
-	20, // 84: fedsched.v1.SiteService.WatchJobs:output_type -> fedsched.v1.JobEvent
-	22, // 85: fedsched.v1.SiteService.Explain:output_type -> fedsched.v1.ExplainResponse
-	24, // 86: fedsched.v1.SiteService.GetSite:output_type -> fedsched.v1.GetSiteResponse
-	40, // 87: fedsched.v1.SiteService.GetJobOutput:output_type -> fedsched.v1.JobOutputChunk
-	30, // 88: fedsched.v1.SiteService.CreateReservation:output_type -> fedsched.v1.CreateReservationResponse
-	32, // 89: fedsched.v1.SiteService.ListReservations:output_type -> fedsched.v1.ListReservationsResponse
-	34, // 90: fedsched.v1.SiteService.DeleteReservation:output_type -> fedsched.v1.DeleteReservationResponse
-	37, // 91: fedsched.v1.SiteService.GetPlan:output_type -> fedsched.v1.GetPlanResponse
-	80, // [80:92] is the sub-list for method output_type
-	68, // [68:80] is the sub-list for method input_type
-	68, // [68:68] is the sub-list for extension type_name
-	68, // [68:68] is the sub-list for extension extendee
-	0,  // [0:68] is the sub-list for field type_name
+	42, // 41: fedsched.v1.Site.next_pull:type_name -> google.protobuf.Timestamp
+	42, // 42: fedsched.v1.TimeWindow.start:type_name -> google.protobuf.Timestamp
+	42, // 43: fedsched.v1.TimeWindow.end:type_name -> google.protobuf.Timestamp
+	42, // 44: fedsched.v1.FixedReservation.start:type_name -> google.protobuf.Timestamp
+	42, // 45: fedsched.v1.FixedReservation.end:type_name -> google.protobuf.Timestamp
+	42, // 46: fedsched.v1.FixedReservation.until:type_name -> google.protobuf.Timestamp
+	3,  // 47: fedsched.v1.FixedReservation.weekdays:type_name -> fedsched.v1.Weekday
+	26, // 48: fedsched.v1.FixedReservation.instances:type_name -> fedsched.v1.TimeWindow
+	42, // 49: fedsched.v1.CreateReservationRequest.start:type_name -> google.protobuf.Timestamp
+	42, // 50: fedsched.v1.CreateReservationRequest.end:type_name -> google.protobuf.Timestamp
+	42, // 51: fedsched.v1.CreateReservationRequest.until:type_name -> google.protobuf.Timestamp
+	3,  // 52: fedsched.v1.CreateReservationRequest.weekdays:type_name -> fedsched.v1.Weekday
+	5,  // 53: fedsched.v1.DisplacedJob.previous:type_name -> fedsched.v1.Reservation
+	5,  // 54: fedsched.v1.DisplacedJob.reservation:type_name -> fedsched.v1.Reservation
+	0,  // 55: fedsched.v1.DisplacedJob.state:type_name -> fedsched.v1.JobState
+	2,  // 56: fedsched.v1.DisplacedJob.reason:type_name -> fedsched.v1.Reason
+	1,  // 57: fedsched.v1.DisplacedJob.sla_outcome:type_name -> fedsched.v1.SlaOutcome
+	27, // 58: fedsched.v1.CreateReservationResponse.reservation:type_name -> fedsched.v1.FixedReservation
+	29, // 59: fedsched.v1.CreateReservationResponse.displaced:type_name -> fedsched.v1.DisplacedJob
+	27, // 60: fedsched.v1.ListReservationsResponse.reservations:type_name -> fedsched.v1.FixedReservation
+	27, // 61: fedsched.v1.DeleteReservationResponse.reservation:type_name -> fedsched.v1.FixedReservation
+	25, // 62: fedsched.v1.GetPlanResponse.site:type_name -> fedsched.v1.Site
+	42, // 63: fedsched.v1.GetPlanResponse.until:type_name -> google.protobuf.Timestamp
+	38, // 64: fedsched.v1.GetPlanResponse.entries:type_name -> fedsched.v1.PlanEntry
+	38, // 65: fedsched.v1.GetPlanResponse.queued:type_name -> fedsched.v1.PlanEntry
+	42, // 66: fedsched.v1.PlanEntry.start:type_name -> google.protobuf.Timestamp
+	42, // 67: fedsched.v1.PlanEntry.end:type_name -> google.protobuf.Timestamp
+	9,  // 68: fedsched.v1.PlanEntry.wait:type_name -> fedsched.v1.WaitReason
+	11, // 69: fedsched.v1.SiteService.SubmitJob:input_type -> fedsched.v1.SubmitJobRequest
+	13, // 70: fedsched.v1.SiteService.GetJob:input_type -> fedsched.v1.GetJobRequest
+	15, // 71: fedsched.v1.SiteService.ListJobs:input_type -> fedsched.v1.ListJobsRequest
+	17, // 72: fedsched.v1.SiteService.CancelJob:input_type -> fedsched.v1.CancelJobRequest
+	19, // 73: fedsched.v1.SiteService.WatchJobs:input_type -> fedsched.v1.WatchJobsRequest
+	21, // 74: fedsched.v1.SiteService.Explain:input_type -> fedsched.v1.ExplainRequest
+	23, // 75: fedsched.v1.SiteService.GetSite:input_type -> fedsched.v1.GetSiteRequest
+	39, // 76: fedsched.v1.SiteService.GetJobOutput:input_type -> fedsched.v1.GetJobOutputRequest
+	28, // 77: fedsched.v1.SiteService.CreateReservation:input_type -> fedsched.v1.CreateReservationRequest
+	31, // 78: fedsched.v1.SiteService.ListReservations:input_type -> fedsched.v1.ListReservationsRequest
+	33, // 79: fedsched.v1.SiteService.DeleteReservation:input_type -> fedsched.v1.DeleteReservationRequest
+	36, // 80: fedsched.v1.SiteService.GetPlan:input_type -> fedsched.v1.GetPlanRequest
+	12, // 81: fedsched.v1.SiteService.SubmitJob:output_type -> fedsched.v1.SubmitJobResponse
+	14, // 82: fedsched.v1.SiteService.GetJob:output_type -> fedsched.v1.GetJobResponse
+	16, // 83: fedsched.v1.SiteService.ListJobs:output_type -> fedsched.v1.ListJobsResponse
+	18, // 84: fedsched.v1.SiteService.CancelJob:output_type -> fedsched.v1.CancelJobResponse
+	20, // 85: fedsched.v1.SiteService.WatchJobs:output_type -> fedsched.v1.JobEvent
+	22, // 86: fedsched.v1.SiteService.Explain:output_type -> fedsched.v1.ExplainResponse
+	24, // 87: fedsched.v1.SiteService.GetSite:output_type -> fedsched.v1.GetSiteResponse
+	40, // 88: fedsched.v1.SiteService.GetJobOutput:output_type -> fedsched.v1.JobOutputChunk
+	30, // 89: fedsched.v1.SiteService.CreateReservation:output_type -> fedsched.v1.CreateReservationResponse
+	32, // 90: fedsched.v1.SiteService.ListReservations:output_type -> fedsched.v1.ListReservationsResponse
+	34, // 91: fedsched.v1.SiteService.DeleteReservation:output_type -> fedsched.v1.DeleteReservationResponse
+	37, // 92: fedsched.v1.SiteService.GetPlan:output_type -> fedsched.v1.GetPlanResponse
+	81, // [81:93] is the sub-list for method output_type
+	69, // [69:81] is the sub-list for method input_type
+	69, // [69:69] is the sub-list for extension type_name
+	69, // [69:69] is the sub-list for extension extendee
+	0,  // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_fedsched_v1_site_proto_init() }
