@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -154,6 +156,15 @@ func (s *Slurm) command(ctx context.Context, env []string, stdin []byte, name st
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	// The command dies with the node (the parent-death signal, which
+	// follows the thread that forks it: keep that thread until it ends).
+	// A crashed node's sbatch must not queue its job after the next node
+	// found none by that name and queued it (resubmit); left running,
+	// sbatch may retry a busy slurmctld for minutes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	dieWithParent(cmd.SysProcAttr)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(errb.String())
 		if msg == "" {
@@ -291,17 +302,19 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("job %s: %w", spec.JobID, err)
 	}
-	// spec.json is created exclusively before sbatch runs: a job is never
-	// submitted twice, even when a node that died between sbatch and
-	// slurm.json asks again (Reattach then finds it by name).
+	// spec.json is created exclusively before sbatch runs. When it exists,
+	// an earlier start got that far: the job is submitted only if that
+	// start never reached Slurm (see resubmit), so it is never submitted
+	// twice, nor left unsubmitted by a start a stop or crash cut short.
 	f, err := os.OpenFile(filepath.Join(dir, specFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("job %s (%s exists): %w", spec.JobID, filepath.Join(dir, specFile), ErrAlreadyStarted)
+		err = s.resubmit(ctx, spec.JobID)
+	} else if err == nil {
+		f.Close()
 	}
 	if err != nil {
 		return fmt.Errorf("job %s: %w", spec.JobID, err)
 	}
-	f.Close()
 	sf := jobSpecFile{JobID: spec.JobID, Argv: spec.Argv, Env: spec.Env, Workdir: spec.Workdir, Deadline: spec.Deadline}
 	if err := writeJSON(filepath.Join(dir, specFile), sf); err != nil {
 		return fmt.Errorf("job %s: write spec: %w", spec.JobID, err)
@@ -310,7 +323,12 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	if err != nil {
 		return fmt.Errorf("job %s: %v: %w", spec.JobID, err, ErrStartFailed)
 	}
-	out, err := s.command(ctx, env, nil, "sbatch", args...)
+	// sbatch is not bound to ctx: a stop of the node (ctx ends) while it
+	// runs lets it finish, within CommandTimeout, and the job it queued
+	// is recorded below. Killed, it could have queued the job or not, and
+	// slurmctld may still act on a request it sent. (A crash of the node
+	// kills it: see command.)
+	out, err := s.command(context.WithoutCancel(ctx), env, nil, "sbatch", args...)
 	if err != nil {
 		// sbatch refused (bad partition, limits, no account for the
 		// user) and nothing was queued, or it timed out after queueing:
@@ -334,6 +352,35 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	s.jobs[spec.JobID] = &slurmJob{id: spec.JobID, slurmID: sid, deadline: spec.Deadline}
 	s.mu.Unlock()
 	s.log.Info("job submitted", "job", spec.JobID, "slurm_job", sid, "procs", spec.Procs)
+	return nil
+}
+
+// resubmit decides the start of a job whose spec.json an earlier start
+// wrote (the node stopped or died during that start, and starts the job
+// again): it returns ErrAlreadyStarted if that start submitted it (its
+// Slurm id is recorded, or Slurm knows a job by its name and comment), for
+// the node to re-attach, and nil if Slurm has no such job: the earlier
+// start was cut before sbatch, or killed sbatch before slurmctld queued
+// the job, and this start submits it.
+//
+// What remains: a job submitted by a start that died between sbatch's
+// answer and slurm.json, which then ended longer ago than Slurm's
+// MinJobAge while the node was down, is no longer known by name and would
+// be submitted again.
+func (s *Slurm) resubmit(ctx context.Context, jobID string) error {
+	dir := s.JobDir(jobID)
+	if _, err := os.Stat(filepath.Join(dir, slurmFile)); err == nil {
+		return fmt.Errorf("%s exists: %w", filepath.Join(dir, slurmFile), ErrAlreadyStarted)
+	}
+	sid, err := s.findByName(ctx, jobID)
+	if err != nil {
+		// Not knowing whether it was submitted, do not submit it again.
+		return fmt.Errorf("look for the Slurm job of an earlier start: %w", err)
+	}
+	if sid != "" {
+		return fmt.Errorf("Slurm job %s, submitted by an earlier start: %w", sid, ErrAlreadyStarted)
+	}
+	s.log.Info("submitting a job whose earlier start was cut short before Slurm queued it", "job", jobID)
 	return nil
 }
 
