@@ -1,0 +1,188 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fedsched/fedsched/node/executor/slurmtest"
+	"github.com/fedsched/fedsched/node/executor/supervisortest"
+)
+
+// slurmStartEnv turns the test binary into a node that starts one job
+// with the Slurm executor and exits (TestMain): the crash cases kill it
+// with SIGKILL during that start.
+const slurmStartEnv = "FEDSCHED_EXECUTOR_TEST_SLURM_START"
+
+// runSlurmStart is the child's part: FEDSCHED_EXECUTOR_TEST_SLURM_START
+// holds "<data dir>|<job id>|<marker file>".
+func runSlurmStart(arg string) int {
+	f := strings.Split(arg, "|")
+	if len(f) != 3 {
+		return 2
+	}
+	s, err := NewSlurm(SlurmConfig{DataDir: f[0], Partition: "fedsched", Accounts: testAccounts})
+	if err != nil {
+		return 1
+	}
+	if err := s.Start(context.Background(), Spec{JobID: f[1], Argv: markerJob(f[2])}); err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
+	return 0
+}
+
+// TestSlurmStartCutAtEachPoint: the node is stopped (Start's ctx ends) or
+// killed (SIGKILL of a process that runs Start) while sbatch is at each
+// point of a submission: before it reached slurmctld, and after slurmctld
+// queued the job but before sbatch answered (the real sbatch, paused; see
+// slurmtest.PausingSbatch). A new executor on the same data directory then
+// takes over as the node does (node.adoptStarted, node.start): Started,
+// then Reattach, or Start again. The job is submitted to Slurm exactly
+// once, runs once and exits 0: never lost, failed or cancelled.
+//
+// Before the fix a stop killed sbatch: before the submission the job was
+// never submitted, and the next Start refused it (spec.json existed) and
+// re-attached nothing: lost; after it, the failed Start cancelled the
+// queued job, which the next node found by name, cancelled. A crash before
+// the submission lost the job the same way; the parent-death signal keeps
+// the crashed node's sbatch from queueing it a second time after the new
+// node did.
+func TestSlurmStartCutAtEachPoint(t *testing.T) {
+	slurmtest.Require(t)
+	for _, point := range []string{slurmtest.BeforeSubmit, slurmtest.AfterSubmit} {
+		for _, crash := range []bool{false, true} {
+			name := point + "/stop"
+			if crash {
+				name = point + "/sigkill"
+			}
+			t.Run(name, func(t *testing.T) { slurmStartCut(t, point, crash) })
+		}
+	}
+}
+
+func slurmStartCut(t *testing.T, point string, crash bool) {
+	dir := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "marker")
+	id := testJobID(t)
+	wrapper := slurmtest.PausingSbatch(t, point)
+	s, err := NewSlurm(SlurmConfig{DataDir: dir, Partition: "fedsched", Accounts: testAccounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobDir := s.JobDir(id)
+	spec := Spec{JobID: id, Argv: markerJob(marker)}
+	t.Cleanup(func() {
+		supervisortest.Resume(jobDir) //nolint:errcheck // a failed test's leftover
+		for _, sid := range slurmJobsNamed(t, id) {
+			exec.Command("scancel", sid).Run() //nolint:errcheck // a failed test's leftover
+		}
+	})
+
+	if crash {
+		// A node (this binary) starts the job; it is killed while sbatch
+		// is paused.
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), slurmStartEnv+"="+dir+"|"+id+"|"+marker, "PATH="+wrapper+":"+os.Getenv("PATH"))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := supervisortest.WaitPaused(jobDir, 30*time.Second); err != nil {
+			cmd.Process.Kill() //nolint:errcheck // failing anyway
+			cmd.Wait()         //nolint:errcheck // killed
+			t.Fatal(err)
+		}
+		sbatch := slurmtest.PausedPID(jobDir)
+		cmd.Process.Kill() //nolint:errcheck // checked by Wait
+		cmd.Wait()         //nolint:errcheck // killed
+		// sbatch dies with the node that ran it.
+		if !processGone(sbatch, 5*time.Second) {
+			t.Errorf("sbatch (pid %d) runs on after its node was killed", sbatch)
+		}
+	} else {
+		t.Setenv("PATH", wrapper+":"+os.Getenv("PATH"))
+		ctx, stop := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- s.Start(ctx, spec) }()
+		if err := supervisortest.WaitPaused(jobDir, 30*time.Second); err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		stop()
+		// (A Start bound to ctx kills sbatch here.)
+		time.Sleep(300 * time.Millisecond)
+		if err := supervisortest.Resume(jobDir); err != nil {
+			t.Fatal(err)
+		}
+		// The submission in flight is finished and recorded.
+		if err := <-errc; err != nil {
+			t.Fatalf("Start cut by the stop: %v, want the job submitted", err)
+		}
+		if _, err := os.Stat(filepath.Join(jobDir, slurmFile)); err != nil {
+			t.Fatalf("the submission was not recorded: %v", err)
+		}
+	}
+
+	// The next node.
+	next, stopNext := newTestSlurm(t, dir)
+	defer stopNext()
+	rec, err := next.Started(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantStarted := !crash || point == slurmtest.AfterSubmit; rec.Started != wantStarted {
+		t.Errorf("Started after the cut: %v, want %v", rec.Started, wantStarted)
+	}
+	if rec.Started {
+		err = next.Reattach(id)
+	} else if err = next.Start(context.Background(), spec); errors.Is(err, ErrAlreadyStarted) {
+		err = next.Reattach(id)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A cut sbatch still alive would submit the job now, again.
+	if err := supervisortest.Resume(jobDir); err != nil {
+		t.Fatal(err)
+	}
+	e := waitSlurmExit(t, next, 60*time.Second)
+	if e.JobID != id || e.Lost || e.Killed || e.ProviderFailed || e.ExitCode != 0 {
+		t.Errorf("exit %+v (%s), want job %s exited 0", e, e.Detail, id)
+	}
+	if crash {
+		// Whatever of the first node's sbatch lived has had its chance.
+		processGone(slurmtest.PausedPID(jobDir), 5*time.Second)
+	}
+	if ids := slurmJobsNamed(t, id); len(ids) != 1 {
+		t.Errorf("job %s submitted %d times to Slurm (%v), want once", id, len(ids), ids)
+	}
+	if n := countRuns(t, marker); n != 1 {
+		t.Errorf("job %s ran %d times, want once", id, n)
+	}
+}
+
+// processGone waits until process pid has ended (or is a zombie), and
+// reports whether it did.
+func processGone(pid int, within time.Duration) bool {
+	if pid <= 0 {
+		return true
+	}
+	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+		if _, rest, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(rest, "Z") {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
