@@ -9,7 +9,7 @@
 # With Slurm it also counts the Slurm jobs of each fedsched job (from
 # squeue and the job completion log of scripts/slurm-up.sh's Slurm): a
 # job submitted twice shows there even if it never ran twice.
-# Usage: [FEDSCHED=bin] [SIG=TERM|KILL] [PORT=17393] [EXECUTOR=process|slurm]
+# Usage: [FEDSCHED=bin] [SIG=TERM|KILL] [PORT=17393] [EXECUTOR=process|slurm] [SITE=name]
 # scripts/stop-during-start.sh [N] (from the repository's root; N defaults
 # to 20). Runs jobs as root when run as root (--allow-root-jobs).
 set -u
@@ -20,11 +20,14 @@ dir=$(mktemp -d)
 . scripts/fedsched-bin.sh
 addr=(--addr "127.0.0.1:$port")
 executor=${EXECUTOR:-process}
+# A site name of its own: job ids (<site>.<n>) then differ from an earlier
+# run's, which the same Slurm may still know.
+site=${SITE:-sds$(date +%H%M%S)}
 case $executor in
-process) node=("$bin" node --data "$dir/data" --executor process --allow-root-jobs --procs 64 --listen "127.0.0.1:$port" --insecure) ;;
+process) node=("$bin" node --site "$site" --data "$dir/data" --executor process --allow-root-jobs --procs 64 --listen "127.0.0.1:$port" --insecure) ;;
 slurm)
   [ -n "${SLURM_CONF:-}" ] || { echo "EXECUTOR=slurm needs SLURM_CONF (export SLURM_CONF=\$(scripts/slurm-up.sh | tail -1))" >&2; exit 1; }
-  node=("$bin" node --data "$dir/data" --executor slurm --slurm-poll-interval 200ms --allow-root-jobs --listen "127.0.0.1:$port" --insecure) ;;
+  node=("$bin" node --site "$site" --data "$dir/data" --executor slurm --slurm-poll-interval 200ms --allow-root-jobs --listen "127.0.0.1:$port" --insecure) ;;
 *) echo "EXECUTOR must be process or slurm" >&2; exit 1 ;;
 esac
 job=(sh -c "echo \$FEDSCHED_JOB_ID >> $dir/markers; sleep 5")

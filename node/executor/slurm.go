@@ -52,8 +52,21 @@ type SlurmConfig struct {
 const DefaultSlurmPollInterval = 2 * time.Second
 
 // commentPrefix starts the comment of every Slurm job fedsched submits;
-// the fedsched job id follows.
+// the store's epoch and the fedsched job id follow (see comment).
 const commentPrefix = "fedsched:"
+
+// comment is the comment of the Slurm job of a fedsched job:
+// "fedsched:<epoch>/<job id>", or "fedsched:<job id>" for a store without
+// an epoch. Job ids count from 1 in each store: the epoch keeps a job of
+// an earlier store of the same site (a data directory made afresh) that
+// Slurm still knows from being taken for this store's job of the same id
+// when findByName looks for it.
+func (s *Slurm) comment(jobID string) string {
+	if s.cfg.Epoch == "" {
+		return commentPrefix + jobID
+	}
+	return commentPrefix + s.cfg.Epoch + "/" + jobID
+}
 
 // slurmFile is the record, in the job's directory, of the Slurm job that
 // runs it: written (atomically, synced) as soon as sbatch has answered.
@@ -70,7 +83,7 @@ type slurmState struct {
 // environment's SLURM_CONF. Make one with NewSlurm.
 //
 // Each job becomes one Slurm job named after the fedsched job id, with the
-// comment "fedsched:<id>", procs tasks, a time limit covering its
+// comment "fedsched:<epoch>/<id>" (see comment), procs tasks, a time limit covering its
 // reservation (rounded up to Slurm's minutes; the executor itself cancels
 // the job at the reservation's end to the second), and its output in the
 // paths the spec names (default: the job directory's stdout and stderr).
@@ -395,7 +408,7 @@ func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, en
 	procs := max(spec.Procs, 1)
 	workdir := cmpOr(spec.Workdir, dir)
 	stdout, stderr := OutputPaths(dir, spec)
-	args = []string{"--parsable", "--job-name=" + spec.JobID, "--comment=" + commentPrefix + spec.JobID,
+	args = []string{"--parsable", "--job-name=" + spec.JobID, "--comment=" + s.comment(spec.JobID),
 		"--partition=" + part, "--ntasks=" + strconv.Itoa(procs), "--chdir=" + workdir,
 		// Slurm expands %-patterns in file names; ours are expanded already.
 		"--output=" + strings.ReplaceAll(stdout, "%", "%%"), "--error=" + strings.ReplaceAll(stderr, "%", "%%"),
@@ -549,8 +562,8 @@ func (s *Slurm) Reattach(jobID string) error {
 	return nil
 }
 
-// findByName returns the Slurm job named jobID with fedsched's comment, or
-// "" if Slurm knows none.
+// findByName returns the Slurm job named jobID with this store's comment
+// for it, or "" if Slurm knows none.
 func (s *Slurm) findByName(ctx context.Context, jobID string) (string, error) {
 	out, err := s.command(ctx, nil, nil, "squeue", "-h", "-t", "all", "-n", jobID, "-o", "%i|%k")
 	if err != nil {
@@ -558,7 +571,7 @@ func (s *Slurm) findByName(ctx context.Context, jobID string) (string, error) {
 	}
 	for l := range strings.Lines(out) {
 		id, comment, ok := strings.Cut(strings.TrimSpace(l), "|")
-		if ok && comment == commentPrefix+jobID {
+		if ok && comment == s.comment(jobID) {
 			return id, nil
 		}
 	}

@@ -186,3 +186,56 @@ func processGone(pid int, within time.Duration) bool {
 		}
 	}
 }
+
+// TestSlurmStartCutIgnoresAnotherStore: a data directory made afresh (a new
+// store: another epoch) counts job ids from 1 again, and Slurm may still
+// know the earlier store's job of the same id. A start of the new store's
+// job, cut before sbatch, is not taken for that one: it is submitted, and
+// runs.
+func TestSlurmStartCutIgnoresAnotherStore(t *testing.T) {
+	slurmtest.Require(t)
+	id := testJobID(t)
+	t.Cleanup(func() {
+		for _, sid := range slurmJobsNamed(t, id) {
+			exec.Command("scancel", sid).Run() //nolint:errcheck // a failed test's leftover
+		}
+	})
+	old, err := NewSlurm(SlurmConfig{DataDir: t.TempDir(), Epoch: "old", Partition: "fedsched", Accounts: testAccounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldMarker := filepath.Join(t.TempDir(), "marker")
+	if err := old.Start(context.Background(), Spec{JobID: id, Argv: markerJob(oldMarker)}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir, marker := t.TempDir(), filepath.Join(t.TempDir(), "marker")
+	s, err := NewSlurm(SlurmConfig{DataDir: dir, Epoch: "new", Partition: "fedsched", PollInterval: 200 * time.Millisecond, Accounts: testAccounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The new store's start of the job was cut before sbatch.
+	spec := Spec{JobID: id, Argv: markerJob(marker)}
+	if err := os.MkdirAll(s.JobDir(id), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(filepath.Join(s.JobDir(id), specFile), jobSpecFile{JobID: id, Argv: spec.Argv}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.Started(id); err != nil || rec.Started {
+		t.Fatalf("Started: %+v, %v; want not started (the Slurm job of that name is another store's)", rec, err)
+	}
+	if err := s.Start(context.Background(), spec); err != nil {
+		t.Fatalf("Start again: %v, want the job submitted", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { stop(); <-done }()
+	if e := waitSlurmExit(t, s, 60*time.Second); e.JobID != id || e.Lost || e.ExitCode != 0 {
+		t.Errorf("exit %+v, want job %s exited 0", e, id)
+	}
+	if n := countRuns(t, marker); n != 1 {
+		t.Errorf("the new store's job ran %d times, want once", n)
+	}
+}
