@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +101,7 @@ func slurmStartCut(t *testing.T, point string, crash bool) {
 		cmd.Process.Kill() //nolint:errcheck // checked by Wait
 		cmd.Wait()         //nolint:errcheck // killed
 		// sbatch dies with the node that ran it.
-		if !processGone(sbatch, 5*time.Second) {
+		if !slurmtest.ProcessGone(sbatch, 5*time.Second) {
 			t.Errorf("sbatch (pid %d) runs on after its node was killed", sbatch)
 		}
 	} else {
@@ -157,33 +156,13 @@ func slurmStartCut(t *testing.T, point string, crash bool) {
 	}
 	if crash {
 		// Whatever of the first node's sbatch lived has had its chance.
-		processGone(slurmtest.PausedPID(jobDir), 5*time.Second)
+		slurmtest.ProcessGone(slurmtest.PausedPID(jobDir), 5*time.Second)
 	}
 	if ids := slurmJobsNamed(t, id); len(ids) != 1 {
 		t.Errorf("job %s submitted %d times to Slurm (%v), want once", id, len(ids), ids)
 	}
 	if n := countRuns(t, marker); n != 1 {
 		t.Errorf("job %s ran %d times, want once", id, n)
-	}
-}
-
-// processGone waits until process pid has ended (or is a zombie), and
-// reports whether it did.
-func processGone(pid int, within time.Duration) bool {
-	if pid <= 0 {
-		return true
-	}
-	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if errors.Is(err, os.ErrNotExist) {
-			return true
-		}
-		if _, rest, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(rest, "Z") {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
 	}
 }
 

@@ -4,12 +4,15 @@
 package slurmtest
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Require skips t unless SLURM_CONF is set and the Slurm commands are on
@@ -97,4 +100,24 @@ func PausedPID(dir string) int {
 	}
 	pid, _ := strconv.Atoi(f[1])
 	return pid
+}
+
+// ProcessGone waits until process pid has ended (or is a zombie: its
+// parent died and nothing reaps it), and reports whether it did.
+func ProcessGone(pid int, within time.Duration) bool {
+	if pid <= 0 {
+		return true
+	}
+	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+		if _, rest, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(rest, "Z") {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
