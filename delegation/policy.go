@@ -191,13 +191,13 @@ func outlookFrac(free, procs int) float64 {
 	return f
 }
 
-// withHistory is score s with what the history h of the peer adds (known:
-// the origin has one): up to 1 for a peer whose delegated jobs finished
+// withHistory is score s with what the history h of the peer adds (nil:
+// the origin has none): up to 1 for a peer whose delegated jobs finished
 // within their estimate, less for slower ones, a quarter off per failure
 // (at most four), and 0.5 for a peer not known yet (a fair chance). It
 // adds at most 1 whatever h.
-func withHistory(s float64, h History, known bool) float64 {
-	if !known {
+func withHistory(s float64, h *History) float64 {
+	if h == nil {
 		return s + 0.5
 	}
 	if r := h.MeanResponseRatio; h.Jobs > 0 && r > 0 {
@@ -214,6 +214,12 @@ func max1(r float64) float64 {
 	return r
 }
 
+// outlook is the share of a job's procs processors the candidate has free
+// soon, now counting most.
+func outlook(c *Candidate, procs int) float64 {
+	return 0.4*outlookFrac(c.FreeNow, procs) + 0.3*outlookFrac(c.Free1h, procs) + 0.2*outlookFrac(c.Free4h, procs) + 0.1*outlookFrac(c.Free24h, procs)
+}
+
 // ranking is one call of the location policy. The history is read by name
 // (hist), or, with a Ranker (r), by the candidate's position; the jitter
 // is drawn from rng, or, when rng is nil, from the PCG stream p in place.
@@ -228,143 +234,176 @@ type ranking struct {
 	p     pcg
 }
 
+// scored is a candidate kept, with its score.
+type scored struct {
+	c     Candidate
+	score float64
+}
+
+// topN keeps the best n candidates, in order, as the candidates go by: a
+// federation of hundreds of sites asks a few of them, and sorting all of
+// them on every offer cost more than the rest of the decision.
+type topN struct {
+	n   int
+	top []scored
+	buf [4]scored // the usual few kept here: a slice per offer otherwise
+}
+
+func (t *topN) init(n int) {
+	t.n, t.top = n, t.buf[:0]
+	if n > len(t.buf) {
+		t.top = make([]scored, 0, n)
+	}
+}
+
+// full reports whether n are kept; then last is the score of the last.
+func (t *topN) full() bool    { return len(t.top) == t.n }
+func (t *topN) last() float64 { return t.top[t.n-1].score }
+
+// beats orders the kept: the higher score first, then the site's name.
+func beats(score float64, site string, b *scored) bool {
+	if score != b.score {
+		return score > b.score
+	}
+	return site < b.c.Site
+}
+
+// add keeps c with score s if it beats the last one kept, after every
+// kept candidate that is not worse (a stable order, as a stable sort of
+// all of them would give).
+func (t *topN) add(c *Candidate, s float64) {
+	if t.full() && !beats(s, c.Site, &t.top[t.n-1]) {
+		return
+	}
+	i := len(t.top)
+	if i == t.n {
+		i--
+	} else {
+		t.top = append(t.top, scored{})
+	}
+	for ; i > 0 && beats(s, c.Site, &t.top[i-1]); i-- {
+		t.top[i] = t.top[i-1]
+	}
+	t.top[i] = scored{*c, s}
+}
+
+func (t *topN) result() []Candidate {
+	res := make([]Candidate, len(t.top))
+	for i := range t.top {
+		res[i] = t.top[i].c
+	}
+	return res
+}
+
 // rank is Rank over the candidates the exclusion (x, or the Ranker's)
 // does not leave out, in their order (as Rank of a copy without them,
 // which Rounds need not make).
 func (k *ranking) rank(cands []Candidate) []Candidate {
-	type scored struct {
-		c     Candidate
-		score float64
-	}
-	procs, route, hist := k.procs, k.route, k.hist
+	procs := k.procs
 	jit := k.cfg.Jitter
 	if jit == 0 {
 		jit = 0.1
 	}
+	// The route's sites but the site itself, when the exclusion leaves it
+	// out already: a job submitted here has none to compare names with.
+	visited := k.route
+	if self, ok := k.self(); ok && slices.ContainsFunc(visited, func(h Hop) bool { return h.Site == self }) {
+		var buf [4]Hop
+		visited = buf[:0]
+		for _, h := range k.route {
+			if h.Site != self {
+				visited = append(visited, h)
+			}
+		}
+	}
+	var top topN
+	top.init(k.cfg.maxCandidates())
+	if k.r != nil {
+		k.rankOwn(cands, visited, jit, &top)
+		return top.result()
+	}
+	for i := range cands {
+		c := &cands[i] // not a copy of every candidate
+		if c.Procs < procs || k.x.has(c.Site) || len(visited) > 0 && visited.Visited(c.Site) {
+			continue
+		}
+		s := outlook(c, procs)
+		spread := 1.0
+		if jit > 0 {
+			spread = 1 + jit*(k.rng.Float64()-0.5)
+		}
+		// The history adds at most 1 (a count of failures only takes
+		// away), so a peer that cannot beat the last one kept even so is
+		// passed over without its history looked up: most of them, in a
+		// large federation. (Rounding is monotone: the bound holds for
+		// the computed score too.)
+		if top.full() && spread > 0 && (s+1)*spread < top.last() {
+			continue
+		}
+		if h, ok := k.hist[c.Site]; ok {
+			s = withHistory(s, &h)
+		} else {
+			s = withHistory(s, nil)
+		}
+		if jit > 0 {
+			s *= spread
+		}
+		top.add(c, s)
+	}
+	return top.result()
+}
+
+// rankOwn is rank's loop for a Ranker: the history and the exclusion are
+// read by position, and a peer's draw is computed only if the peer may
+// still make the top.
+func (k *ranking) rankOwn(cands []Candidate, visited Route, jit float64, top *topN) {
+	procs, r, p := k.procs, k.r, &k.p
+	slots, hs, gen := r.slots, r.hs, r.gen
 	// Bounds of the spread 1 + jit·(u − 0.5), u in [0, 1), as computed
 	// (rounding is monotone).
 	hiS, loS := 1.0, 1.0
 	if jit > 0 {
 		hiS, loS = 1+jit*0.5, 1+jit*-0.5
 	}
-	// The route's sites but the site itself, when the exclusion leaves it
-	// out already: a job submitted here has none to compare names with.
-	visited := route
-	if self, ok := k.self(); ok && slices.ContainsFunc(route, func(h Hop) bool { return h.Site == self }) {
-		var buf [4]Hop
-		visited = buf[:0]
-		for _, h := range route {
-			if h.Site != self {
-				visited = append(visited, h)
-			}
-		}
-	}
-	// Only the best MaxCandidates are kept, in order, as the candidates
-	// go by: a federation of hundreds of sites asks a few of them, and
-	// sorting all of them on every offer cost more than the rest of the
-	// decision.
-	beats := func(score float64, site string, b scored) bool {
-		if score != b.score {
-			return score > b.score
-		}
-		return site < b.c.Site
-	}
-	n := k.cfg.maxCandidates()
-	var buf [4]scored // the usual few kept on the stack: a slice per offer otherwise
-	top := buf[:0]
-	if n > len(buf) {
-		top = make([]scored, 0, n)
-	}
 	for i := range cands {
-		c := &cands[i] // not a copy of every candidate
+		c := &cands[i]
 		if c.Procs < procs {
 			continue
 		}
-		var (
-			h          History
-			known, own bool // own: h and known are the candidate's already
-		)
-		if k.r != nil {
-			sl := k.r.slot(i, c.Site)
-			if sl.excluded {
-				continue
-			}
-			if sl.h != nil {
-				h, known = *sl.h, true
-			}
-			own = true
-		} else if k.x.has(c.Site) {
+		sl := &slots[i]
+		if sl.site != c.Site || sl.hid == 0 && sl.gen != gen {
+			sl = r.remake(i, c.Site)
+		}
+		if sl.excluded || len(visited) > 0 && visited.Visited(c.Site) {
 			continue
 		}
-		if len(visited) > 0 && visited.Visited(c.Site) {
-			continue
+		var h *History
+		if sl.hid != 0 {
+			h = &hs[sl.hid-1]
 		}
-		// Outlook: the share of the job's processors free soon, now
-		// counting most.
-		s := 0.4*outlookFrac(c.FreeNow, procs) + 0.3*outlookFrac(c.Free1h, procs) + 0.2*outlookFrac(c.Free4h, procs) + 0.1*outlookFrac(c.Free24h, procs)
-		if own && len(top) == n {
-			// The score is b times the spread: a peer that cannot beat
+		s := withHistory(outlook(c, procs), h)
+		if top.full() {
+			// The score is s times the spread: a peer that cannot beat
 			// the last one kept with the largest spread takes its draw
-			// (every peer the filter keeps takes the next of the
-			// stream, so that the others' stay the same) without
-			// computing it: most of them, in a large federation.
-			b := withHistory(s, h, known)
-			bound := b * hiS
-			if b < 0 {
-				bound = b * loS
+			// (every peer the filter keeps takes the next of the stream,
+			// so that the others' stay the same) without computing it:
+			// most of them, in a large federation.
+			bound := s * hiS
+			if s < 0 {
+				bound = s * loS
 			}
-			if bound < top[n-1].score {
+			if bound < top.last() {
 				if jit > 0 {
-					k.p.next() // own: the Ranker's stream
+					p.next()
 				}
 				continue
 			}
 		}
-		spread := 1.0
-		switch {
-		case jit <= 0:
-		case k.rng != nil:
-			spread = 1 + jit*(k.rng.Float64()-0.5)
-		default:
-			spread = 1 + jit*(k.p.float64()-0.5)
-		}
-		if !own {
-			// The history adds at most 1 (a count of failures only
-			// takes away), so a peer that cannot beat the last one kept
-			// even so is passed over without its history looked up.
-			// (Rounding is monotone: the bound holds for the computed
-			// score too.)
-			if len(top) == n && spread > 0 && (s+1)*spread < top[n-1].score {
-				continue
-			}
-			h, known = hist[c.Site]
-		}
-		s = withHistory(s, h, known)
 		if jit > 0 {
-			s *= spread
+			s *= 1 + jit*(p.float64()-0.5)
 		}
-		if len(top) == n && !beats(s, c.Site, top[n-1]) {
-			continue
-		}
-		x := scored{*c, s}
-		// Insert after every kept candidate that is not worse (a stable
-		// order, as a stable sort of all of them would give).
-		i := len(top)
-		if i == n {
-			i--
-		} else {
-			top = append(top, x)
-		}
-		for ; i > 0 && beats(s, c.Site, top[i-1]); i-- {
-			top[i] = top[i-1]
-		}
-		top[i] = x
+		top.add(c, s)
 	}
-	res := make([]Candidate, len(top))
-	for i := range top {
-		res[i] = top[i].c
-	}
-	return res
 }
 
 // self is the site the exclusion leaves out, if any.

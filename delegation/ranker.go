@@ -21,9 +21,10 @@ type Ranker struct {
 	prefer []string
 	cfg    LocationConfig
 	hist   map[string]History
-	// ptr is hist again, one History per peer, updated in place: what the
-	// slots point at.
-	ptr   map[string]*History
+	// hs is hist again, one History per peer in the order the peers were
+	// first seen (ids), updated in place: what the slots read.
+	hs    []History
+	ids   map[string]int32
 	slots []rankSlot
 	// pos is where a slot was last made for a peer; dup: a name was seen
 	// at two positions, so a peer new to the history may be in more than
@@ -36,8 +37,8 @@ type Ranker struct {
 // rankSlot is what the Ranker keeps of the candidate at one position.
 type rankSlot struct {
 	site     string
-	excluded bool     // the site itself or a preferred peer
-	h        *History // nil: no history of the peer (as of gen)
+	excluded bool  // the site itself or a preferred peer
+	hid      int32 // the peer's history is hs[hid−1]; 0: none (as of gen)
 	gen      uint64
 }
 
@@ -46,7 +47,7 @@ type rankSlot struct {
 // history.
 func NewRanker(self string, prefer []string, cfg LocationConfig) *Ranker {
 	return &Ranker{self: self, prefer: slices.Clone(prefer), cfg: cfg,
-		hist: make(map[string]History), ptr: make(map[string]*History), pos: make(map[string]int),
+		hist: make(map[string]History), ids: make(map[string]int32), pos: make(map[string]int),
 		gen: 1} // a slot never made (gen 0) is never kept
 }
 
@@ -57,43 +58,33 @@ func (r *Ranker) History() map[string]History { return r.hist }
 // SetHistory records the history of peer.
 func (r *Ranker) SetHistory(peer string, h History) {
 	r.hist[peer] = h
-	if p := r.ptr[peer]; p != nil {
-		*p = h
+	if id, ok := r.ids[peer]; ok {
+		r.hs[id] = h
 		return
 	}
-	p := new(History) // not &h: h would move to the heap on every call
-	*p = h
-	r.ptr[peer] = p
+	r.hs = append(r.hs, h)
+	hid := int32(len(r.hs))
+	r.ids[peer] = hid - 1
 	// The slots that hold the peer with no history yet.
 	if r.dup {
 		r.gen++
 	} else if i, ok := r.pos[peer]; ok && i < len(r.slots) && r.slots[i].site == peer {
-		r.slots[i].h = p
+		r.slots[i].hid = hid
 	}
 }
 
-// slot is the slot of the candidate at position i, named site: kept if it
-// names the same peer (and, for a peer with no history, nothing was added
-// since it was made), made again otherwise.
-func (r *Ranker) slot(i int, site string) *rankSlot {
-	if i < len(r.slots) {
-		if sl := &r.slots[i]; sl.site == site && (sl.h != nil || sl.gen == r.gen) {
-			return sl
-		}
-	}
-	return r.remake(i, site)
-}
-
-// remake makes the slot at position i for site.
+// remake makes the slot at position i (< len(r.slots)) for site, when
+// the slot there names another peer or, naming a peer with no history, was
+// made before a peer was added (gen): ranking keeps the others.
 func (r *Ranker) remake(i int, site string) *rankSlot {
-	if i >= len(r.slots) {
-		r.slots = slices.Grow(r.slots, i+1-len(r.slots))[:i+1]
-	}
 	sl := &r.slots[i]
 	if j, ok := r.pos[site]; ok && j != i && j < len(r.slots) && r.slots[j].site == site {
 		r.dup = true
 	}
-	*sl = rankSlot{site: site, excluded: site == r.self || slices.Contains(r.prefer, site), h: r.ptr[site], gen: r.gen}
+	*sl = rankSlot{site: site, excluded: site == r.self || slices.Contains(r.prefer, site), gen: r.gen}
+	if id, ok := r.ids[site]; ok {
+		sl.hid = id + 1
+	}
 	r.pos[site] = i
 	return sl
 }
@@ -102,6 +93,9 @@ func (r *Ranker) remake(i int, site string) *rankSlot {
 // rand.New(rand.NewPCG(seed, stream))) for the Ranker's self, prefer and
 // cfg.
 func (r *Ranker) Rounds(cands []Candidate, procs int, route Route, seed, stream uint64) [][]Candidate {
+	if n := len(cands) - len(r.slots); n > 0 {
+		r.slots = append(r.slots, make([]rankSlot, n)...) // gen 0: made at first use
+	}
 	k := ranking{procs: procs, route: route, cfg: r.cfg, r: r, p: pcg{hi: seed, lo: stream}}
 	return appendPreferred(cands, r.prefer, r.self, procs, route, k.rank(cands))
 }

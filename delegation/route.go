@@ -47,6 +47,23 @@ func (r Route) Visited(site string) bool {
 	return false
 }
 
+// WasAt reports whether the job was at site: whether site appears on the
+// route other than as a peer that answered a quote for it (ActionQuoted,
+// ActionRefused). The provenance of a job is the sites responsible for it
+// on its way from submission to execution; a peer that only quoted or
+// refused never held it. The site rules that keep a job from coming back
+// (site.MayHold, site.Discloses) read this, in the simulator's agent,
+// whose routes record every quote answer, and in the node, whose routes
+// keep them apart.
+func (r Route) WasAt(site string) bool {
+	for _, h := range r {
+		if h.Site == site && h.Action != ActionQuoted && h.Action != ActionRefused {
+			return true
+		}
+	}
+	return false
+}
+
 // Hops is the number of delegations on the route.
 func (r Route) Hops() int {
 	n := 0

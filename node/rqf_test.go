@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +165,49 @@ func waitFor(t *testing.T, c fedschedv1.SiteServiceClient, id, what string, ok f
 	}
 	t.Fatalf("job %s never %s: %v %s", id, what, last.GetState(), last.GetMessage())
 	return nil
+}
+
+// TestRQFTakesAJobItRefused is the route rule (delegation.Route.WasAt) in
+// the node: s1 refuses a quote for s0's job under ACF (it is full), and
+// once idle, under RQF, it is listed the job and takes it: a peer that
+// refused a quote never held the job. The agent has the same case
+// (site.TestRQFTakesAJobItRefused).
+func TestRQFTakesAJobItRefused(t *testing.T) {
+	sites := startFederationSites(t, 100, node.FederationConfig{}, func(i int, c *config.Config) {
+		c.Policy = "easy"
+		switch i {
+		case 0:
+			c.Delegation.Transfer, c.Delegation.DiscloseQueue = "acf", true
+		case 1:
+			c.Delegation.Transfer, c.Delegation.PullInterval = "rqf", 20*time.Second
+		}
+	}, 4, 4)
+	ctx := context.Background()
+	sub := func(s *fedSite, procs int32, est, run int64) string {
+		t.Helper()
+		sp := spec(procs, est)
+		sp.SimRuntimeSeconds = run
+		r, err := s.client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: sp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.GetJob().GetId()
+	}
+	sub(sites[1], 4, 300, 300)     // s1 is full for 300 s
+	sub(sites[0], 4, 36000, 36000) // s0 is full
+	id := sub(sites[0], 2, 3600, 600)
+	r, err := sites[0].client.GetJob(ctx, &fedschedv1.GetJobRequest{JobId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := slices.ContainsFunc(r.GetJob().GetQuoteAnswers(), func(a *fedschedv1.QuoteAnswer) bool {
+		return a.GetPeerSite() == "s1" && !a.GetOffered()
+	})
+	if r.GetJob().GetState() != fedschedv1.JobState_JOB_STATE_PENDING || !refused {
+		t.Fatalf("the job is not waiting at s0 after s1 refused its quote: %v, answers %v", r.GetJob().GetState(), r.GetJob().GetQuoteAnswers())
+	}
+	j := waitFor(t, sites[0].client, id, "taken by s1", func(j *fedschedv1.Job) bool {
+		return j.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED && j.GetSite() == "s1"
+	})
+	t.Logf("%s: %s", id, j.GetMessage())
 }

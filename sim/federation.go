@@ -375,41 +375,85 @@ var outlookAt = [4]int64{0, 3600, 4 * 3600, 24 * 3600}
 // outlooks are every site's Candidate as of the last refresh, each kept
 // until its site's profile changes (plan.Profile.Version) or time reaches
 // a breakpoint of one of the four figures (plan.Profile.FreeSpan): most
-// offers find most of 169 peers unchanged since the last offer.
+// offers find most of 169 peers unchanged since the last offer. A refresh
+// looks only at the sites touched since the last one (the driver touches
+// a site after every call of its agent: only those change a profile) and
+// at those whose figures expire (a heap of until), not at every site.
 type outlooks struct {
 	agents  []*site.Agent
 	cands   []delegation.Candidate
 	version []uint64
-	until   []int64 // the figures hold for now < until (valid when > 0)
-	from    []int64
+	until   []int64 // the figures hold for now < until
+	// expiry holds each site's until as a completion of the site (idx)
+	// at its until (at); an entry whose site has another until since is
+	// stale.
+	expiry  completions
+	touched []bool
+	dirty   []int // the sites touched since the last refresh
+	last    int64 // the time of the last refresh (plan.Never: none yet)
 }
 
 func newOutlooks(agents []*site.Agent, sites []FedSite) *outlooks {
 	o := &outlooks{agents: agents, cands: make([]delegation.Candidate, len(sites)),
-		version: make([]uint64, len(sites)), until: make([]int64, len(sites)), from: make([]int64, len(sites))}
+		version: make([]uint64, len(sites)), until: make([]int64, len(sites)), touched: make([]bool, len(sites)), last: plan.Never}
 	for k, s := range sites {
 		o.cands[k] = delegation.Candidate{Site: s.Name, Procs: s.Procs}
-		o.until[k] = plan.Never // nothing read yet
 	}
 	return o
 }
 
+// touch tells the outlooks that site k's agent was called: its profile
+// may have changed.
+func (o *outlooks) touch(k int) {
+	if !o.touched[k] {
+		o.touched[k] = true
+		o.dirty = append(o.dirty, k)
+	}
+}
+
 func (o *outlooks) refresh(now int64) {
-	for k, a := range o.agents {
-		p := a.Site().Plan().Profile()
-		if now < o.until[k] && now >= o.from[k] && p.Version() == o.version[k] {
-			continue
+	if now < o.last || o.last == plan.Never {
+		// The first read (or time went back, which a replay never
+		// does): every site afresh.
+		o.dirty = o.dirty[:0]
+		clear(o.touched)
+		o.expiry = o.expiry[:0]
+		for k := range o.agents {
+			o.read(k, now)
 		}
-		c := &o.cands[k]
-		until := plan.Forever
-		var free [4]int
-		for i, d := range outlookAt {
-			f, u := p.FreeSpan(now + d)
-			free[i] = delegation.CoarseFree(f, c.Procs)
-			until = min(until, u-d)
+		o.last = now
+		return
+	}
+	o.last = now
+	for _, k := range o.dirty {
+		o.touched[k] = false
+		if o.agents[k].Site().Plan().Profile().Version() != o.version[k] {
+			o.read(k, now)
 		}
-		c.FreeNow, c.Free1h, c.Free4h, c.Free24h = free[0], free[1], free[2], free[3]
-		o.version[k], o.from[k], o.until[k] = p.Version(), now, until
+	}
+	o.dirty = o.dirty[:0]
+	for len(o.expiry) > 0 && o.expiry[0].at <= now {
+		if e := o.expiry.pop(); o.until[e.idx] == e.at {
+			o.read(int(e.idx), now)
+		}
+	}
+}
+
+// read reads site k's four figures at now.
+func (o *outlooks) read(k int, now int64) {
+	p := o.agents[k].Site().Plan().Profile()
+	c := &o.cands[k]
+	until := plan.Forever
+	var free [4]int
+	for i, d := range outlookAt {
+		f, u := p.FreeSpan(now + d)
+		free[i] = delegation.CoarseFree(f, c.Procs)
+		until = min(until, u-d)
+	}
+	c.FreeNow, c.Free1h, c.Free4h, c.Free24h = free[0], free[1], free[2], free[3]
+	o.version[k], o.until[k] = p.Version(), until
+	if until < plan.Forever {
+		o.expiry.push(completion{at: until, idx: int32(k)})
 	}
 }
 
@@ -493,12 +537,6 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			subs = append(subs, fedSubmit{at: j.Submit, site: k, idx: idx})
 		}
 	}
-	if cfg.Federate {
-		all := newOutlooks(agents, cfg.Sites)
-		for k, v := range views {
-			v.all, v.self = all, k
-		}
-	}
 	sortSubmits(subs)
 	ab := newAbortBound(cfg.Abort, res.Records)
 	gens := make([]int32, len(res.Records))
@@ -509,8 +547,23 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	// drain carries out what agent k decided and puts its messages on the
 	// network.
 	ticks := newTickQueue(n)
-	drain := func(k int) {
+	var all *outlooks // the federated views' outlooks
+	if cfg.Federate {
+		all = newOutlooks(agents, cfg.Sites)
+		for k, v := range views {
+			v.all, v.self = all, k
+		}
+	}
+	// touch marks site k as called: it may need a tick, and its outlook
+	// may have changed.
+	touch := func(k int) {
 		ticks.touch(k)
+		if all != nil {
+			all.touch(k)
+		}
+	}
+	drain := func(k int) {
+		touch(k)
 		r := agents[k].Ready()
 		for _, d := range r.Decisions {
 			i := int32(d.Job.ID)
@@ -638,7 +691,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 				for fp := fails[k]; fp.due(t); {
 					if fp.isRepair() {
 						agents[k].NodeUp(t)
-						ticks.touch(k)
+						touch(k)
 						fp.repaired(t)
 						continue
 					}

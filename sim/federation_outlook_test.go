@@ -11,9 +11,10 @@ import (
 )
 
 // TestOutlooksMatchFreshReads drives a few sites through submissions, passes
-// and ends at increasing times, and checks after every step that the cached
-// outlooks (kept until a profile changes or time reaches a breakpoint) are
-// what reading every profile afresh gives.
+// and ends at increasing times, touching each site after its agent's call
+// as the replay does, and checks after every step that the cached outlooks
+// (kept until a touched site's profile changes or time reaches a
+// breakpoint) are what reading every profile afresh gives.
 func TestOutlooksMatchFreshReads(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 77))
@@ -42,6 +43,7 @@ func TestOutlooksMatchFreshReads(t *testing.T) {
 			for _, r := range running {
 				if r.end <= now || rng.IntN(20) == 0 {
 					agents[r.k].End(now, r.key, true)
+					o.touch(r.k)
 					continue
 				}
 				kept = append(kept, r)
@@ -51,9 +53,11 @@ func TestOutlooksMatchFreshReads(t *testing.T) {
 				k := rng.IntN(len(sites))
 				id++
 				agents[k].Submit(now, id, plan.Job{Procs: 1 + rng.IntN(sites[k].Procs), Estimate: 1 + rng.Int64N(2*86400), Release: now, Deadline: plan.Forever})
+				o.touch(k)
 			}
 			for k, a := range agents {
 				a.Tick(now)
+				o.touch(k)
 				for _, d := range a.Ready().Decisions {
 					if d.Kind == site.DecideStart {
 						running = append(running, run{k: k, key: d.Job, end: d.End})

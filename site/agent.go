@@ -195,12 +195,15 @@ type job struct {
 	route delegation.Route
 	state state
 	// origin side
-	offered  bool          // the transfer policy has offered it to peers
-	offer    OfferDecision // what a quote must beat (Choose)
-	rounds   [][]string    // candidate rounds still to ask
-	asked    []string      // this round, in rank order
-	waiting  map[string]bool
-	offers   map[string]*Offer
+	offered bool          // the transfer policy has offered it to peers
+	offer   OfferDecision // what a quote must beat (Choose)
+	rounds  [][]string    // candidate rounds still to ask
+	asked   []string      // this round, in rank order
+	// waiting and offers are by position in asked: whether the peer's
+	// answer is still awaited, and its offer. A name asked twice is one
+	// peer: its answer settles both positions.
+	waiting  []bool
+	offers   []*Offer
 	deadline int64 // answers are waited for until here
 	peer     string
 	// executing side
@@ -210,8 +213,32 @@ type job struct {
 	place   plan.Placement
 	expires int64   // hold expiry
 	price   float64 // the quote's price (delegation.QuotePrice)
+	holdID  string  // key.String(), made at the first offer
 	queued  bool    // EFS: taken into the queue at agree, no hold
 	at      int64   // EFS: when the peer's transfer policy took it
+}
+
+// awaits reports whether peer's answer to the job's quote requests is
+// still awaited.
+func (jb *job) awaits(peer string) bool {
+	for i, p := range jb.asked {
+		if p == peer && jb.waiting[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// answered records peer's answer (offer nil: a refusal, or none in time).
+func (jb *job) answered(peer string, offer *Offer) {
+	for i, p := range jb.asked {
+		if p == peer {
+			jb.waiting[i] = false
+			if offer != nil {
+				jb.offers[i] = offer
+			}
+		}
+	}
 }
 
 // Agent is one site's decision core.
@@ -451,13 +478,13 @@ func (a *Agent) ask(now int64, jb *job) bool {
 	}
 	jb.asked, jb.rounds = jb.rounds[0], jb.rounds[1:]
 	a.set(jb, stateAsking)
-	jb.waiting = make(map[string]bool, len(jb.asked))
-	jb.offers = make(map[string]*Offer, len(jb.asked))
+	jb.waiting = make([]bool, len(jb.asked))
+	jb.offers = make([]*Offer, len(jb.asked))
 	jb.deadline = now + a.cfg.ReplySeconds
 	spec := jb.pj
 	spec.ID = 0
-	for _, p := range jb.asked {
-		jb.waiting[p] = true
+	for i, p := range jb.asked {
+		jb.waiting[i] = true
 		a.send(Message{Kind: KindQuoteRequest, To: p, Job: jb.key, Spec: spec, Route: jb.route, StartNow: jb.offer.StartNow, HoldSeconds: a.cfg.HoldSeconds})
 	}
 	return true
@@ -488,11 +515,8 @@ func (a *Agent) admit(now int64, jb *job) {
 // the winner is asked to agree, the others are released; with no winner
 // the next round is asked, or the site admits the job itself.
 func (a *Agent) choose(now int64, jb *job) {
-	offers := make([]*Offer, len(jb.asked))
-	for i, p := range jb.asked { // rank order: Best breaks ties by position
-		offers[i] = jb.offers[p]
-	}
-	win, release := Choose(now, jb.offer, jb.pj.Fee, jb.pj.Penalty, offers)
+	// jb.offers is in rank order: Best breaks ties by position.
+	win, release := Choose(now, jb.offer, jb.pj.Fee, jb.pj.Penalty, jb.offers)
 	for _, i := range release {
 		a.send(Message{Kind: KindRelease, To: jb.asked[i], Job: jb.key})
 	}
@@ -546,20 +570,19 @@ func (a *Agent) Step(now int64, m Message) {
 		a.quote(now, m)
 	case KindQuote:
 		jb := a.jobs[m.Job]
-		if jb == nil || jb.state != stateAsking || !jb.waiting[m.From] {
+		if jb == nil || jb.state != stateAsking || !jb.awaits(m.From) {
 			if m.Offer != nil { // late: the origin has moved on
 				a.send(Message{Kind: KindRelease, To: m.From, Job: m.Job})
 			}
 			return
 		}
-		delete(jb.waiting, m.From)
+		jb.answered(m.From, m.Offer)
 		if m.Offer != nil {
-			jb.offers[m.From] = m.Offer
 			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionQuoted, At: now})
 		} else {
 			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionRefused, Reason: m.Reason, At: now})
 		}
-		if len(jb.waiting) == 0 {
+		if !slices.Contains(jb.waiting, true) {
 			a.choose(now, jb)
 		}
 	case KindAgree:
@@ -656,11 +679,14 @@ func (a *Agent) quote(now int64, m Message) {
 }
 
 func (a *Agent) offerOf(jb *job) *Offer {
+	if jb.holdID == "" {
+		jb.holdID = jb.key.String() // once: a quote and its agreement
+	}
 	if jb.queued {
-		return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.key.String(), Start: jb.at, End: plan.Forever,
+		return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.holdID, Start: jb.at, End: plan.Forever,
 			Expires: jb.expires}, Queued: true}
 	}
-	return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.key.String(), Start: jb.place.Start, End: jb.place.End,
+	return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.holdID, Start: jb.place.Start, End: jb.place.End,
 		PoF: jb.place.PoF, Price: jb.price, Expires: jb.expires}, Overbooked: jb.place.Reason == plan.ReasonOverbooked}
 }
 
@@ -751,10 +777,10 @@ func (a *Agent) Tick(now int64) {
 			a.site.Unhold(now, jb.pj.ID)
 			a.forget(jb)
 		case jb.state == stateAsking && jb.deadline <= now:
-			for _, p := range jb.asked {
-				if jb.waiting[p] {
+			for i, p := range jb.asked {
+				if jb.waiting[i] {
 					a.failed(p)
-					delete(jb.waiting, p)
+					jb.answered(p, nil)
 				}
 			}
 			a.choose(now, jb)

@@ -513,3 +513,29 @@ func TestJobKeyString(t *testing.T) {
 		}
 	}
 }
+
+// TestRQFTakesAJobItRefused is the route rule (delegation.Route.WasAt) in
+// the agent: a job its origin offered under ACF to a peer that refused it
+// (full then) is not a job that was at that peer; when the peer, under RQF,
+// is idle and asks, the origin lists it and the peer takes it. The node
+// has the same case (node.TestRQFTakesAJobItRefused).
+func TestRQFTakesAJobItRefused(t *testing.T) {
+	f := newFed(t, Config{Name: "a", Procs: 4, Policy: plan.EASY, Transfer: delegation.ACF},
+		Config{Name: "b", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF})
+	f.submit("b", 1, 4, 100)  // b is full until 100
+	f.submit("a", 1, 4, 1000) // a is full
+	f.submit("a", 2, 2, 500)  // a cannot start it: offered to b, which refuses
+	d, ok := f.find(DecideAccept, JobKey{"a", 2})
+	if !ok || d.Peer != "" || !slices.ContainsFunc(d.Route, func(h delegation.Hop) bool { return h.Site == "b" && h.Action == delegation.ActionRefused }) {
+		t.Fatalf("a/2 not kept at a after b refused it: %+v", d)
+	}
+	f.now = 100
+	if !f.agents["b"].End(100, JobKey{"b", 1}, true) {
+		t.Fatal("b/1 did not end")
+	}
+	f.drain("b")
+	f.settle()
+	if got := f.starts[JobKey{"a", 2}]; got != "b" {
+		t.Fatalf("a/2 started at %q, want b (it refused the quote, then took the job from a's queue)", got)
+	}
+}

@@ -108,8 +108,9 @@ func OfferRejected(r *Rules, route delegation.Route, pl plan.Placement) OfferDec
 // the job) and the indices of every other offer, whose holds the origin
 // releases.
 func Choose(now int64, d OfferDecision, fee, penalty float64, offers []*Offer) (win int, release []int) {
-	quotes := make([]delegation.Quote, 0, len(offers))
-	idx := make([]int, 0, len(offers))
+	var qbuf [4]delegation.Quote // the usual few on the stack
+	var ibuf [4]int
+	quotes, idx := qbuf[:0], ibuf[:0]
 	for i, o := range offers {
 		if o == nil {
 			continue
@@ -215,10 +216,11 @@ func (r *Refusal) Error() string {
 }
 
 // MayHold is the test of a peer's job before any slot is looked for: it
-// has not been here (a job never comes back to a site it passed through)
-// and taking it stays within this site's max_hops.
+// has not been here (a job never comes back to a site it passed through;
+// delegation.Route.WasAt: a site that only answered a quote for it was not
+// there) and taking it stays within this site's max_hops.
 func MayHold(r *Rules, route delegation.Route) *Refusal {
-	if route.Visited(r.Name) {
+	if route.WasAt(r.Name) {
 		return &Refusal{Kind: RefuseVisited, Site: r.Name}
 	}
 	if !route.CanDelegate(r.MaxHops) {
@@ -285,10 +287,11 @@ const MaxDisclosed = 64
 // Discloses reports whether a job waiting here may be listed to a peer
 // (asker, with free processors free) that asks for work under RQF: only
 // jobs submitted here (origin), that may still be delegated, have not
-// been at the asker, and fit its free processors. The answer lists them
-// in queue order, at most MaxDisclosed.
+// been at the asker (delegation.Route.WasAt: a peer that refused a quote
+// for it may take it now), and fit its free processors. The answer lists
+// them in queue order, at most MaxDisclosed.
 func Discloses(r *Rules, origin string, route delegation.Route, procs int, asker string, free int) bool {
-	return origin == r.Name && procs <= free && route.CanDelegate(r.MaxHops) && !route.Visited(asker)
+	return origin == r.Name && procs <= free && route.CanDelegate(r.MaxHops) && !route.WasAt(asker)
 }
 
 // PullRanking is the peers an idle RQF site asks for work, in the order

@@ -87,8 +87,18 @@ func TestMayHold(t *testing.T) {
 	if ref := MayHold(r, fresh); ref != nil {
 		t.Fatalf("fresh job: %v", ref)
 	}
-	if ref := MayHold(r, fresh.With(delegation.Hop{Site: "b", Action: delegation.ActionRefused})); ref == nil || ref.Kind != RefuseVisited {
+	if ref := MayHold(r, fresh.With(delegation.Hop{Site: "b", Action: delegation.ActionAccepted})); ref == nil || ref.Kind != RefuseVisited {
 		t.Fatalf("visited: %v", ref)
+	}
+	if ref := MayHold(r, delegation.Route{{Site: "a", Action: delegation.ActionSubmitted}, {Site: "a"}, {Site: "b"}}); ref == nil || ref.Kind != RefuseVisited {
+		t.Fatalf("visited, as a node's route names it: %v", ref)
+	}
+	// A peer that refused (or quoted) the job never held it: the node's
+	// route keeps quote answers apart, the agent's records them.
+	for _, a := range []delegation.Action{delegation.ActionRefused, delegation.ActionQuoted} {
+		if ref := MayHold(r, fresh.With(delegation.Hop{Site: "b", Action: a})); ref != nil {
+			t.Fatalf("%v the job's quote: %v", a, ref)
+		}
 	}
 	moved := fresh.With(delegation.Hop{Site: "c", Action: delegation.ActionDelegated})
 	if ref := MayHold(r, moved); ref == nil || ref.Kind != RefuseMaxHops || ref.Hops != 2 {
@@ -200,7 +210,9 @@ func TestDisclosesRule(t *testing.T) {
 		{"own waiting job that fits", "a", "b", route, 4, 4, true},
 		{"wider than the asker's free processors", "a", "b", route, 5, 4, false},
 		{"a peer's job", "c", "b", route, 1, 4, false},
-		{"been at the asker", "a", "b", route.With(delegation.Hop{Site: "b", Action: delegation.ActionRefused}), 1, 4, false},
+		{"been at the asker", "a", "b", route.With(delegation.Hop{Site: "b", Action: delegation.ActionAccepted}), 1, 4, false},
+		{"been at the asker, as a node's route names it", "a", "b", route.With(delegation.Hop{Site: "a"}).With(delegation.Hop{Site: "b"}), 1, 4, false},
+		{"the asker refused its quote", "a", "b", route.With(delegation.Hop{Site: "b", Action: delegation.ActionRefused}), 1, 4, true},
 		{"past max_hops", "a", "b", route.With(delegation.Hop{Site: "c", Action: delegation.ActionDelegated}), 1, 4, false},
 	} {
 		if got := Discloses(r, c.origin, c.route, c.procs, c.asker, c.free); got != c.want {
