@@ -1,24 +1,28 @@
 package node
 
 import (
+	"bytes"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fedsched/fedsched/node/store"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
 // Frozen waiting jobs (issue 16). A job that waits for its reservation is
 // usually not looked at again until it starts, but its Job message (spec,
-// route, history, reservation: some twenty small heap objects and fifty
-// pointers) stays in memory all that time, and the garbage collector
-// follows every one of those pointers at every cycle: with 100,000 waiting
+// route, history, reservation, timestamps: some twenty small heap objects
+// linked by pointers) stays in memory all that time, and the garbage
+// collector follows those pointers at every cycle: with 100,000 waiting
 // jobs that marking was most of what a submission cost more than with
 // 1,000. So at the end of each turn the loop freezes the waiting jobs the
-// turn touched: their Job is kept as its protobuf wire form, one
-// pointer-free byte slice the collector does not scan, and decoded again
-// (thawed) the first time the loop reads it (liveJob.job). A thawed job
-// is frozen again at the end of that turn if it still waits.
+// turn touched: their store record (the Job message, the idempotency key
+// and the body hash) is kept as one byte slice, which the collector marks
+// but does not scan, and decoded again (thawed) the first time the loop
+// reads the job (liveJob.job). A thawed job is frozen again at the end of
+// that turn if it still waits.
 //
 // Only the loop's own copy is frozen: a job is frozen only when nothing
 // else holds its Job message (no delegation in flight, not cancelled while
@@ -34,14 +38,8 @@ type freezer struct {
 // is the live one, which the caller may change.
 func (lj *liveJob) job() *fedschedv1.Job {
 	if lj.j == nil && lj.wire != nil {
-		j := &fedschedv1.Job{}
-		if err := proto.Unmarshal(lj.wire, j); err != nil {
-			// The bytes are the node's own encoding of a valid message
-			// (freezeJob): failing to read them back means the process's
-			// memory is corrupt, and no answer from it can be trusted.
-			panic(fmt.Sprintf("node: a frozen job %d does not decode: %v", lj.seq, err))
-		}
-		lj.j, lj.rec.Job, lj.wire = j, j, nil
+		lj.rec = lj.thawed()
+		lj.j, lj.wire = lj.rec.Job, nil
 		lj.fz.due = append(lj.fz.due, lj)
 	}
 	return lj.j
@@ -55,11 +53,38 @@ func (lj *liveJob) peek() *fedschedv1.Job {
 	if lj.j != nil || lj.wire == nil {
 		return lj.j
 	}
+	return lj.thawed().Job
+}
+
+// thawed decodes a frozen job's record (freezeJob's encoding): its
+// idempotency key and body hash, each with its length before it, then
+// the Job message.
+func (lj *liveJob) thawed() store.JobRecord {
+	w := lj.wire
+	key, n := protowire.ConsumeString(w)
+	if n >= 0 {
+		w = w[n:]
+	}
+	hash, m := protowire.ConsumeBytes(w)
+	if m >= 0 {
+		w = w[m:]
+	}
 	j := &fedschedv1.Job{}
-	if err := proto.Unmarshal(lj.wire, j); err != nil {
+	err := protowire.ParseError(min(n, m))
+	if err == nil {
+		err = proto.Unmarshal(w, j)
+	}
+	if err != nil {
+		// The bytes are the node's own encoding of a valid record
+		// (freezeJob): failing to read them back means the process's
+		// memory is corrupt, and no answer from it can be trusted.
 		panic(fmt.Sprintf("node: a frozen job %d does not decode: %v", lj.seq, err))
 	}
-	return j
+	rec := store.JobRecord{Job: j, IdempotencyKey: key}
+	if len(hash) > 0 {
+		rec.BodyHash = bytes.Clone(hash)
+	}
+	return rec
 }
 
 // state is the job's state; a frozen job is PENDING (freezable).
@@ -106,10 +131,12 @@ func (n *Node) freezeJob(lj *liveJob) {
 	if !n.freezable(lj) {
 		return
 	}
-	b, err := proto.Marshal(lj.j)
+	b := protowire.AppendString(nil, lj.rec.IdempotencyKey)
+	b = protowire.AppendBytes(b, lj.rec.BodyHash)
+	b, err := proto.MarshalOptions{}.MarshalAppend(b, lj.j)
 	if err != nil {
 		n.log.Warn("waiting job kept thawed: it does not encode", "job", lj.j.GetId(), "err", err)
 		return
 	}
-	lj.wire, lj.j, lj.rec.Job, lj.fz = b, nil, nil, &n.fz
+	lj.wire, lj.j, lj.rec, lj.fz = b, nil, store.JobRecord{}, &n.fz
 }

@@ -1,19 +1,16 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
-	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -35,6 +32,8 @@ func TestFrozenJobsMatchTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	keys := make(map[string]string)   // by job id, the submission's key
+	hashes := make(map[string][]byte) // by job id, the hash first stored
 	// check returns the reservation start of every live job, after checking
 	// them.
 	check := func(n *Node, when string) map[string]int64 {
@@ -47,11 +46,13 @@ func TestFrozenJobsMatchTheStore(t *testing.T) {
 				if waits && !lj.frozen() {
 					t.Errorf("%s: job %d waits and is not frozen", when, seq)
 				}
+				rec := lj.rec
 				if lj.frozen() {
 					frozen++
-					if lj.j != nil || lj.rec.Job != nil {
-						t.Errorf("%s: frozen job %d still holds its message", when, seq)
+					if lj.j != nil || lj.rec.Job != nil || lj.rec.IdempotencyKey != "" || lj.rec.BodyHash != nil {
+						t.Errorf("%s: frozen job %d still holds its message or record", when, seq)
 					}
+					rec = lj.thawed()
 				}
 				j := lj.peek()
 				want, ok := n.pending.jobs[j.GetId()]
@@ -61,8 +62,17 @@ func TestFrozenJobsMatchTheStore(t *testing.T) {
 						continue
 					}
 				}
-				if !proto.Equal(j, want.Job) {
+				if !proto.Equal(j, want.Job) || !proto.Equal(rec.Job, want.Job) {
 					t.Errorf("%s: job %s in memory:\n%v\nstored:\n%v", when, j.GetId(), j, want.Job)
+				}
+				if rec.IdempotencyKey != want.IdempotencyKey || !bytes.Equal(rec.BodyHash, want.BodyHash) {
+					t.Errorf("%s: job %s in memory has key %q and hash %x, stored %q and %x", when, j.GetId(), rec.IdempotencyKey, rec.BodyHash, want.IdempotencyKey, want.BodyHash)
+				}
+				// A rewrite keeps the key and hash of the submission.
+				if h, ok := hashes[j.GetId()]; !ok {
+					hashes[j.GetId()] = want.BodyHash
+				} else if !bytes.Equal(h, want.BodyHash) || want.IdempotencyKey != keys[j.GetId()] {
+					t.Errorf("%s: job %s is stored with key %q and hash %x, submitted with %q and %x", when, j.GetId(), want.IdempotencyKey, want.BodyHash, keys[j.GetId()], h)
 				}
 				starts[j.GetId()] = j.GetReservation().GetStart().AsTime().Unix()
 			}
@@ -70,35 +80,10 @@ func TestFrozenJobsMatchTheStore(t *testing.T) {
 				t.Errorf("%s: no job frozen", when)
 			}
 		}}
-		if err := n.send(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-		<-o.done
+		runInLoop(t, n, o)
 		return starts
 	}
-	start := func() (*Node, func()) {
-		clk := clock.Scaled(time.Now(), cfg.TimeScale)
-		ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
-		n, err := New(cfg, Deps{Store: st, Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 2)
-		go func() { done <- ex.Run(ctx) }()
-		go func() { done <- n.Run(ctx) }()
-		for !n.Ready() {
-			time.Sleep(time.Millisecond)
-		}
-		return n, func() {
-			cancel()
-			for range 2 {
-				if err := <-done; err != nil {
-					t.Error(err)
-				}
-			}
-		}
-	}
+	start := func() (*Node, func()) { return startSimulated(t, cfg, st) }
 	n, stop := start()
 	svc := &service{n: n}
 	ctx := context.Background()
@@ -108,6 +93,7 @@ func TestFrozenJobsMatchTheStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		keys[r.GetJob().GetId()] = userKey(&fedschedv1.SubmitJobRequest{IdempotencyKey: fmt.Sprintf("k%d", k), Spec: sp})
 		return r.GetJob().GetId()
 	}
 	// Jobs that wait for tomorrow, and whole-site jobs that queue behind

@@ -29,6 +29,42 @@ func (o *inLoop) run(n *Node, _ int64) func(error) {
 	return func(error) { close(o.done) }
 }
 
+// runInLoop runs o on n's loop goroutine and waits for it.
+func runInLoop(t *testing.T, n *Node, o *inLoop) {
+	t.Helper()
+	if err := n.send(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	<-o.done
+}
+
+// startSimulated runs a node on st with the simulated executor on a scaled
+// clock (cfg.TimeScale) until the returned stop is called.
+func startSimulated(t *testing.T, cfg config.Config, st store.Store) (*Node, func()) {
+	t.Helper()
+	clk := clock.Scaled(time.Now(), cfg.TimeScale)
+	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
+	n, err := New(cfg, Deps{Store: st, Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	go func() { done <- ex.Run(ctx) }()
+	go func() { done <- n.Run(ctx) }()
+	for !n.Ready() {
+		time.Sleep(time.Millisecond)
+	}
+	return n, func() {
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
 // TestPendingCountsMatchLiveJobs checks the per-user counts of PENDING jobs
 // (limits.max_pending_jobs) against a count over the live jobs, and
 // queuedReach's index against a walk of the live jobs, while jobs of
@@ -74,34 +110,9 @@ func testPendingCounts(t *testing.T, policy string) {
 				t.Errorf("%s: queuedReach %d, the live jobs say %d", when, got-now, reach-now)
 			}
 		}}
-		if err := n.send(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-		<-o.done
+		runInLoop(t, n, o)
 	}
-	start := func() (*Node, func()) {
-		clk := clock.Scaled(time.Now(), cfg.TimeScale)
-		ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
-		n, err := New(cfg, Deps{Store: st, Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 2)
-		go func() { done <- ex.Run(ctx) }()
-		go func() { done <- n.Run(ctx) }()
-		for !n.Ready() {
-			time.Sleep(time.Millisecond)
-		}
-		return n, func() {
-			cancel()
-			for range 2 {
-				if err := <-done; err != nil {
-					t.Error(err)
-				}
-			}
-		}
-	}
+	start := func() (*Node, func()) { return startSimulated(t, cfg, st) }
 	n, stop := start()
 	svc := &service{n: n}
 	ctx := context.Background()

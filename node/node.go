@@ -143,7 +143,8 @@ type liveJob struct {
 	// thawed), and fz the freezer that froze it, told when it thaws.
 	wire []byte
 	fz   *freezer
-	// rec is the job's store record; rec.Job is j (nil while frozen).
+	// rec is the job's store record, rec.Job being j; the zero record
+	// while frozen (its key and hash are frozen with the job).
 	rec store.JobRecord
 	pj  plan.Job
 	sla bool // the job has an SLA (a deadline)

@@ -261,11 +261,17 @@ func (n *Node) disclose(req *fedschedv1.PeerQueueRequest) ([]*fedschedv1.QueuedJ
 	rules := n.rules()
 	for _, id := range n.site.WaitingIDs(nil) {
 		lj := n.live[id]
-		if !n.waitsHere(lj) || !site.Discloses(rules, lj.job().GetOriginSite(), routeOf(lj.job().GetRoute()), lj.pj.Procs, req.GetSite(), int(req.GetFreeProcs())) {
+		// The tests that need no decoding first; the rest read a frozen
+		// job without thawing it (freeze.go).
+		if !n.waitsHere(lj) || lj.pj.Procs > int(req.GetFreeProcs()) {
 			continue
 		}
-		out = append(out, &fedschedv1.QueuedJob{JobId: lj.job().GetId(), Spec: proto.Clone(lj.job().GetSpec()).(*fedschedv1.JobSpec),
-			Route: cloneRoute(lj.job().GetRoute())})
+		j := lj.peek()
+		if !site.Discloses(rules, j.GetOriginSite(), routeOf(j.GetRoute()), lj.pj.Procs, req.GetSite(), int(req.GetFreeProcs())) {
+			continue
+		}
+		out = append(out, &fedschedv1.QueuedJob{JobId: j.GetId(), Spec: proto.Clone(j.GetSpec()).(*fedschedv1.JobSpec),
+			Route: cloneRoute(j.GetRoute())})
 		if len(out) == site.MaxDisclosed {
 			break
 		}
@@ -277,7 +283,7 @@ func (n *Node) disclose(req *fedschedv1.PeerQueueRequest) ([]*fedschedv1.QueuedJ
 // not cancelled and not being delegated: the node's side of "waiting"
 // (the agent's plan holds only such jobs).
 func (n *Node) waitsHere(lj *liveJob) bool {
-	return lj != nil && lj.job().GetState() == fedschedv1.JobState_JOB_STATE_PENDING && !lj.cancelled && n.inflight[lj.seq] == nil
+	return lj != nil && lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && !lj.cancelled && n.inflight[lj.seq] == nil
 }
 
 func cloneRoute(r []*fedschedv1.RouteHop) []*fedschedv1.RouteHop {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -58,6 +59,11 @@ type Scenario struct {
 	// Latency is the one-way message delay between sites in seconds
 	// (default 0).
 	Latency int64 `yaml:"latency"`
+	// PullInterval is RQF's interval (transfer rqf only; default 60s), a
+	// node's delegation.pull_interval: an idle site asks its peers for work
+	// at most once per interval when something happens to it, and by
+	// itself once per interval while it stays idle. Whole seconds.
+	PullInterval time.Duration `yaml:"pull_interval"`
 	// Workload, if set, spreads one trace slice over the sites by share
 	// (the live demo's workload: e2e.TraceSlice); the sites then name no
 	// trace of their own.
@@ -458,6 +464,10 @@ func (s *Scenario) check() error {
 		return s.bad(fmt.Sprintf("must be 0 or 1 (0 means 1), got %d: a site never offers on a job it received (under ACF it starts at once, under on-reject it holds its quoted slot), so a job is delegated at most once and a higher limit would have no effect", s.MaxHops), "max_hops")
 	case s.Latency < 0:
 		return s.bad(fmt.Sprintf("must be >= 0 seconds, got %d", s.Latency), "latency")
+	case s.PullInterval < 0 || s.PullInterval%time.Second != 0:
+		return s.bad(fmt.Sprintf("must be a whole number of seconds >= 0 (0 means 60s), got %v", s.PullInterval), "pull_interval")
+	case s.PullInterval != 0 && s.Transfer != "rqf":
+		return s.bad("only an rqf federation pulls; set transfer: rqf or leave pull_interval out", "pull_interval")
 	}
 	if err := s.checkWorkload(); err != nil {
 		return err
@@ -817,7 +827,7 @@ func (s *Scenario) BuildReplication(i int) (FedConfig, error) {
 		seed = 1
 	}
 	seed = ReplicationSeed(seed, i)
-	cfg := FedConfig{Federate: true, Transfer: tm, MaxHops: s.MaxHops, Seed: seed, Latency: s.Latency,
+	cfg := FedConfig{Federate: true, Transfer: tm, MaxHops: s.MaxHops, Seed: seed, Latency: s.Latency, PullSeconds: int64(s.PullInterval / time.Second),
 		Location: delegation.LocationConfig{MaxCandidates: s.MaxCandidates, Jitter: s.Jitter}}
 	if p, ok := s.pool(); ok {
 		cfg.Pool = &PoolConfig{Policy: p}

@@ -99,3 +99,38 @@ func TestScenarioPool(t *testing.T) {
 		t.Errorf("fixed with a pool: err %v, want one naming sites[0].fixed", err)
 	}
 }
+
+// TestScenarioPullInterval: a scenario's pull_interval is the node's
+// delegation.pull_interval (RQF's interval): whole seconds, only with
+// transfer rqf, and it reaches the sites' agents.
+func TestScenarioPullInterval(t *testing.T) {
+	const sites = "sites:\n  - {name: a, trace: kth, procs: 100, span: 2d}\n  - {name: b, trace: ctc, procs: 430, span: 2d}\n"
+	sc, err := ParseScenario([]byte("transfer: rqf\npull_interval: 5m\n" + sites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := sc.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PullSeconds != 300 {
+		t.Fatalf("PullSeconds %d, want 300", cfg.PullSeconds)
+	}
+	slow, err := RunFederation(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.PullSeconds = 0 // 60 s
+	fast, err := RunFederation(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slow.Messages["queue-request"] >= fast.Messages["queue-request"] {
+		t.Errorf("queue requests every 5 min %d, every minute %d: the interval has no effect", slow.Messages["queue-request"], fast.Messages["queue-request"])
+	}
+	for _, bad := range []string{"transfer: rqf\npull_interval: 1500ms\n", "transfer: acf\npull_interval: 60s\n", "transfer: rqf\npull_interval: -1m\n"} {
+		if _, err := ParseScenario([]byte(bad + sites)); err == nil || !strings.Contains(err.Error(), "line 2: pull_interval") {
+			t.Errorf("%q: err %v, want one naming pull_interval at line 2", bad, err)
+		}
+	}
+}

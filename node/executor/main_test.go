@@ -19,6 +19,10 @@ func TestMain(m *testing.M) {
 		// Paused at the step named by supervisortest.PauseEnv, if any.
 		os.Exit(RunSupervisorSteps(os.Args[1:], func(dir string, s SupervisorStep) { supervisortest.Pause(dir, string(s)) }))
 	}
+	if arg := os.Getenv(slurmStartEnv); arg != "" {
+		// A node starting a Slurm job (TestSlurmStartCutAtEachPoint).
+		os.Exit(runSlurmStart(arg))
+	}
 	code := m.Run()
 	reapChildren(2 * time.Second)
 	os.Exit(code)

@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -50,8 +52,21 @@ type SlurmConfig struct {
 const DefaultSlurmPollInterval = 2 * time.Second
 
 // commentPrefix starts the comment of every Slurm job fedsched submits;
-// the fedsched job id follows.
+// the store's epoch and the fedsched job id follow (see comment).
 const commentPrefix = "fedsched:"
+
+// comment is the comment of the Slurm job of a fedsched job:
+// "fedsched:<epoch>/<job id>", or "fedsched:<job id>" for a store without
+// an epoch. Job ids count from 1 in each store: the epoch keeps a job of
+// an earlier store of the same site (a data directory made afresh) that
+// Slurm still knows from being taken for this store's job of the same id
+// when findByName looks for it.
+func (s *Slurm) comment(jobID string) string {
+	if s.cfg.Epoch == "" {
+		return commentPrefix + jobID
+	}
+	return commentPrefix + s.cfg.Epoch + "/" + jobID
+}
 
 // slurmFile is the record, in the job's directory, of the Slurm job that
 // runs it: written (atomically, synced) as soon as sbatch has answered.
@@ -68,7 +83,7 @@ type slurmState struct {
 // environment's SLURM_CONF. Make one with NewSlurm.
 //
 // Each job becomes one Slurm job named after the fedsched job id, with the
-// comment "fedsched:<id>", procs tasks, a time limit covering its
+// comment "fedsched:<epoch>/<id>" (see comment), procs tasks, a time limit covering its
 // reservation (rounded up to Slurm's minutes; the executor itself cancels
 // the job at the reservation's end to the second), and its output in the
 // paths the spec names (default: the job directory's stdout and stderr).
@@ -154,6 +169,15 @@ func (s *Slurm) command(ctx context.Context, env []string, stdin []byte, name st
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	// The command dies with the node (the parent-death signal, which
+	// follows the thread that forks it: keep that thread until it ends).
+	// A crashed node's sbatch must not queue its job after the next node
+	// found none by that name and queued it (resubmit); left running,
+	// sbatch may retry a busy slurmctld for minutes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	dieWithParent(cmd.SysProcAttr)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(errb.String())
 		if msg == "" {
@@ -291,17 +315,19 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("job %s: %w", spec.JobID, err)
 	}
-	// spec.json is created exclusively before sbatch runs: a job is never
-	// submitted twice, even when a node that died between sbatch and
-	// slurm.json asks again (Reattach then finds it by name).
+	// spec.json is created exclusively before sbatch runs. When it exists,
+	// an earlier start got that far: the job is submitted only if that
+	// start never reached Slurm (see resubmit), so it is never submitted
+	// twice, nor left unsubmitted by a start a stop or crash cut short.
 	f, err := os.OpenFile(filepath.Join(dir, specFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("job %s (%s exists): %w", spec.JobID, filepath.Join(dir, specFile), ErrAlreadyStarted)
+		err = s.resubmit(ctx, spec.JobID)
+	} else if err == nil {
+		f.Close()
 	}
 	if err != nil {
 		return fmt.Errorf("job %s: %w", spec.JobID, err)
 	}
-	f.Close()
 	sf := jobSpecFile{JobID: spec.JobID, Argv: spec.Argv, Env: spec.Env, Workdir: spec.Workdir, Deadline: spec.Deadline}
 	if err := writeJSON(filepath.Join(dir, specFile), sf); err != nil {
 		return fmt.Errorf("job %s: write spec: %w", spec.JobID, err)
@@ -310,7 +336,12 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	if err != nil {
 		return fmt.Errorf("job %s: %v: %w", spec.JobID, err, ErrStartFailed)
 	}
-	out, err := s.command(ctx, env, nil, "sbatch", args...)
+	// sbatch is not bound to ctx: a stop of the node (ctx ends) while it
+	// runs lets it finish, within CommandTimeout, and the job it queued
+	// is recorded below. Killed, it could have queued the job or not, and
+	// slurmctld may still act on a request it sent. (A crash of the node
+	// kills it: see command.)
+	out, err := s.command(context.WithoutCancel(ctx), env, nil, "sbatch", args...)
 	if err != nil {
 		// sbatch refused (bad partition, limits, no account for the
 		// user) and nothing was queued, or it timed out after queueing:
@@ -337,6 +368,35 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	return nil
 }
 
+// resubmit decides the start of a job whose spec.json an earlier start
+// wrote (the node stopped or died during that start, and starts the job
+// again): it returns ErrAlreadyStarted if that start submitted it (its
+// Slurm id is recorded, or Slurm knows a job by its name and comment), for
+// the node to re-attach, and nil if Slurm has no such job: the earlier
+// start was cut before sbatch, or killed sbatch before slurmctld queued
+// the job, and this start submits it.
+//
+// What remains: a job submitted by a start that died between sbatch's
+// answer and slurm.json, which then ended longer ago than Slurm's
+// MinJobAge while the node was down, is no longer known by name and would
+// be submitted again.
+func (s *Slurm) resubmit(ctx context.Context, jobID string) error {
+	dir := s.JobDir(jobID)
+	if _, err := os.Stat(filepath.Join(dir, slurmFile)); err == nil {
+		return fmt.Errorf("%s exists: %w", filepath.Join(dir, slurmFile), ErrAlreadyStarted)
+	}
+	sid, err := s.findByName(ctx, jobID)
+	if err != nil {
+		// Not knowing whether it was submitted, do not submit it again.
+		return fmt.Errorf("look for the Slurm job of an earlier start: %w", err)
+	}
+	if sid != "" {
+		return fmt.Errorf("Slurm job %s, submitted by an earlier start: %w", sid, ErrAlreadyStarted)
+	}
+	s.log.Info("submitting a job whose earlier start was cut short before Slurm queued it", "job", jobID)
+	return nil
+}
+
 // sbatchArgs writes the batch script and returns sbatch's arguments and its
 // environment (the job's: with --export=ALL Slurm hands sbatch's
 // environment to the job).
@@ -348,7 +408,7 @@ func (s *Slurm) sbatchArgs(ctx context.Context, spec Spec, dir string) (args, en
 	procs := max(spec.Procs, 1)
 	workdir := cmpOr(spec.Workdir, dir)
 	stdout, stderr := OutputPaths(dir, spec)
-	args = []string{"--parsable", "--job-name=" + spec.JobID, "--comment=" + commentPrefix + spec.JobID,
+	args = []string{"--parsable", "--job-name=" + spec.JobID, "--comment=" + s.comment(spec.JobID),
 		"--partition=" + part, "--ntasks=" + strconv.Itoa(procs), "--chdir=" + workdir,
 		// Slurm expands %-patterns in file names; ours are expanded already.
 		"--output=" + strings.ReplaceAll(stdout, "%", "%%"), "--error=" + strings.ReplaceAll(stderr, "%", "%%"),
@@ -502,8 +562,8 @@ func (s *Slurm) Reattach(jobID string) error {
 	return nil
 }
 
-// findByName returns the Slurm job named jobID with fedsched's comment, or
-// "" if Slurm knows none.
+// findByName returns the Slurm job named jobID with this store's comment
+// for it, or "" if Slurm knows none.
 func (s *Slurm) findByName(ctx context.Context, jobID string) (string, error) {
 	out, err := s.command(ctx, nil, nil, "squeue", "-h", "-t", "all", "-n", jobID, "-o", "%i|%k")
 	if err != nil {
@@ -511,7 +571,7 @@ func (s *Slurm) findByName(ctx context.Context, jobID string) (string, error) {
 	}
 	for l := range strings.Lines(out) {
 		id, comment, ok := strings.Cut(strings.TrimSpace(l), "|")
-		if ok && comment == commentPrefix+jobID {
+		if ok && comment == s.comment(jobID) {
 			return id, nil
 		}
 	}

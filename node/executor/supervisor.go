@@ -70,7 +70,7 @@ func RunSupervisorSteps(args []string, step func(dir string, s SupervisorStep)) 
 		step = func(string, SupervisorStep) {}
 	}
 	// The job's process dies with the thread that forked it
-	// (dieWithSupervisor): this one, kept until the job has ended.
+	// (dieWithParent): this one, kept until the job has ended.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -300,7 +300,7 @@ func jobCommand(dir string, spec jobSpecFile) (*exec.Cmd, error) {
 		}
 	}
 	attr := &syscall.SysProcAttr{Setpgid: true}
-	dieWithSupervisor(attr)
+	dieWithParent(attr)
 	if r := spec.RunAs; r != nil {
 		// The kernel switches the job to its user's uid, gid and groups
 		// before exec: the job never holds the supervisor's root.
