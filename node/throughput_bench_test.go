@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -285,6 +287,44 @@ func profileMeasured(b *testing.B) func() {
 	}
 }
 
+// benchBarrier holds the measured phase, when FEDSCHED_BENCH_BARRIER names
+// a directory, until FEDSCHED_BENCH_PARTIES processes (2 if unset) have
+// reached it with the same b.N: benchmarks run side by side as separate
+// processes (waiting=1k in one, waiting=100k in the other, each with its
+// own heap and collector) then measure at the same time, under the same
+// load from the rest of the machine, so that their ratio does not depend
+// on how that load moved between two runs.
+func benchBarrier(b *testing.B) {
+	b.Helper()
+	dir := os.Getenv("FEDSCHED_BENCH_BARRIER")
+	if dir == "" {
+		return
+	}
+	parties := 2
+	if v := os.Getenv("FEDSCHED_BENCH_PARTIES"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1 {
+			b.Fatalf("FEDSCHED_BENCH_PARTIES=%q: want a positive number", v)
+		}
+		parties = p
+	}
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d-%d.ready", b.N, os.Getpid())), nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		ready, err := filepath.Glob(filepath.Join(dir, fmt.Sprintf("%d-*.ready", b.N)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(ready) >= parties {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("benchmark barrier %s: %d of %d processes after 10 minutes", dir, len(ready), parties)
+		}
+	}
+}
+
 // cpuTime is the CPU time the process has used (user and system): the cost
 // of a submission in CPU, which the other agents' load on a shared machine
 // disturbs much less than wall-clock throughput.
@@ -363,6 +403,7 @@ func benchThroughput(b *testing.B, dir string, waiting int) {
 		return lat, err
 	}
 	ends0 := bn.ends()
+	benchBarrier(b)
 	bn.st.reset()
 	stopProfile := profileMeasured(b)
 	cpu0, gc0 := cpuTime(), gcBusy()

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -67,6 +68,29 @@ func TestTickQueueMatchesScan(t *testing.T) {
 					q.setWake(k, w)
 				}
 			}
+		}
+	}
+}
+
+// TestSortSubmitsIsStable: submissions come out by time and, at one time,
+// in the order they were built (site by site, each in job order), as a
+// stable sort by time gives.
+func TestSortSubmitsIsStable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 5))
+	for trial := range 20 {
+		var subs []fedSubmit
+		for k := range 1 + rng.IntN(30) {
+			var at int64
+			for range rng.IntN(200) {
+				at += rng.Int64N(3) // many submissions at one time, across sites
+				subs = append(subs, fedSubmit{at: at, site: k, idx: int32(len(subs))})
+			}
+		}
+		want := slices.Clone(subs)
+		slices.SortStableFunc(want, func(a, b fedSubmit) int { return cmp.Compare(a.at, b.at) })
+		sortSubmits(subs)
+		if !slices.Equal(subs, want) {
+			t.Fatalf("trial %d: submissions out of order", trial)
 		}
 	}
 }
