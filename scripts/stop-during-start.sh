@@ -77,6 +77,7 @@ awk 'NR>1{print $2, $3}' "$dir/jobs.txt" | sort | uniq -c
 echo "jobs listed: $(awk 'NR>1' "$dir/jobs.txt" | wc -l); runs in markers: $(wc -l <"$dir/markers"); ids run twice: $(sort "$dir/markers" | uniq -d | wc -l)"
 echo "starts cut by the stop (logged): $(cat "$dir"/node-*.log | grep -cE '(not started|start cut short): the node is stopping'); failed starts: $(cat "$dir"/node-*.log | grep -c 'job failed to start'); orphaned groups killed: $(cat "$dir"/node-*.log | grep -c 'orphaned process group')"
 if [ "$executor" = slurm ]; then
+  echo "sbatch killed by the stop (logged): $(cat "$dir"/node-*.log | grep -E '(not started|start cut short): the node is stopping' | grep -c 'sbatch:'); sbatch let finish by the stop (logged): $(cat "$dir"/node-*.log | grep -c 'the node stopped while sbatch ran'); submitted again, the earlier start never reached Slurm (logged): $(cat "$dir"/node-*.log | grep -c 'earlier start was cut short before Slurm queued it')"
   echo "Slurm jobs of these ids: $(wc -l <"$dir/slurm-names.txt"); ids submitted twice: $(uniq -d "$dir/slurm-names.txt" | wc -l); ids never submitted: $(sort -u "$dir/slurm-names.txt" | comm -13 - "$dir/ids.txt" | wc -l)"
 fi
 echo "claimed without exit.json: $(for c in "$dir"/data/jobs/*/*/claim; do [ -e "$c" ] && [ ! -e "$(dirname "$c")/exit.json" ] && echo "$c"; done | wc -l)"

@@ -15,7 +15,9 @@
 //     jobs with one squeue per poll, cancels with scancel, maps Slurm's end
 //     states, re-attaches after a restart through slurm.json or the job's
 //     name and comment, and reports the partition's usable CPUs
-//     ([CapacityReporter]). See docs/slurm.md.
+//     ([CapacityReporter]). A start cut short by a stop finishes its sbatch;
+//     one cut by a crash (sbatch dies with the node) is submitted again
+//     only if Slurm has no job of that name and comment. See docs/slurm.md.
 //   - [Simulated] pretends: a job "runs" for its given runtime on a
 //     [clock.Clock], possibly a scaled one, and then exits 0.
 //

@@ -365,6 +365,9 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	s.jobs[spec.JobID] = &slurmJob{id: spec.JobID, slurmID: sid, deadline: spec.Deadline}
 	s.mu.Unlock()
 	s.log.Info("job submitted", "job", spec.JobID, "slurm_job", sid, "procs", spec.Procs)
+	if ctx.Err() != nil {
+		s.log.Info("the node stopped while sbatch ran; it was let finish and its job recorded", "job", spec.JobID, "slurm_job", sid)
+	}
 	return nil
 }
 

@@ -44,7 +44,8 @@ func runSlurmStart(arg string) int {
 // slurmtest.PausingSbatch). A new executor on the same data directory then
 // takes over as the node does (node.adoptStarted, node.start): Started,
 // then Reattach, or Start again. The job is submitted to Slurm exactly
-// once, runs once and exits 0: never lost, failed or cancelled.
+// once, runs once and exits 0: never lost, failed or cancelled. Also when
+// the node died before sbatch, with spec.json created and still empty.
 //
 // Before the fix a stop killed sbatch: before the submission the job was
 // never submitted, and the next Start refused it (spec.json existed) and
@@ -64,13 +65,22 @@ func TestSlurmStartCutAtEachPoint(t *testing.T) {
 			t.Run(name, func(t *testing.T) { slurmStartCut(t, point, crash) })
 		}
 	}
+	// Killed between creating spec.json and writing it.
+	t.Run(specCreated+"/sigkill", func(t *testing.T) { slurmStartCut(t, specCreated, true) })
 }
+
+// specCreated is the point of a crash before sbatch: spec.json created,
+// still empty.
+const specCreated = "spec-created"
 
 func slurmStartCut(t *testing.T, point string, crash bool) {
 	dir := t.TempDir()
 	marker := filepath.Join(t.TempDir(), "marker")
 	id := testJobID(t)
-	wrapper := slurmtest.PausingSbatch(t, point)
+	var wrapper string
+	if point != specCreated {
+		wrapper = slurmtest.PausingSbatch(t, point)
+	}
 	s, err := NewSlurm(SlurmConfig{DataDir: dir, Partition: "fedsched", Accounts: testAccounts})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +94,14 @@ func slurmStartCut(t *testing.T, point string, crash bool) {
 		}
 	})
 
-	if crash {
+	if point == specCreated {
+		if err := os.MkdirAll(jobDir, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(jobDir, specFile), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if crash {
 		// A node (this binary) starts the job; it is killed while sbatch
 		// is paused.
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
