@@ -240,25 +240,29 @@ type scored struct {
 	score float64
 }
 
-// topN keeps the best n candidates, in order, as the candidates go by: a
-// federation of hundreds of sites asks a few of them, and sorting all of
-// them on every offer cost more than the rest of the decision.
-type topN struct {
-	n   int
-	top []scored
-	buf [4]scored // the usual few kept here: a slice per offer otherwise
-}
-
-func (t *topN) init(n int) {
-	t.n, t.top = n, t.buf[:0]
-	if n > len(t.buf) {
-		t.top = make([]scored, 0, n)
+// keep keeps c with score s among the best n candidates, top, in order, as
+// the candidates go by (a federation of hundreds of sites asks a few of
+// them, and sorting all of them on every offer cost more than the rest of
+// the decision): if it beats the last one kept, after every kept candidate
+// that is not worse (a stable order, as a stable sort of all of them
+// would give). top has room for n (a slice in, a slice out: the caller's
+// few stay on its stack).
+func keep(top []scored, n int, c *Candidate, s float64) []scored {
+	if len(top) == n && !beats(s, c.Site, &top[n-1]) {
+		return top
 	}
+	i := len(top)
+	if i == n {
+		i--
+	} else {
+		top = top[:i+1]
+	}
+	for ; i > 0 && beats(s, c.Site, &top[i-1]); i-- {
+		top[i] = top[i-1]
+	}
+	top[i] = scored{*c, s}
+	return top
 }
-
-// full reports whether n are kept; then last is the score of the last.
-func (t *topN) full() bool    { return len(t.top) == t.n }
-func (t *topN) last() float64 { return t.top[t.n-1].score }
 
 // beats orders the kept: the higher score first, then the site's name.
 func beats(score float64, site string, b *scored) bool {
@@ -266,33 +270,6 @@ func beats(score float64, site string, b *scored) bool {
 		return score > b.score
 	}
 	return site < b.c.Site
-}
-
-// add keeps c with score s if it beats the last one kept, after every
-// kept candidate that is not worse (a stable order, as a stable sort of
-// all of them would give).
-func (t *topN) add(c *Candidate, s float64) {
-	if t.full() && !beats(s, c.Site, &t.top[t.n-1]) {
-		return
-	}
-	i := len(t.top)
-	if i == t.n {
-		i--
-	} else {
-		t.top = append(t.top, scored{})
-	}
-	for ; i > 0 && beats(s, c.Site, &t.top[i-1]); i-- {
-		t.top[i] = t.top[i-1]
-	}
-	t.top[i] = scored{*c, s}
-}
-
-func (t *topN) result() []Candidate {
-	res := make([]Candidate, len(t.top))
-	for i := range t.top {
-		res[i] = t.top[i].c
-	}
-	return res
 }
 
 // rank is Rank over the candidates the exclusion (x, or the Ranker's)
@@ -316,11 +293,14 @@ func (k *ranking) rank(cands []Candidate) []Candidate {
 			}
 		}
 	}
-	var top topN
-	top.init(k.cfg.maxCandidates())
+	n := k.cfg.maxCandidates()
+	var buf [4]scored // the usual few kept on the stack
+	top := buf[:0]
+	if n > len(buf) {
+		top = make([]scored, 0, n)
+	}
 	if k.r != nil {
-		k.rankOwn(cands, visited, jit, &top)
-		return top.result()
+		return result(k.rankOwn(cands, visited, jit, n, top))
 	}
 	for i := range cands {
 		c := &cands[i] // not a copy of every candidate
@@ -337,7 +317,7 @@ func (k *ranking) rank(cands []Candidate) []Candidate {
 		// passed over without its history looked up: most of them, in a
 		// large federation. (Rounding is monotone: the bound holds for
 		// the computed score too.)
-		if top.full() && spread > 0 && (s+1)*spread < top.last() {
+		if len(top) == n && spread > 0 && (s+1)*spread < top[n-1].score {
 			continue
 		}
 		if h, ok := k.hist[c.Site]; ok {
@@ -348,17 +328,29 @@ func (k *ranking) rank(cands []Candidate) []Candidate {
 		if jit > 0 {
 			s *= spread
 		}
-		top.add(c, s)
+		top = keep(top, n, c, s)
 	}
-	return top.result()
+	return result(top)
+}
+
+// result is the candidates kept, best first.
+func result(top []scored) []Candidate {
+	res := make([]Candidate, len(top))
+	for i := range top {
+		res[i] = top[i].c
+	}
+	return res
 }
 
 // rankOwn is rank's loop for a Ranker: the history and the exclusion are
 // read by position, and a peer's draw is computed only if the peer may
 // still make the top.
-func (k *ranking) rankOwn(cands []Candidate, visited Route, jit float64, top *topN) {
+func (k *ranking) rankOwn(cands []Candidate, visited Route, jit float64, n int, top []scored) []scored {
 	procs, r, p := k.procs, k.r, &k.p
 	slots, hs, gen := r.slots, r.hs, r.gen
+	// The outlook of a peer with the job's processors free at all four
+	// times, computed as outlook computes it: most peers, in the grid.
+	full := outlook(&Candidate{FreeNow: procs, Free1h: procs, Free4h: procs, Free24h: procs}, procs)
 	// Bounds of the spread 1 + jit·(u − 0.5), u in [0, 1), as computed
 	// (rounding is monotone).
 	hiS, loS := 1.0, 1.0
@@ -381,8 +373,12 @@ func (k *ranking) rankOwn(cands []Candidate, visited Route, jit float64, top *to
 		if sl.hid != 0 {
 			h = &hs[sl.hid-1]
 		}
-		s := withHistory(outlook(c, procs), h)
-		if top.full() {
+		o := full
+		if c.FreeNow < procs || c.Free1h < procs || c.Free4h < procs || c.Free24h < procs || procs <= 0 {
+			o = outlook(c, procs)
+		}
+		s := withHistory(o, h)
+		if len(top) == n {
 			// The score is s times the spread: a peer that cannot beat
 			// the last one kept with the largest spread takes its draw
 			// (every peer the filter keeps takes the next of the stream,
@@ -392,7 +388,7 @@ func (k *ranking) rankOwn(cands []Candidate, visited Route, jit float64, top *to
 			if s < 0 {
 				bound = s * loS
 			}
-			if bound < top.last() {
+			if bound < top[n-1].score {
 				if jit > 0 {
 					p.next()
 				}
@@ -402,8 +398,9 @@ func (k *ranking) rankOwn(cands []Candidate, visited Route, jit float64, top *to
 		if jit > 0 {
 			s *= 1 + jit*(p.float64()-0.5)
 		}
-		top.add(c, s)
+		top = keep(top, n, c, s)
 	}
+	return top
 }
 
 // self is the site the exclusion leaves out, if any.
