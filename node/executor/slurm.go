@@ -57,10 +57,10 @@ const commentPrefix = "fedsched:"
 
 // comment is the comment of the Slurm job of a fedsched job:
 // "fedsched:<epoch>/<job id>", or "fedsched:<job id>" for a store without
-// an epoch. Job ids count from 1 in each store: the epoch keeps a job of
-// an earlier store of the same site (a data directory made afresh) that
-// Slurm still knows from being taken for this store's job of the same id
-// when findByName looks for it.
+// an epoch. Job ids count from 1 in each store, and Slurm keeps ended jobs
+// for MinJobAge: with the epoch, findByName does not take the Slurm job of
+// an earlier store of the site (a data directory made afresh) for this
+// store's job of the same id.
 func (s *Slurm) comment(jobID string) string {
 	if s.cfg.Epoch == "" {
 		return commentPrefix + jobID
@@ -83,10 +83,11 @@ type slurmState struct {
 // environment's SLURM_CONF. Make one with NewSlurm.
 //
 // Each job becomes one Slurm job named after the fedsched job id, with the
-// comment "fedsched:<epoch>/<id>" (see comment), procs tasks, a time limit covering its
-// reservation (rounded up to Slurm's minutes; the executor itself cancels
-// the job at the reservation's end to the second), and its output in the
-// paths the spec names (default: the job directory's stdout and stderr).
+// comment "fedsched:<epoch>/<id>" (see comment), procs tasks, a time
+// limit covering its reservation (rounded up to Slurm's minutes; the
+// executor itself cancels the job at the reservation's end to the second),
+// and its output in the paths the spec names (default: the job directory's
+// stdout and stderr).
 type Slurm struct {
 	cfg     SlurmConfig
 	log     *slog.Logger
@@ -173,7 +174,7 @@ func (s *Slurm) command(ctx context.Context, env []string, stdin []byte, name st
 	// follows the thread that forks it: keep that thread until it ends).
 	// A crashed node's sbatch must not queue its job after the next node
 	// found none by that name and queued it (resubmit); left running,
-	// sbatch may retry a busy slurmctld for minutes.
+	// sbatch retries a busy slurmctld for a while.
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	dieWithParent(cmd.SysProcAttr)
 	runtime.LockOSThread()
@@ -294,7 +295,10 @@ func (s *Slurm) CPUs(ctx context.Context) (total, usable int, err error) {
 
 // Start implements Executor: it records the job in its directory, submits
 // it with sbatch and records the Slurm job id (durably) before returning.
-// The job may still wait in Slurm's queue for a scheduling cycle.
+// The job may still wait in Slurm's queue for a scheduling cycle. A job an
+// earlier start submitted gets ErrAlreadyStarted; one whose earlier start
+// was cut short before Slurm queued it is submitted (see resubmit). When
+// ctx ends while sbatch runs, sbatch is let finish and its job recorded.
 func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -394,7 +398,7 @@ func (s *Slurm) resubmit(ctx context.Context, jobID string) error {
 		return fmt.Errorf("look for the Slurm job of an earlier start: %w", err)
 	}
 	if sid != "" {
-		return fmt.Errorf("Slurm job %s, submitted by an earlier start: %w", sid, ErrAlreadyStarted)
+		return fmt.Errorf("an earlier start submitted it as Slurm job %s: %w", sid, ErrAlreadyStarted)
 	}
 	s.log.Info("submitting a job whose earlier start was cut short before Slurm queued it", "job", jobID)
 	return nil
