@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,28 +41,8 @@ func TestStopDuringStartSlurm(t *testing.T) {
 }
 
 func stopDuringSlurmStart(t *testing.T, point string, sig syscall.Signal) {
-	dir := t.TempDir()
 	wrapper := slurmtest.PausingSbatch(t, point)
-	r := &crashRun{t: t, executor: "slurm", dir: filepath.Join(dir, "data"), markers: filepath.Join(dir, "markers"),
-		logPath: filepath.Join(dir, "node.log"), rng: rand.New(rand.NewPCG(1, 2)),
-		led:   ledger{submits: map[string]string{}, reserves: map[string]bool{}, cancels: map[string]bool{}},
-		seen:  map[string]*fedschedv1.Job{},
-		extra: []string{"--slurm-poll-interval", "200ms"}, env: []string{"PATH=" + wrapper + ":" + os.Getenv("PATH")}}
-	if err := os.MkdirAll(r.markers, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if r.current != nil {
-			r.current.kill()
-		}
-	})
-	defer func() {
-		if t.Failed() {
-			if b, err := os.ReadFile(r.logPath); err == nil {
-				t.Logf("the nodes' log:\n%s", b)
-			}
-		}
-	}()
+	r := newCutRun(t, "slurm", []string{"--slurm-poll-interval", "200ms"}, []string{"PATH=" + wrapper + ":" + os.Getenv("PATH")})
 
 	n := r.startNode()
 	addr := n.waitReady()
@@ -112,40 +91,8 @@ func stopDuringSlurmStart(t *testing.T, point string, sig syscall.Signal) {
 		t.Errorf("sbatch (pid %d) runs on after its node was killed", sbatch)
 	}
 
-	r.env = nil
-	n = r.startNode()
-	defer n.kill()
-	addr = n.waitReady()
-	if addr == "" {
-		t.Fatal("the node did not become ready after the restart")
-	}
-	c = dial(t, addr)
-	defer c.conn.Close()
 	// A cut sbatch still alive would submit the job now, a second time.
-	if err := supervisortest.Resume(jobDir); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := c.GetJob(context.Background(), &fedschedv1.GetJobRequest{JobId: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j := resp.GetJob(); terminalState(j.GetState()) {
-			if j.GetState() != fedschedv1.JobState_JOB_STATE_COMPLETED {
-				t.Fatalf("job %s is %v (%v: %s), want COMPLETED", id, j.GetState(), j.GetReason(), j.GetMessage())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s never ended", id)
-		}
-	}
-	r.waitAllEnded(c)
-	r.check(c, 1)
-	r.checkMarkers()
-	if b, err := os.ReadFile(filepath.Join(r.markers, "cut")); err != nil || strings.Count(string(b), id) != 1 {
-		t.Errorf("job %s ran %d times, want once (%v)", id, strings.Count(string(b), id), err)
-	}
+	r.completesOnce(jobDir, id)
 	slurmtest.ProcessGone(sbatch, 5*time.Second) // the first node's sbatch has had its chance
 	if sids := slurmJobsOf(t, jobDir, id); len(sids) != 1 {
 		t.Errorf("job %s was submitted to Slurm %d times (%v), want once", id, len(sids), sids)

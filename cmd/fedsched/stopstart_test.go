@@ -39,26 +39,7 @@ func TestStopDuringStartProcess(t *testing.T) {
 }
 
 func stopDuringStart(t *testing.T, step executor.SupervisorStep, sig syscall.Signal) {
-	dir := t.TempDir()
-	r := &crashRun{t: t, executor: "process", dir: filepath.Join(dir, "data"), markers: filepath.Join(dir, "markers"),
-		logPath: filepath.Join(dir, "node.log"), rng: rand.New(rand.NewPCG(1, 2)),
-		led:  ledger{submits: map[string]string{}, reserves: map[string]bool{}, cancels: map[string]bool{}},
-		seen: map[string]*fedschedv1.Job{}, env: []string{supervisortest.PauseEnv + "=" + string(step)}}
-	if err := os.MkdirAll(r.markers, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if r.current != nil {
-			r.current.kill()
-		}
-	})
-	defer func() {
-		if t.Failed() {
-			if b, err := os.ReadFile(r.logPath); err == nil {
-				t.Logf("the nodes' log:\n%s", b)
-			}
-		}
-	}()
+	r := newCutRun(t, "process", nil, []string{supervisortest.PauseEnv + "=" + string(step)})
 
 	n := r.startNode()
 	addr := n.waitReady()
@@ -91,15 +72,51 @@ func stopDuringStart(t *testing.T, step executor.SupervisorStep, sig syscall.Sig
 		}
 	}
 
+	r.completesOnce(jobDir, id)
+}
+
+// newCutRun is a crashRun of one job whose start is cut: a node with the
+// given executor, extra flags and environment, killed when the test ends,
+// its log shown when the test fails.
+func newCutRun(t *testing.T, executor string, extra, env []string) *crashRun {
+	dir := t.TempDir()
+	r := &crashRun{t: t, executor: executor, dir: filepath.Join(dir, "data"), markers: filepath.Join(dir, "markers"),
+		logPath: filepath.Join(dir, "node.log"), rng: rand.New(rand.NewPCG(1, 2)),
+		led:   ledger{submits: map[string]string{}, reserves: map[string]bool{}, cancels: map[string]bool{}},
+		seen:  map[string]*fedschedv1.Job{},
+		extra: extra, env: env}
+	if err := os.MkdirAll(r.markers, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if r.current != nil {
+			r.current.kill()
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(r.logPath); err == nil {
+				t.Logf("the nodes' log:\n%s", b)
+			}
+		}
+	})
+	return r
+}
+
+// completesOnce restarts the node without pauses, lets the paused start
+// in jobDir go on, and checks that job id COMPLETES, that every job
+// ended consistently, and that id ran exactly once.
+func (r *crashRun) completesOnce(jobDir, id string) {
+	t := r.t
+	t.Helper()
 	r.env = nil
-	n = r.startNode()
+	n := r.startNode()
 	defer n.kill()
-	addr = n.waitReady()
+	addr := n.waitReady()
 	if addr == "" {
 		t.Fatal("the node did not become ready after the restart")
 	}
-	c = dial(t, addr)
+	c := dial(t, addr)
 	defer c.conn.Close()
+	// A cut start still in flight (a supervisor, or a sbatch) goes on now.
 	if err := supervisortest.Resume(jobDir); err != nil {
 		t.Fatal(err)
 	}
