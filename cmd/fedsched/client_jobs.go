@@ -57,6 +57,11 @@ type siteJSON struct {
 	PoFMax      float64 `json:"pof_max"`
 	Now         *string `json:"now"`
 	Version     string  `json:"version"`
+	// RQF: when the idle site next asks its peers for work by itself
+	// (null: not an RQF site, not idle, or asking now), and whether a
+	// round of asking is on its way.
+	NextPull *string `json:"next_pull"`
+	Pulling  bool    `json:"pulling"`
 }
 
 func showSite(cmd *cobra.Command, c *siteClient, asJSON bool) error {
@@ -73,7 +78,7 @@ func showSite(cmd *cobra.Command, c *siteClient, asJSON bool) error {
 			Name: s.GetName(), Procs: s.GetProcs(), Policy: s.GetPolicy(), FreeProcs: s.GetFreeProcs(),
 			RunningJobs: s.GetRunningJobs(), PendingJobs: s.GetPendingJobs(), Executor: s.GetExecutor(),
 			TimeScale: s.GetTimeScale(), Overbooking: s.GetOverbooking(), PoFMax: s.GetPofMax(),
-			Now: tsJSON(s.GetNow()), Version: s.GetVersion(),
+			Now: tsJSON(s.GetNow()), Version: s.GetVersion(), NextPull: tsJSON(s.GetNextPull()), Pulling: s.GetPulling(),
 		})
 	}
 	k := newKV(w)
@@ -90,6 +95,12 @@ func showSite(cmd *cobra.Command, c *siteClient, asJSON bool) error {
 		k.add("overbooking", "off")
 	}
 	k.add("site time", "%s", tsHuman(s.GetNow()))
+	switch {
+	case s.GetPulling():
+		k.add("rqf", "asking peers for work now")
+	case s.GetNextPull() != nil:
+		k.add("rqf", "idle: asks peers for work at %s", tsHuman(s.GetNextPull()))
+	}
 	k.add("version", "%s", orDash(s.GetVersion()))
 	return k.flush()
 }

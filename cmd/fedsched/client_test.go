@@ -34,14 +34,16 @@ type fakeSite struct {
 	events   []*fedschedv1.JobEvent
 	hold     bool // WatchJobs: after the events, wait for the client to go
 
-	mu      sync.Mutex
-	calls   int
-	submits []*fedschedv1.SubmitJobRequest
-	lists   []*fedschedv1.ListJobsRequest
-	watches []*fedschedv1.WatchJobsRequest
-	byKey   map[string]*fedschedv1.Job
-	jobs    []*fedschedv1.Job // in id order
-	nextID  int
+	mu       sync.Mutex
+	nextPull time.Time // GetSite.next_pull (zero: unset)
+	pulling  bool
+	calls    int
+	submits  []*fedschedv1.SubmitJobRequest
+	lists    []*fedschedv1.ListJobsRequest
+	watches  []*fedschedv1.WatchJobsRequest
+	byKey    map[string]*fedschedv1.Job
+	jobs     []*fedschedv1.Job // in id order
+	nextID   int
 }
 
 var t0 = time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
@@ -232,9 +234,17 @@ func (f *fakeSite) Explain(_ context.Context, req *fedschedv1.ExplainRequest) (*
 
 func (f *fakeSite) GetSite(context.Context, *fedschedv1.GetSiteRequest) (*fedschedv1.GetSiteResponse, error) {
 	f.count()
+	f.mu.Lock()
+	var nextPull *timestamppb.Timestamp
+	if !f.nextPull.IsZero() {
+		nextPull = ts(f.nextPull)
+	}
+	pulling := f.pulling
+	f.mu.Unlock()
 	return &fedschedv1.GetSiteResponse{Site: &fedschedv1.Site{
 		Name: "site-a", Procs: 64, Policy: "conservative", FreeProcs: 12, RunningJobs: 3, PendingJobs: 7,
 		Version: "test", Executor: "simulated", TimeScale: 60, Overbooking: true, PofMax: 0.1, Now: ts(f.now),
+		NextPull: nextPull, Pulling: pulling,
 	}}, nil
 }
 
@@ -660,9 +670,36 @@ func TestStatus(t *testing.T) {
 	if site["name"] != "site-a" || site["free_procs"] != 12.0 || site["time_scale"] != 60.0 || site["now"] != "2030-01-02T03:00:00Z" {
 		t.Errorf("status --json: %v", site)
 	}
+	if strings.Contains(out, "rqf") || site["next_pull"] != nil || site["pulling"] != false {
+		t.Errorf("a site that does not pull shows RQF: %s %v", out, site)
+	}
 	out = mustRun(t, "status", "--addr", addr, "site-a.000000000002")
 	if !strings.Contains(out, "RUNNING") || !strings.Contains(out, "bob") {
 		t.Errorf("status JOB_ID:\n%s", out)
+	}
+}
+
+// TestStatusShowsRQF: an idle RQF site says when it next asks its peers
+// for work, and a site asking now says so.
+func TestStatusShowsRQF(t *testing.T) {
+	f := newFakeSite()
+	f.nextPull = f.now.Add(42 * time.Second)
+	addr := serve(t, f)
+	if out := mustRun(t, "status", "--addr", addr); !strings.Contains(out, "asks peers for work at "+tsHuman(ts(f.nextPull))) {
+		t.Errorf("status of an idle RQF site:\n%s", out)
+	}
+	var site map[string]any
+	if err := json.Unmarshal([]byte(mustRun(t, "status", "--addr", addr, "--json")), &site); err != nil {
+		t.Fatal(err)
+	}
+	if site["next_pull"] != "2030-01-02T03:00:42Z" || site["pulling"] != false {
+		t.Errorf("status --json of an idle RQF site: %v", site)
+	}
+	f.mu.Lock()
+	f.pulling, f.nextPull = true, time.Time{}
+	f.mu.Unlock()
+	if out := mustRun(t, "status", "--addr", addr); !strings.Contains(out, "asking peers for work now") {
+		t.Errorf("status of a site asking now:\n%s", out)
 	}
 }
 
