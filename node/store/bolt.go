@@ -375,25 +375,11 @@ func putJob(tx *bolt.Tx, rec JobRecord, enc []byte) error {
 		return err
 	}
 	id := rec.ID()
-	var (
-		oldState fedschedv1.JobState
-		oldUser  string
-		had      bool
-	)
-	if v := jobs.Get([]byte(id)); v != nil {
-		// An old version we cannot read leaves index entries we cannot
-		// name: harmless, since ListJobs checks every candidate's record.
-		oldState, oldUser, err = indexedFields(v)
-		had = err == nil
-	}
+	oldState, oldUser, had := storedIndexFields(jobs, id)
 	if err := jobs.Put([]byte(id), enc); err != nil {
 		return err
 	}
-	byState, err := bucket(tx, bucketJobsByState)
-	if err != nil {
-		return err
-	}
-	byUser, err := bucket(tx, bucketJobsByUser)
+	byState, byUser, err := indexBuckets(tx)
 	if err != nil {
 		return err
 	}
@@ -418,12 +404,32 @@ func moveIndexKey(b *bolt.Bucket, had bool, old, key []byte) error {
 	return b.Put(key, nil)
 }
 
-func indexJob(tx *bolt.Tx, rec JobRecord) error {
-	byState, err := bucket(tx, bucketJobsByState)
-	if err != nil {
-		return err
+// storedIndexFields is the state and user of the stored version of job id
+// (indexedFields), ok false when there is none or it cannot be read: an
+// old version we cannot read leaves index entries we cannot name, which
+// is harmless, since ListJobs checks every candidate's record.
+func storedIndexFields(jobs *bolt.Bucket, id string) (state fedschedv1.JobState, user string, ok bool) {
+	v := jobs.Get([]byte(id))
+	if v == nil {
+		return 0, "", false
 	}
-	byUser, err := bucket(tx, bucketJobsByUser)
+	state, user, err := indexedFields(v)
+	return state, user, err == nil
+}
+
+// indexBuckets are the jobs' indexes by state and by user.
+func indexBuckets(tx *bolt.Tx) (byState, byUser *bolt.Bucket, err error) {
+	if byState, err = bucket(tx, bucketJobsByState); err != nil {
+		return nil, nil, err
+	}
+	if byUser, err = bucket(tx, bucketJobsByUser); err != nil {
+		return nil, nil, err
+	}
+	return byState, byUser, nil
+}
+
+func indexJob(tx *bolt.Tx, rec JobRecord) error {
+	byState, byUser, err := indexBuckets(tx)
 	if err != nil {
 		return err
 	}
@@ -440,21 +446,11 @@ func unindexJob(tx *bolt.Tx, id string) error {
 	if err != nil {
 		return err
 	}
-	v := jobs.Get([]byte(id))
-	if v == nil {
-		return nil // nothing to clean
+	state, user, ok := storedIndexFields(jobs, id)
+	if !ok {
+		return nil // nothing to clean, or nothing we can name
 	}
-	state, user, err := indexedFields(v)
-	if err != nil {
-		// Nothing we can read: a stale index entry is harmless, since
-		// ListJobs checks every candidate's record.
-		return nil
-	}
-	byState, err := bucket(tx, bucketJobsByState)
-	if err != nil {
-		return err
-	}
-	byUser, err := bucket(tx, bucketJobsByUser)
+	byState, byUser, err := indexBuckets(tx)
 	if err != nil {
 		return err
 	}
