@@ -37,7 +37,7 @@ type freezer struct {
 // job is the job's authoritative state, thawing a frozen job: the message
 // is the live one, which the caller may change.
 func (lj *liveJob) job() *fedschedv1.Job {
-	if lj.j == nil && lj.wire != nil {
+	if lj.frozen() {
 		lj.rec = lj.thawed()
 		lj.j, lj.wire = lj.rec.Job, nil
 		lj.fz.due = append(lj.fz.due, lj)
@@ -50,7 +50,7 @@ func (lj *liveJob) job() *fedschedv1.Job {
 // (status page, watchers' initial state) that would otherwise thaw them
 // all.
 func (lj *liveJob) peek() *fedschedv1.Job {
-	if lj.j != nil || lj.wire == nil {
+	if !lj.frozen() {
 		return lj.j
 	}
 	return lj.thawed().Job
@@ -89,7 +89,7 @@ func (lj *liveJob) thawed() store.JobRecord {
 
 // state is the job's state; a frozen job is PENDING (freezable).
 func (lj *liveJob) state() fedschedv1.JobState {
-	if lj.j == nil && lj.wire != nil {
+	if lj.frozen() {
 		return fedschedv1.JobState_JOB_STATE_PENDING
 	}
 	return lj.j.GetState()

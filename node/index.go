@@ -20,8 +20,10 @@ func (n *Node) liveByID(id string) *liveJob {
 			return lj
 		}
 	}
+	// A frozen job is not looked at: its id leads to it by its sequence
+	// number (above), and peeking would decode every waiting job.
 	for _, lj := range n.live {
-		if lj.peek().GetId() == id {
+		if !lj.frozen() && lj.j.GetId() == id {
 			return lj
 		}
 	}

@@ -859,6 +859,12 @@ func (s *BoltStore) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
+// metaKey is the bucketMeta key of the MetaStore key key (PutMeta's
+// keys and the SiteClock a change keeps), under metaUserPrefix.
+func metaKey(key string) []byte {
+	return append(slices.Clone(metaUserPrefix), key...)
+}
+
 // GetMeta implements MetaStore.
 func (s *BoltStore) GetMeta(ctx context.Context, key string) (string, error) {
 	var val string
@@ -867,7 +873,7 @@ func (s *BoltStore) GetMeta(ctx context.Context, key string) (string, error) {
 		if err != nil {
 			return err
 		}
-		v := b.Get(append(slices.Clone(metaUserPrefix), key...))
+		v := b.Get(metaKey(key))
 		if v == nil {
 			return fmt.Errorf("meta %q: %w", key, ErrNotFound)
 		}
@@ -887,7 +893,7 @@ func (s *BoltStore) PutMeta(ctx context.Context, key, value string) error {
 		if err != nil {
 			return err
 		}
-		return b.Put(append(slices.Clone(metaUserPrefix), key...), []byte(value))
+		return b.Put(metaKey(key), []byte(value))
 	})
 }
 
@@ -1012,7 +1018,7 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 			if err != nil {
 				return err
 			}
-			return meta.Put(append(slices.Clone(metaUserPrefix), SiteClockKey...), []byte(c.SiteClock.String()))
+			return meta.Put(metaKey(SiteClockKey), []byte(c.SiteClock.String()))
 		}
 		return nil
 	})
