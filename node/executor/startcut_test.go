@@ -239,14 +239,9 @@ func TestProcessJobDiesWithItsSupervisor(t *testing.T) {
 			t.Fatal("the job did not start")
 		}
 	}
-	paused, err := os.ReadFile(filepath.Join(jobDir, "test-paused"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(paused))
-	supPID, err := strconv.Atoi(f[len(f)-1])
-	if err != nil {
-		t.Fatal(err)
+	supPID := supervisortest.PausedPID(jobDir)
+	if supPID == 0 {
+		t.Fatal("no pid of the paused supervisor")
 	}
 	if err := syscall.Kill(supPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
