@@ -387,15 +387,14 @@ type outlooks struct {
 	// expiry holds each site's until as a completion of the site (idx)
 	// at its until (at); an entry whose site has another until since is
 	// stale.
-	expiry  completions
-	touched []bool
-	dirty   []int // the sites touched since the last refresh
-	last    int64 // the time of the last refresh (plan.Never: none yet)
+	expiry completions
+	dirty  siteSet // the sites touched since the last refresh
+	last   int64   // the time of the last refresh (plan.Never: none yet)
 }
 
 func newOutlooks(agents []*site.Agent, sites []FedSite) *outlooks {
 	o := &outlooks{agents: agents, cands: make([]delegation.Candidate, len(sites)),
-		version: make([]uint64, len(sites)), until: make([]int64, len(sites)), touched: make([]bool, len(sites)), last: plan.Never}
+		version: make([]uint64, len(sites)), until: make([]int64, len(sites)), dirty: newSiteSet(len(sites)), last: plan.Never}
 	for k, s := range sites {
 		o.cands[k] = delegation.Candidate{Site: s.Name, Procs: s.Procs}
 	}
@@ -404,19 +403,13 @@ func newOutlooks(agents []*site.Agent, sites []FedSite) *outlooks {
 
 // touch tells the outlooks that site k's agent was called: its profile
 // may have changed.
-func (o *outlooks) touch(k int) {
-	if !o.touched[k] {
-		o.touched[k] = true
-		o.dirty = append(o.dirty, k)
-	}
-}
+func (o *outlooks) touch(k int) { o.dirty.add(k) }
 
 func (o *outlooks) refresh(now int64) {
 	if now < o.last || o.last == plan.Never {
 		// The first read (or time went back, which a replay never
 		// does): every site afresh.
-		o.dirty = o.dirty[:0]
-		clear(o.touched)
+		o.dirty.take()
 		o.expiry = o.expiry[:0]
 		for k := range o.agents {
 			o.read(k, now)
@@ -425,13 +418,11 @@ func (o *outlooks) refresh(now int64) {
 		return
 	}
 	o.last = now
-	for _, k := range o.dirty {
-		o.touched[k] = false
+	for _, k := range o.dirty.take() {
 		if o.agents[k].Site().Plan().Profile().Version() != o.version[k] {
 			o.read(k, now)
 		}
 	}
-	o.dirty = o.dirty[:0]
 	for len(o.expiry) > 0 && o.expiry[0].at <= now {
 		if e := o.expiry.pop(); o.until[e.idx] == e.at {
 			o.read(int(e.idx), now)
@@ -765,25 +756,19 @@ type tickQueue struct {
 	// heap holds the wakes set, as completions of the site (idx) at its
 	// wake (at): the same min-heap, in (time, site) order.
 	heap    completions
-	marked  []bool
-	touched []int
+	touched siteSet
 	out     []int // scratch
 }
 
 func newTickQueue(n int) *tickQueue {
-	q := &tickQueue{wakes: make([]int64, n), marked: make([]bool, n)}
+	q := &tickQueue{wakes: make([]int64, n), touched: newSiteSet(n)}
 	for k := range q.wakes {
 		q.wakes[k] = plan.Forever
 	}
 	return q
 }
 
-func (q *tickQueue) touch(k int) {
-	if !q.marked[k] {
-		q.marked[k] = true
-		q.touched = append(q.touched, k)
-	}
-}
+func (q *tickQueue) touch(k int) { q.touched.add(k) }
 
 func (q *tickQueue) setWake(k int, w int64) {
 	q.wakes[k] = w
@@ -806,11 +791,7 @@ func (q *tickQueue) earliest() int64 {
 // stepped returns the sites touched since the last call of stepped or due,
 // in site order, and forgets them: the caller looks at each.
 func (q *tickQueue) stepped() []int {
-	q.out = append(q.out[:0], q.touched...)
-	for _, k := range q.touched {
-		q.marked[k] = false
-	}
-	q.touched = q.touched[:0]
+	q.out = append(q.out[:0], q.touched.take()...)
 	slices.Sort(q.out)
 	return q.out
 }
@@ -827,6 +808,34 @@ func (q *tickQueue) due(t int64) []int {
 	slices.Sort(out)
 	q.out = slices.Compact(out)
 	return q.out
+}
+
+// siteSet is a set of sites (by index), listed in the order they were
+// added: the sites touched since the tick queue or the outlooks last
+// looked.
+type siteSet struct {
+	in   []bool
+	list []int
+}
+
+func newSiteSet(n int) siteSet { return siteSet{in: make([]bool, n)} }
+
+func (s *siteSet) add(k int) {
+	if !s.in[k] {
+		s.in[k] = true
+		s.list = append(s.list, k)
+	}
+}
+
+// take empties the set and returns what it held, in the order added; the
+// slice is the set's own, valid until the next add.
+func (s *siteSet) take() []int {
+	l := s.list
+	for _, k := range l {
+		s.in[k] = false
+	}
+	s.list = s.list[:0]
+	return l
 }
 
 // offered reports whether the origin asked a peer for a quote on the route.

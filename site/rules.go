@@ -334,8 +334,9 @@ func PullDue(idle int, last, now, every int64) bool {
 // NextPull is when an idle site asks its peers by itself, with nothing
 // happening to it: at the first second from now on that is its offset
 // (PullOffset) past a whole multiple of the interval on its clock, not
-// within an interval of its last round (now itself if it is due and the
-// site has not asked yet); plan.Forever when it is not idle.
+// within an interval of its last round (now itself only when now is on
+// that grid: a site that has never asked, which PullDue finds due at any
+// time, still waits for the grid here); plan.Forever when it is not idle.
 // The grid is the clock's, whenever the site started (a node asks at the
 // same seconds as the simulator's agent of a replay aligned to the
 // interval), and a site with no workload of its own still finds work in a

@@ -70,7 +70,7 @@ func stopDuringSlurmStart(t *testing.T, point string, sig syscall.Signal) {
 			exec.Command("scancel", sid).Run() //nolint:errcheck // a failed test's leftover
 		}
 	})
-	sbatch := slurmtest.PausedPID(jobDir)
+	sbatch := supervisortest.PausedPID(jobDir)
 	n.cmd.Process.Signal(sig) //nolint:errcheck // checked by its exit
 	if sig == syscall.SIGTERM {
 		// The stopping node waits for the submission in flight: let it go

@@ -275,9 +275,7 @@ func (p *Process) startSupervisor(ctx context.Context, dir string) (supervisorSt
 		// ran, or was refused) under this supervisor, which records its
 		// end; not claimed, and the job has not started, and this
 		// supervisor or the next Start's, but only one, claims it.
-		p.mu.Lock()
-		p.reapQ = append(p.reapQ, pid)
-		p.mu.Unlock()
+		p.queueReap(pid)
 		p.log.Info("start cut short; the supervisor goes on", "dir", dir, "supervisor", pid)
 		return supervisorState{}, fmt.Errorf("start supervisor: %w (supervisor %d goes on: Started or Start again tells whether it took the job)", ctx.Err(), pid)
 	}
@@ -288,9 +286,7 @@ func (p *Process) startSupervisor(ctx context.Context, dir string) (supervisorSt
 		// start it, or ends it and records that. SIGKILL could leave a job
 		// it had started, and not yet recorded, running unwatched.
 		syscall.Kill(pid, syscall.SIGTERM)
-		p.mu.Lock()
-		p.reapQ = append(p.reapQ, pid)
-		p.mu.Unlock()
+		p.queueReap(pid)
 		return supervisorState{}, fmt.Errorf("start supervisor: no report within %v, supervisor %d told to end (see %s): %w",
 			p.cfg.StartTimeout, pid, filepath.Join(dir, supervisorLog), ErrStartFailed)
 	}
@@ -456,9 +452,12 @@ func (p *Process) Run(ctx context.Context) error {
 	}
 }
 
-// drainReapQueue reaps, for a moment, the supervisors whose jobs were
-// reported: they exit right after writing exit.json. Supervisors of jobs
-// still running are left alone; they outlive the node.
+// drainReapQueue reaps, for a moment (at most a second), the queued
+// supervisors: those whose jobs were reported exit right after writing
+// exit.json, and one told to end at its start timeout soon follows. One
+// whose start the same stop cut short (it goes on, and may run its job
+// for long) is, if queued by then, waited for that second and then left,
+// as are the supervisors of jobs still running: they outlive the node.
 func (p *Process) drainReapQueue() {
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
 		p.reap()
@@ -511,9 +510,7 @@ func (p *Process) poll(ctx context.Context) {
 			return
 		}
 		if j.child && j.sup.PID > 0 {
-			p.mu.Lock()
-			p.reapQ = append(p.reapQ, j.sup.PID)
-			p.mu.Unlock()
+			p.queueReap(j.sup.PID)
 		}
 		p.log.Info("job ended", "job", j.id, "exit", e.String())
 	}
@@ -599,6 +596,13 @@ func (p *Process) readExit(j *procJob) (Exit, bool) {
 		JobID: j.id, ExitCode: st.ExitCode, Signaled: st.Signaled, Signal: st.Signal,
 		Killed: st.Killed, Cause: st.Cause, At: st.At,
 	}, true
+}
+
+// queueReap queues pid, a supervisor we started, for reap.
+func (p *Process) queueReap(pid int) {
+	p.mu.Lock()
+	p.reapQ = append(p.reapQ, pid)
+	p.mu.Unlock()
 }
 
 // reap collects the exit statuses of supervisors that were our children, so

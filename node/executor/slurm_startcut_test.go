@@ -114,7 +114,7 @@ func slurmStartCut(t *testing.T, point string, crash bool) {
 			cmd.Wait()         //nolint:errcheck // killed
 			t.Fatal(err)
 		}
-		sbatch := slurmtest.PausedPID(jobDir)
+		sbatch := supervisortest.PausedPID(jobDir)
 		cmd.Process.Kill() //nolint:errcheck // checked by Wait
 		cmd.Wait()         //nolint:errcheck // killed
 		// sbatch dies with the node that ran it.
@@ -173,7 +173,7 @@ func slurmStartCut(t *testing.T, point string, crash bool) {
 	}
 	if crash {
 		// Whatever of the first node's sbatch lived has had its chance.
-		slurmtest.ProcessGone(slurmtest.PausedPID(jobDir), 5*time.Second)
+		slurmtest.ProcessGone(supervisortest.PausedPID(jobDir), 5*time.Second)
 	}
 	if ids := slurmJobsNamed(t, id); len(ids) != 1 {
 		t.Errorf("job %s submitted %d times to Slurm (%v), want once", id, len(ids), ids)

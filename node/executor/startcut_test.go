@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -213,7 +214,8 @@ func TestProcessStartTimeoutLeavesNoJob(t *testing.T) {
 // (supervisor.json) takes the job's process with it: nothing could find
 // that process to stop it. Before, it ran on unrecorded.
 func TestProcessJobDiesWithItsSupervisor(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
+	if runtime.GOOS != "linux" {
+		// pdeath_other.go: the signal is Linux's (PR_SET_PDEATHSIG).
 		t.Skip("no parent-death signal without Linux")
 	}
 	dir := t.TempDir()
@@ -239,14 +241,9 @@ func TestProcessJobDiesWithItsSupervisor(t *testing.T) {
 			t.Fatal("the job did not start")
 		}
 	}
-	paused, err := os.ReadFile(filepath.Join(jobDir, "test-paused"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(paused))
-	supPID, err := strconv.Atoi(f[len(f)-1])
-	if err != nil {
-		t.Fatal(err)
+	supPID := supervisortest.PausedPID(jobDir)
+	if supPID == 0 {
+		t.Fatal("no pid of the paused supervisor")
 	}
 	if err := syscall.Kill(supPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)

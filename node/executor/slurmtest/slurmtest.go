@@ -48,7 +48,8 @@ const (
 // waits until test-resume exists (at most 2 minutes); a later one goes on
 // at once. The job directory is sbatch's --chdir (the Slurm executor's,
 // for a job without a working directory of its own). Pause files are
-// those of supervisortest: its WaitPaused and Resume work on them.
+// those of supervisortest: its WaitPaused, PausedPID and Resume work on
+// them.
 func PausingSbatch(t testing.TB, point string) string {
 	t.Helper()
 	real, err := exec.LookPath("sbatch")
@@ -85,21 +86,6 @@ exit $rc
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// PausedPID returns the pid of the process paused in dir (see
-// PausingSbatch), or 0.
-func PausedPID(dir string) int {
-	b, err := os.ReadFile(filepath.Join(dir, "test-paused"))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return 0
-	}
-	pid, _ := strconv.Atoi(f[1])
-	return pid
 }
 
 // ProcessGone waits until process pid has ended (or is a zombie: its

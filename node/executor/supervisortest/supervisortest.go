@@ -22,6 +22,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -73,6 +75,21 @@ func WaitPaused(dir string, within time.Duration) error {
 			return fmt.Errorf("no supervisor paused in %s within %v", dir, within)
 		}
 	}
+}
+
+// PausedPID returns the pid of the process paused in dir (a supervisor,
+// or slurmtest's sbatch), or 0.
+func PausedPID(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, pausedFile))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	pid, _ := strconv.Atoi(f[1])
+	return pid
 }
 
 // Resume lets the supervisor paused in dir go on.
