@@ -266,8 +266,8 @@ type job struct {
 	// agreeing (the agree's answer to come) or delegated (a Terminate
 	// owed or sent, the report to come).
 	cancelled bool
-	queued  bool    // EFS: taken into the queue at agree, no hold
-	at      int64   // EFS: when the peer's transfer policy took it
+	queued    bool  // EFS: taken into the queue at agree, no hold
+	at        int64 // EFS: when the peer's transfer policy took it
 }
 
 // awaits reports whether peer's answer to the job's quote requests is
@@ -366,7 +366,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
 	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job),
-		rank:    delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
+		rank: delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
 		owed: make(map[JobKey]*pendingReport), rqfAt: NeverPulled, laidTo: plan.Never}
 	for i := range cfg.Standing {
 		if err := cfg.Standing[i].Validate(); err != nil {
