@@ -169,10 +169,15 @@ const (
 	// DecideMove: a waiting job's reservation moved to Placement (the
 	// scheduling pass re-planned it; only with Config.TrackMoves).
 	DecideMove
+	// DecideExpire: the queue (FCFS, EASY, LIST) could not start the job
+	// before the last start that runs its estimate by its deadline: it is
+	// dropped (a node rejects it, deadline unreachable, SLA violated); the
+	// origin of a peer's job gets a report.
+	DecideExpire
 )
 
 var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome", "failed",
-	"cancel", "kill", "terminate", "report", "acked", "end", "offer", "agree", "move"}
+	"cancel", "kill", "terminate", "report", "acked", "end", "offer", "agree", "move", "expire"}
 
 func (k DecisionKind) String() string {
 	if k > 0 && int(k) < len(decisionNames) {
@@ -201,8 +206,9 @@ type Decision struct {
 	// Price is the price agreed with Peer (Delegate): the peer's quote
 	// (delegation.QuotePrice), 0 when the peer does not price.
 	Price float64
-	// Spec is the job as this site knows it (Accept, Delegate, Offer);
-	// Spec.ID is the agent's own id for it, which Restore takes back.
+	// Spec is the job as this site knows it (Accept, Delegate, Offer, a
+	// Failed that placed it again); Spec.ID is the agent's own id for it,
+	// which Restore takes back.
 	Spec plan.Job
 	// Offer is what a peer's quote has to beat (DecideOffer).
 	Offer OfferDecision
@@ -791,10 +797,10 @@ func (a *Agent) Step(now int64, m Message) {
 			return // a repeated report
 		}
 		a.forget(jb)
-		if jb.cancelled {
-			// The origin cancelled it: its outcome says nothing of the
-			// peer (the node learns no history from it either). A
-			// Terminate still owed is settled by the report.
+		if jb.cancelled || m.Outcome.Cancelled || m.Outcome.Expired {
+			// Cancelled, or never started: the outcome says nothing of
+			// the peer's service (the node learns no history from it
+			// either). A Terminate still owed is settled by the report.
 			delete(a.owed, m.Job)
 		} else {
 			h := a.rank.History()[m.From]
@@ -1021,6 +1027,12 @@ func (a *Agent) pass(now int64) {
 			a.decide(Decision{Kind: DecideStart, Job: jb.key, Start: d.Start, End: d.End})
 		case plan.DecideExtend:
 			a.decide(Decision{Kind: DecideExtend, Job: jb.key, Start: d.Start, End: d.End})
+		case plan.DecideExpire:
+			a.forget(jb)
+			a.decide(Decision{Kind: DecideExpire, Job: jb.key, Route: jb.route})
+			if jb.key.Site != a.cfg.Name {
+				a.report(now, jb.key, Outcome{Start: now, End: now, Expired: true})
+			}
 		}
 	}
 	a.moves()

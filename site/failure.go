@@ -33,7 +33,7 @@ func (a *Agent) NodeDown(now int64, pick int) {
 		pl = a.clearOfStanding(now, pj, pl, func() { a.site.Cancel(now, pj.ID) }, func() plan.Placement { return a.site.Submit(now, pj) })
 		if pl.OK() {
 			jb.pj.Release, jb.place = now, pl
-			a.decide(Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route})
+			a.decide(Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route, Spec: jb.pj})
 		} else {
 			a.lose(now, jb, pl)
 		}

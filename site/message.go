@@ -118,6 +118,9 @@ type Outcome struct {
 	// cancelled it); if it never started, Start and End are both the
 	// time of the cancel.
 	Cancelled bool
+	// Expired: the peer's queue could not start it within its window
+	// (DecideExpire); Start and End are the time it was dropped.
+	Expired bool
 }
 
 // QueuedJob is a job waiting at a peer, as RQF discloses it.
