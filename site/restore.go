@@ -236,8 +236,11 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 			running := sj.Phase == PhaseRunning
 			pl := sj.Placement
 			if running {
+				// The plan holds the run's slot; the job keeps the
+				// placement it was accepted with (a repeated agree is
+				// answered with it).
 				pl.Start, pl.End = sj.Start, sj.End
-				jb.started, jb.start, jb.place = true, sj.Start, pl
+				jb.started, jb.start = true, sj.Start
 			}
 			if err := a.site.Restore(jb.pj, pl, running); err != nil {
 				return nil, fmt.Errorf("site agent %s: saved job %v: %w", cfg.Name, sj.Key, err)
