@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"math/rand/v2"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -180,5 +182,61 @@ func BenchmarkFdatasync(b *testing.B) {
 		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSubmitCommit measures the commit of one turn of 8 submissions,
+// as the node's event loop writes it (docs/PERFORMANCE.md, "Durable
+// submits"): 8 new PENDING jobs, each with its reservation and its
+// idempotency key, into a store that already holds 10k such jobs.
+// keys=seq uses keys that sort in submission order (the node's benchmark
+// clients), keys=random keys that do not (UUIDs). Reported: the time of
+// one commit, the pages bbolt writes per commit and the runs of adjacent
+// pages among them, and B/op and allocs/op.
+func BenchmarkSubmitCommit(b *testing.B) {
+	for _, random := range []bool{false, true} {
+		name := "keys=seq"
+		if random {
+			name = "keys=random"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := OpenBolt(b.TempDir(), &Options{MaxBatchDelay: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			rnd := rand.New(rand.NewPCG(1, 2))
+			next := 0
+			commit := func(n int) {
+				var c Changes
+				for range n {
+					r := job(fmt.Sprintf("s.%012d", next), "alice", fedschedv1.JobState_JOB_STATE_PENDING)
+					r.Job.Reservation = &fedschedv1.Reservation{Start: timestamppb.New(t0), End: timestamppb.New(t0.Add(time.Hour)), Procs: 4, Site: "site-a"}
+					key := fmt.Sprintf("bench-%d", next)
+					if random {
+						key = fmt.Sprintf("%016x%016x", rnd.Uint64(), rnd.Uint64())
+					}
+					r.IdempotencyKey, r.BodyHash = "alice/"+key, make([]byte, 32)
+					c.PutJobs = append(c.PutJobs, r)
+					c.PutReservations = append(c.PutReservations, ReservationRecord{ID: r.ID(), JobID: r.ID(), Procs: 4, Start: t0, End: t0.Add(time.Hour)})
+					next++
+				}
+				if err := s.Apply(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range 10 {
+				commit(1000)
+			}
+			b.ReportAllocs()
+			st0 := s.db.Stats()
+			b.ResetTimer()
+			for range b.N {
+				commit(8)
+			}
+			b.StopTimer()
+			reportPages(b, s, st0)
+		})
 	}
 }
