@@ -21,7 +21,8 @@ import (
 // turn's unwritten changes) says it is. The jobs are submitted, re-planned
 // earlier when the jobs ahead of them end early (conservative backfilling
 // thaws, changes and freezes them again), cancelled while frozen, and
-// recovered after a restart.
+// recovered after a restart. jobsReach, read from the plan, agrees with
+// the jobs' reservations throughout.
 func TestFrozenJobsMatchTheStore(t *testing.T) {
 	dir := t.TempDir()
 	cfg := config.Default()
@@ -78,6 +79,10 @@ func TestFrozenJobsMatchTheStore(t *testing.T) {
 			}
 			if frozen == 0 {
 				t.Errorf("%s: no job frozen", when)
+			}
+			now := n.now()
+			if got, want := n.jobsReach(now), walkedReach(n, now); got != want {
+				t.Errorf("%s: jobsReach from the plan is %s, the jobs' reservations reach %s", when, rfc(got), rfc(want))
 			}
 		}}
 		runInLoop(t, n, o)

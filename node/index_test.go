@@ -30,7 +30,7 @@ func (o *inLoop) run(n *Node, _ int64) func(error) {
 }
 
 // runInLoop runs o on n's loop goroutine and waits for it.
-func runInLoop(t *testing.T, n *Node, o *inLoop) {
+func runInLoop(t testing.TB, n *Node, o *inLoop) {
 	t.Helper()
 	if err := n.send(context.Background(), o); err != nil {
 		t.Fatal(err)

@@ -377,12 +377,16 @@ func (n *Node) standingRules() []plan.Standing {
 	return out
 }
 
-// jobsReach is the latest end of a job's reservation in the plan.
+// jobsReach is the latest end of a live job's reservation in the plan (at
+// least now). It reads the plan, which holds every reservation by value,
+// and not the jobs' messages: a frozen job would be decoded (freeze.go).
+// The plan's other reservations are skipped: fixed ones (operators' and
+// failed processors') and peers' holds, which are not live jobs.
 func (n *Node) jobsReach(now int64) int64 {
 	reach := now
-	for _, lj := range n.live {
-		if r := lj.peek().GetReservation(); r != nil {
-			reach = max(reach, r.GetEnd().AsTime().Unix())
+	for r := range n.site.Plan().All() {
+		if r.End > reach && !r.Fixed && n.live[r.ID] != nil {
+			reach = r.End
 		}
 	}
 	return reach

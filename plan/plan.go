@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"iter"
 	"sort"
 )
 
@@ -52,6 +53,18 @@ func (p *Plan) Len() int { return len(p.res) }
 func (p *Plan) Get(id int64) (Reservation, bool) {
 	r, ok := p.res[id]
 	return r, ok
+}
+
+// All yields every reservation, in no particular order, without copying
+// the plan. The plan must not change during the walk.
+func (p *Plan) All() iter.Seq[Reservation] {
+	return func(yield func(Reservation) bool) {
+		for _, r := range p.res {
+			if !yield(r) {
+				return
+			}
+		}
+	}
 }
 
 // Reservations returns a copy of every reservation, ordered by start, then id.

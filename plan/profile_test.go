@@ -185,8 +185,9 @@ func TestProfileAgainstReference(t *testing.T) {
 }
 
 // checkInvariants asserts that no time has more processors reserved than
-// exist, that every reservation lies inside its window, and that the profile
-// equals the sum of the reservations.
+// exist, that every reservation lies inside its window, that the profile
+// equals the sum of the reservations, and that All yields them all, once
+// each, stopping when told to.
 func checkInvariants(t *testing.T, p *Plan) {
 	t.Helper()
 	ref := newRef(p.Procs())
@@ -195,6 +196,19 @@ func checkInvariants(t *testing.T, p *Plan) {
 			t.Fatalf("reservation %+v leaves its window", r)
 		}
 		ref.res[r.ID] = r
+	}
+	seen := map[int64]bool{}
+	for r := range p.All() {
+		if seen[r.ID] || ref.res[r.ID] != r {
+			t.Fatalf("All yielded %+v (again: %v), the plan holds %+v", r, seen[r.ID], ref.res[r.ID])
+		}
+		seen[r.ID] = true
+	}
+	if len(seen) != len(ref.res) {
+		t.Fatalf("All yielded %d reservations, the plan holds %d", len(seen), len(ref.res))
+	}
+	for range p.All() {
+		break // a walk stopped at once must not panic
 	}
 	for _, at := range append(ref.events(), Never, 0) {
 		f := ref.free(at)

@@ -3,6 +3,7 @@ package swf
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -106,6 +107,51 @@ func FuzzSanitize(f *testing.F) {
 			if i > 0 && j.Submit < out[i-1].Submit {
 				t.Fatalf("output not sorted")
 			}
+		}
+	})
+}
+
+// FuzzWriteReadsBack: whatever jobs and header line Write takes, Read
+// reads back the same jobs (Line aside) and the header line (trimmed, as
+// Read keeps comments); a header line Write refuses spans lines.
+func FuzzWriteReadsBack(f *testing.F) {
+	f.Add("MaxProcs: 64", int64(1), int64(0), int64(5), int64(100), int64(4), int64(-1), int64(-1), int64(4), int64(600), int64(-1),
+		int64(1), int64(3), int64(1), int64(7), int64(1), int64(-1), int64(-1), int64(-1))
+	f.Add("", int64(-1<<63), int64(1<<63-1), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0),
+		int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add(" two\nlines", int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0),
+		int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, header string, id, submit, wait, runtime, alloc, avgCPU, usedMem, reqProcs, reqTime, reqMem,
+		status, user, group, exe, queue, part, prec, think int64) {
+		j := Job{ID: id, Submit: submit, Wait: wait, Runtime: runtime, AllocProcs: alloc, AvgCPU: avgCPU, UsedMem: usedMem,
+			ReqProcs: reqProcs, ReqTime: reqTime, ReqMem: reqMem, Status: status, User: user, Group: group, Executable: exe,
+			Queue: queue, Partition: part, PrecedingJob: prec, ThinkTime: think}
+		var b bytes.Buffer
+		err := Write(&b, []string{header}, []Job{j, j})
+		if strings.ContainsAny(header, "\r\n") {
+			if err == nil {
+				t.Fatalf("header %q spanning lines written", header)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := Read(&b, "fuzz", Options{})
+		if err != nil {
+			t.Fatalf("%v reading back:\n%s", err, b.String())
+		}
+		if len(tr.Jobs) != 2 {
+			t.Fatalf("%d jobs read back, want 2", len(tr.Jobs))
+		}
+		for _, got := range tr.Jobs {
+			got.Line = 0
+			if got != j {
+				t.Fatalf("read %+v, wrote %+v", got, j)
+			}
+		}
+		if want := string(trimSpace([]byte(header))); len(tr.Header.Comments) != 1 || tr.Header.Comments[0] != want {
+			t.Fatalf("header read back as %q, want [%q]", tr.Header.Comments, want)
 		}
 	})
 }

@@ -316,13 +316,20 @@ func printJob(w io.Writer, j *fedschedv1.Job) error {
 	return k.flush()
 }
 
-// routeHuman is the route on one line: site-a → site-b (delegated).
+// routeHuman is the route on one line: site-a → site-b (delegated);
+// site-b ← site-a (received_from_peer). The arrow points the way the job
+// went: a hop's site is where it was recorded, and a receiving site's peer
+// is where the job came from.
 func routeHuman(route []*fedschedv1.RouteHop) string {
 	var parts []string
 	for _, h := range route {
 		p := h.GetSite()
 		if h.GetPeerSite() != "" {
-			p += " → " + h.GetPeerSite()
+			arrow := " → "
+			if h.GetReason() == fedschedv1.Reason_REASON_RECEIVED_FROM_PEER {
+				arrow = " ← "
+			}
+			p += arrow + h.GetPeerSite()
 		}
 		if r := reasonName(h.GetReason()); r != "" {
 			p += " (" + r + ")"

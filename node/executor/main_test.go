@@ -14,10 +14,17 @@ import (
 // re-executes fedsched with `supervise`.
 const supervisorEnv = "FEDSCHED_EXECUTOR_TEST_SUPERVISOR"
 
+// pdeathsigEnv turns the test binary into a Slurm command that prints the
+// parent-death signal it was started with (TestSlurmOnlySbatchDiesWithTheNode).
+const pdeathsigEnv = "FEDSCHED_EXECUTOR_TEST_PDEATHSIG"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(supervisorEnv) == "1" {
 		// Paused at the step named by supervisortest.PauseEnv, if any.
 		os.Exit(RunSupervisorSteps(os.Args[1:], func(dir string, s SupervisorStep) { supervisortest.Pause(dir, string(s)) }))
+	}
+	if os.Getenv(pdeathsigEnv) == "1" {
+		os.Exit(printPdeathsig())
 	}
 	if arg := os.Getenv(slurmStartEnv); arg != "" {
 		// A node starting a Slurm job (TestSlurmStartCutAtEachPoint).

@@ -11,6 +11,6 @@ import "syscall"
 // recorded the job's process group in supervisor.json thus leaves no job
 // running that nothing records; one killed later leaves a job the next
 // poll reports lost, whose group it kills in any case. The Slurm executor
-// gives it to the Slurm commands (Slurm.command): a crashed node's sbatch
-// does not queue a job after the next node has.
+// gives it to sbatch (Slurm.sbatch): a crashed node's sbatch does not
+// queue a job after the next node has.
 func dieWithParent(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }

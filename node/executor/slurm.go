@@ -156,8 +156,28 @@ func (s *Slurm) JobDir(jobID string) string {
 // Exits implements Executor.
 func (s *Slurm) Exits() <-chan Exit { return s.exits }
 
-// command runs a Slurm client command and returns its standard output.
+// command runs a Slurm client command and returns its standard output. A
+// crash of the node leaves it to finish: sinfo, squeue and scontrol only
+// read, and a scancel the node asked for is still wanted.
 func (s *Slurm) command(ctx context.Context, env []string, stdin []byte, name string, args ...string) (string, error) {
+	return s.run(ctx, env, stdin, false, name, args...)
+}
+
+// sbatch runs sbatch, which dies with the node (the parent-death signal):
+// a crashed node's sbatch must not queue its job after the next node
+// found none by that name and queued it (resubmit); left running, sbatch
+// retries a busy slurmctld for a while.
+func (s *Slurm) sbatch(ctx context.Context, env []string, args ...string) (string, error) {
+	return s.run(ctx, env, nil, true, "sbatch", args...)
+}
+
+// run runs a Slurm client command and returns its standard output; with
+// dieWithNode, the command is killed if the node dies. The parent-death
+// signal follows the thread that forks the command, not the process: that
+// goroutine keeps its thread (runtime.LockOSThread) until the command has
+// ended, so that the Go runtime cannot end the thread under it. Only
+// sbatch pays for a thread of its own.
+func (s *Slurm) run(ctx context.Context, env []string, stdin []byte, dieWithNode bool, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -170,15 +190,12 @@ func (s *Slurm) command(ctx context.Context, env []string, stdin []byte, name st
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	// The command dies with the node (the parent-death signal, which
-	// follows the thread that forks it: keep that thread until it ends).
-	// A crashed node's sbatch must not queue its job after the next node
-	// found none by that name and queued it (resubmit); left running,
-	// sbatch retries a busy slurmctld for a while.
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	dieWithParent(cmd.SysProcAttr)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	if dieWithNode {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+		dieWithParent(cmd.SysProcAttr)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(errb.String())
 		if msg == "" {
@@ -344,8 +361,8 @@ func (s *Slurm) Start(ctx context.Context, spec Spec) error {
 	// runs lets it finish, within CommandTimeout, and the job it queued
 	// is recorded below. Killed, it could have queued the job or not, and
 	// slurmctld may still act on a request it sent. (A crash of the node
-	// kills it: see command.)
-	out, err := s.command(context.WithoutCancel(ctx), env, nil, "sbatch", args...)
+	// kills it: see Slurm.sbatch.)
+	out, err := s.sbatch(context.WithoutCancel(ctx), env, args...)
 	if err != nil {
 		// sbatch refused (bad partition, limits, no account for the
 		// user) and nothing was queued, or it timed out after queueing:

@@ -188,22 +188,26 @@ func userKey(trace string, user int64) uint32 {
 	return h.Sum32() >> 1
 }
 
+// writeSite writes the jobs of one site as an SWF trace: a header with its
+// processors, then its jobs numbered from 1 in submit order, each on one
+// processor and completed (status 1), with its trace's submit time,
+// runtime, estimate and user; the fields the proxy does not model are -1.
 func writeSite(path string, procs int, all []job, site int) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("gridproxy: %w", err)
-	}
-	w := bufio.NewWriter(f)
-	fmt.Fprintf(w, "; UnixStartTime: 0\n; MaxProcs: %d\n; MaxNodes: %d\n", procs, procs)
-	n := int64(0)
+	var jobs []swf.Job
 	for _, j := range all {
 		if j.site != site {
 			continue
 		}
-		n++
-		fmt.Fprintf(w, "%d %d -1 %d 1 -1 -1 1 %d -1 1 %d -1 -1 -1 -1 -1 -1\n", n, j.Submit, j.Runtime, j.ReqTime, j.User)
+		jobs = append(jobs, swf.Job{ID: int64(len(jobs) + 1), Submit: j.Submit, Wait: -1, Runtime: j.Runtime, AllocProcs: 1,
+			AvgCPU: -1, UsedMem: -1, ReqProcs: 1, ReqTime: j.ReqTime, ReqMem: -1, Status: 1, User: j.User, Group: -1,
+			Executable: -1, Queue: -1, Partition: -1, PrecedingJob: -1, ThinkTime: -1})
 	}
-	if err := w.Flush(); err != nil {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("gridproxy: %w", err)
+	}
+	header := []string{"UnixStartTime: 0", fmt.Sprintf("MaxProcs: %d", procs), fmt.Sprintf("MaxNodes: %d", procs)}
+	if err := swf.Write(f, header, jobs); err != nil {
 		f.Close()
 		return fmt.Errorf("gridproxy: %s: %w", path, err)
 	}
