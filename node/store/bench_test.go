@@ -185,6 +185,53 @@ func BenchmarkFdatasync(b *testing.B) {
 	}
 }
 
+// BenchmarkFdatasyncPages is BenchmarkFdatasync with more pages per sync:
+// n 4 KiB pages overwritten at random places in a 1 MiB region (as
+// bbolt's commit writes the B+tree pages it dirtied, each where the free
+// list put it), or n adjacent ones, then one fdatasync. On the
+// development machine's disk each run of adjacent pages costs about one
+// page's sync (docs/PERFORMANCE.md, "Fewer pages per commit").
+func BenchmarkFdatasyncPages(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		n        int
+		adjacent bool
+	}{{"scattered=1", 1, false}, {"scattered=4", 4, false}, {"scattered=8", 8, false}, {"scattered=13", 13, false}, {"adjacent=13", 13, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			f, err := os.CreateTemp(b.TempDir(), "fdatasync")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			const region = 256
+			page := make([]byte, 4096)
+			if _, err := f.Write(make([]byte, region*len(page))); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			rnd := rand.New(rand.NewPCG(1, 2))
+			for b.Loop() {
+				at := rnd.IntN(region - c.n)
+				for k := range c.n {
+					if !c.adjacent {
+						at = rnd.IntN(region)
+					} else if k > 0 {
+						at++
+					}
+					if _, err := f.WriteAt(page, int64(at*len(page))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkSubmitCommit measures the commit of one turn of 8 submissions,
 // as the node's event loop writes it (docs/PERFORMANCE.md, "Fewer pages
 // per commit"): 8 new PENDING jobs, each with its reservation (in the job
