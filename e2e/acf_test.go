@@ -66,7 +66,9 @@ func TestACFPeerQuotesOnlyWhatItStartsNow(t *testing.T) {
 
 // checkSpread checks the flood of 8 two-processor jobs submitted at small
 // (ids): 2 run at home and 6 at the idle peer, none at the busy one, and
-// each moved job (how: "delegated", "taken") starts at idle at once.
+// each moved job (how: "delegated", "taken") starts at idle at once; its
+// route at small marks its delegation step taken exactly when idle took
+// it (RQF).
 func checkSpread(t *testing.T, c *Cluster, ids []string, how string) {
 	t.Helper()
 	small := c.Site("small")
@@ -78,6 +80,9 @@ func checkSpread(t *testing.T, c *Cluster, ids []string, how string) {
 		at[j.GetSite()]++
 		if j.GetSite() != "small" {
 			checkRoute(t, j, "small", "idle")
+			if liveTaken(j) != (how == "taken") {
+				t.Errorf("%s job's route at small marks it taken: %v, want %v: %v", how, liveTaken(j), how == "taken", j.GetRoute())
+			}
 		}
 	}
 	t.Logf("jobs by executing site: %v", at)

@@ -466,9 +466,9 @@ func TestSimulatorMatchesNodeRQF(t *testing.T) {
 }
 
 // liveTaken reports whether a job's record at its origin shows it taken
-// from the origin's queue (RQF).
+// from the origin's queue (RQF): a delegation step marked taken.
 func liveTaken(o *fedschedv1.Job) bool {
 	return slices.ContainsFunc(o.GetRoute(), func(h *fedschedv1.RouteHop) bool {
-		return h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && strings.Contains(h.GetMessage(), "(RQF)")
+		return h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetTaken()
 	})
 }

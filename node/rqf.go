@@ -334,7 +334,7 @@ func (n *Node) handOver(req *fedschedv1.TakeRequest, now int64) error {
 	lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = nil, 0, false
 	msg := fmt.Sprintf("%s %s, which would start it now: agreeing to its hold %s", rqfHandingOver, req.GetSite(), req.GetHoldId())
 	lj.job().Route = append(lj.job().Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: req.GetSite(), Reason: fedschedv1.Reason_REASON_DELEGATED,
-		Message: msg, Time: toTime(now)})
+		Message: msg, Time: toTime(now), Taken: true})
 	lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, msg, now)
 	n.inflight[lj.seq] = &inflight{seq: lj.seq, job: lj.job(), peer: req.GetSite(), hold: req.GetHoldId(), take: true}
 	n.launch = append(n.launch, lj.seq)

@@ -61,6 +61,11 @@ func TestRQFPullsWaitingJobs(t *testing.T) {
 			if !strings.Contains(j.GetMessage(), "RQF") || len(j.GetRoute()) < 3 {
 				t.Errorf("taken job without its RQF story: %s %v", j.GetMessage(), j.GetRoute())
 			}
+			if !slices.ContainsFunc(j.GetRoute(), func(h *fedschedv1.RouteHop) bool {
+				return h.GetSite() == "s0" && h.GetPeerSite() == "s1" && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetTaken()
+			}) {
+				t.Errorf("taken job's route has no s0 -> s1 step marked taken: %v", j.GetRoute())
+			}
 			ag, err := sites[1].fed.GetAgreement(context.Background(), &fedschedv1.GetAgreementRequest{OriginSite: "s0", OriginJobId: id})
 			if err != nil {
 				t.Fatalf("the taker has no agreement for %s: %v", id, err)

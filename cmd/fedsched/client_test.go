@@ -219,7 +219,7 @@ func (f *fakeSite) Explain(_ context.Context, req *fedschedv1.ExplainRequest) (*
 		Spec:        &fedschedv1.JobSpec{Procs: 8, EstimateSeconds: 7200, User: "alice", Deadline: ts(t0.Add(3 * time.Hour))},
 		Reservation: res, Pof: 0.05, Overbooked: true, SlaOutcome: fedschedv1.SlaOutcome_SLA_OUTCOME_OPEN,
 		Route: []*fedschedv1.RouteHop{
-			{Site: "site-a", PeerSite: "site-b", Reason: fedschedv1.Reason_REASON_DELEGATED, Message: "quote accepted", Time: ts(t0)},
+			{Site: "site-a", PeerSite: "site-b", Reason: fedschedv1.Reason_REASON_DELEGATED, Message: "taken from the queue (RQF) by site-b", Time: ts(t0), Taken: true},
 			{Site: "site-b", PeerSite: "site-a", Reason: fedschedv1.Reason_REASON_RECEIVED_FROM_PEER, Time: ts(t0.Add(time.Second))},
 		},
 		History: []*fedschedv1.Transition{
@@ -826,7 +826,7 @@ func TestExplain(t *testing.T) {
 	}
 	hop := route[0].(map[string]any)
 	if hop["site"] != "site-a" || hop["peer_site"] != "site-b" || hop["reason"] != "delegated" ||
-		hop["message"] != "quote accepted" || hop["time"] != "2030-01-02T03:00:00Z" {
+		hop["message"] != "taken from the queue (RQF) by site-b" || hop["time"] != "2030-01-02T03:00:00Z" || hop["taken"] != true {
 		t.Errorf("hop %v", hop)
 	}
 	if fmt.Sprint(got["reasons"]) != "[delegated overbooked]" {

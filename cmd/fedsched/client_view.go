@@ -86,6 +86,7 @@ type hopJSON struct {
 	Reason   string  `json:"reason"`
 	Message  string  `json:"message"`
 	Time     *string `json:"time"`
+	Taken    bool    `json:"taken"`
 }
 
 type transitionJSON struct {
@@ -149,7 +150,7 @@ func routeView(route []*fedschedv1.RouteHop) []hopJSON {
 	out := make([]hopJSON, 0, len(route))
 	for _, h := range route {
 		out = append(out, hopJSON{Site: h.GetSite(), PeerSite: h.GetPeerSite(), Reason: reasonName(h.GetReason()),
-			Message: h.GetMessage(), Time: tsJSON(h.GetTime())})
+			Message: h.GetMessage(), Time: tsJSON(h.GetTime()), Taken: h.GetTaken()})
 	}
 	return out
 }

@@ -671,7 +671,11 @@ type RouteHop struct {
 	// Human-readable detail.
 	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
 	// When it happened, by the clock of `site`.
-	Time          *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=time,proto3" json:"time,omitempty"`
+	Time *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=time,proto3" json:"time,omitempty"`
+	// On a REASON_DELEGATED step: true when peer_site took the job from the
+	// queue of `site` because it could start it at once (RQF, the pull
+	// transfer policy), false when `site` offered the job to its peers.
+	Taken         bool `protobuf:"varint,6,opt,name=taken,proto3" json:"taken,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -739,6 +743,13 @@ func (x *RouteHop) GetTime() *timestamppb.Timestamp {
 		return x.Time
 	}
 	return nil
+}
+
+func (x *RouteHop) GetTaken() bool {
+	if x != nil {
+		return x.Taken
+	}
+	return false
 }
 
 // Transition is one change of a job's state, kept for Explain.
@@ -3361,13 +3372,14 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x14\n" +
 	"\x05procs\x18\x03 \x01(\x05R\x05procs\x12\x12\n" +
-	"\x04site\x18\x04 \x01(\tR\x04site\"\xb2\x01\n" +
+	"\x04site\x18\x04 \x01(\tR\x04site\"\xc8\x01\n" +
 	"\bRouteHop\x12\x12\n" +
 	"\x04site\x18\x01 \x01(\tR\x04site\x12\x1b\n" +
 	"\tpeer_site\x18\x02 \x01(\tR\bpeerSite\x12+\n" +
 	"\x06reason\x18\x03 \x01(\x0e2\x13.fedsched.v1.ReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xd5\x01\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
+	"\x05taken\x18\x06 \x01(\bR\x05taken\"\xd5\x01\n" +
 	"\n" +
 	"Transition\x12)\n" +
 	"\x04from\x18\x01 \x01(\x0e2\x15.fedsched.v1.JobStateR\x04from\x12%\n" +
