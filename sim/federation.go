@@ -623,7 +623,6 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 			ticks.setWake(k, a.NextWake(subs[0].at-every))
 		}
 	}
-	settleFirst := cfg.Federate && cfg.Transfer == delegation.RQF
 	var failing []int // the sites whose processors fail
 	for k, fp := range fails {
 		if fp.on {
@@ -691,12 +690,16 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 					drain(k)
 				}
 			}
-			// Under RQF the second's submissions come after the messages
-			// due before them have settled (an RQF round asked at a wake),
-			// as in the stepped live replay. (The other policies take them
-			// first, before the outcome reports of the second's ends, which
-			// a live site has before them; docs/architecture.md.)
-			for next < len(subs) && subs[next].at == t && (!settleFirst || net.empty() || net.next().at > t) {
+			// A submission waits until the messages due by now have
+			// settled (delivered below, with all they cause in this
+			// second, and the pass again): the outcome reports of the
+			// second's ends, the quotes of a request sent a latency ago,
+			// an RQF round asked at a wake, and what the previous
+			// submission started. So a site has every message that has
+			// reached it before it takes a job, as a node has, and the
+			// second's jobs go in one at a time, each settled, as the
+			// stepped live replay submits them (docs/architecture.md).
+			for next < len(subs) && subs[next].at == t && (net.empty() || net.next().at > t) {
 				s := subs[next]
 				next++
 				f := &res.Records[s.idx]
