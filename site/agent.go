@@ -135,9 +135,49 @@ const (
 	// DecideStart follows); otherwise it is lost: the site runs it no
 	// more, and the driver settles its SLA as the provider's failure.
 	DecideFailed
+	// DecideCancel: the job is cancelled (Cancel at this site, or a
+	// Terminate from its origin, then Peer is the origin). A waiting job
+	// has left the plan; a running one is killed (a DecideKill follows)
+	// and keeps its processors until the driver calls End.
+	DecideCancel
+	// DecideKill: kill the running job now (it was cancelled); End
+	// follows when its process has stopped.
+	DecideKill
+	// DecideTerminate (origin side): a Terminate for the job is owed to
+	// Peer, the site that runs it, until a DecideAcked; a driver keeps it
+	// across a restart.
+	DecideTerminate
+	// DecideReport (executing side): the outcome report of a job run for
+	// Peer, its origin, is owed until a DecideAcked (Outcome).
+	DecideReport
+	// DecideAcked: Peer acknowledged what was owed for the job (a report,
+	// a Terminate), or refused the agree of a job cancelled while it was
+	// agreeing: nothing is owed to it any more.
+	DecideAcked
+	// DecideEnd: a job that ran here stopped (End): Outcome says how.
+	// The runtime statistics have learnt from it (Ready.Learnt).
+	DecideEnd
+	// DecideOffer (origin side): the transfer policy offers the job to
+	// peers (Spec, Route, Offer); it is out of the plan until a peer
+	// takes it (DecideDelegate) or it comes back (DecideAccept,
+	// DecideReject). After a restart it is offered again.
+	DecideOffer
+	// DecideAgree (origin side): the origin agrees to Peer's quote; it is
+	// written ahead of the agree, so that after a restart the origin asks
+	// that peer again and no other (the node's intent record).
+	DecideAgree
+	// DecideMove: a waiting job's reservation moved to Placement (the
+	// scheduling pass re-planned it; only with Config.TrackMoves).
+	DecideMove
+	// DecideExpire: the queue (FCFS, EASY, LIST) could not start the job
+	// before the last start that runs its estimate by its deadline: it is
+	// dropped (a node rejects it, deadline unreachable, SLA violated); the
+	// origin of a peer's job gets a report.
+	DecideExpire
 )
 
-var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome", "failed"}
+var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome", "failed",
+	"cancel", "kill", "terminate", "report", "acked", "end", "offer", "agree", "move", "expire"}
 
 func (k DecisionKind) String() string {
 	if k > 0 && int(k) < len(decisionNames) {
@@ -166,6 +206,12 @@ type Decision struct {
 	// Price is the price agreed with Peer (Delegate): the peer's quote
 	// (delegation.QuotePrice), 0 when the peer does not price.
 	Price float64
+	// Spec is the job as this site knows it (Accept, Delegate, Offer, a
+	// Failed that placed it again); Spec.ID is the agent's own id for it,
+	// which Restore takes back.
+	Spec plan.Job
+	// Offer is what a peer's quote has to beat (DecideOffer).
+	Offer OfferDecision
 }
 
 // Ready is everything the agent decided since the last call to Ready: the
@@ -173,6 +219,14 @@ type Decision struct {
 type Ready struct {
 	Decisions []Decision
 	Messages  []Message
+	// Seq is the agent's id counter and PulledAt its last RQF round (or
+	// NeverPulled) after the batch; a driver persists them with it, for
+	// Restore.
+	Seq, PulledAt int64
+	// Learnt: the runtime statistics changed (Agent.Stats); Observed: the
+	// peer histories changed (Agent.History). A driver that restores
+	// persists them with the batch.
+	Learnt, Observed bool
 }
 
 // Empty reports whether there is nothing to do.
@@ -214,8 +268,12 @@ type job struct {
 	expires int64   // hold expiry
 	price   float64 // the quote's price (delegation.QuotePrice)
 	holdID  string  // key.String(), made at the first offer
-	queued  bool    // EFS: taken into the queue at agree, no hold
-	at      int64   // EFS: when the peer's transfer policy took it
+	// cancelled: cancelled while running (killed, its End to come),
+	// agreeing (the agree's answer to come) or delegated (a Terminate
+	// owed or sent, the report to come).
+	cancelled bool
+	queued    bool  // EFS: taken into the queue at agree, no hold
+	at        int64 // EFS: when the peer's transfer policy took it
 }
 
 // awaits reports whether peer's answer to the job's quote requests is
@@ -257,8 +315,12 @@ type Agent struct {
 	byID  map[int64]*job
 	// waits holds the jobs in a state with a time limit (asking, agreeing,
 	// held, taking): NextWake and Tick look only at them.
-	waits   map[JobKey]*job
-	reports map[JobKey]*pendingReport
+	waits map[JobKey]*job
+	// owed are the messages resent until acknowledged: the reports of jobs
+	// run for peers, and the Terminates of this site's cancelled jobs
+	// (their keys never collide: a report's job is a peer's, a
+	// Terminate's this site's).
+	owed    map[JobKey]*pendingReport
 	ready   Ready
 	spare   Ready // a batch the driver handed back (Recycle), for the next one
 	dirty   bool  // an event since the last Tick: a pass is due
@@ -310,8 +372,8 @@ func New(cfg Config) (*Agent, error) {
 	}
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
 	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job),
-		rank:    delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
-		reports: make(map[JobKey]*pendingReport), rqfAt: NeverPulled, laidTo: plan.Never}
+		rank: delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
+		owed: make(map[JobKey]*pendingReport), rqfAt: NeverPulled, laidTo: plan.Never}
 	for i := range cfg.Standing {
 		if err := cfg.Standing[i].Validate(); err != nil {
 			return nil, fmt.Errorf("site agent %s: %w: %w", cfg.Name, err, ErrInvalid)
@@ -363,9 +425,19 @@ func (a *Agent) Site() *plan.Site { return a.site }
 // Callers must not change it.
 func (a *Agent) History() map[string]delegation.History { return a.rank.History() }
 
+// Stats are the runtime statistics admission learns, nil when the site
+// does not overbook. Callers must not change them.
+func (a *Agent) Stats() *overbook.Stats {
+	if a.adm == nil {
+		return nil
+	}
+	return a.adm.Stats.(*overbook.Stats)
+}
+
 // Ready returns the batch decided since the last call and starts a new one.
 func (a *Agent) Ready() Ready {
 	r := a.ready
+	r.Seq, r.PulledAt = a.seq, a.rqfAt
 	a.ready = Ready{Decisions: a.spare.Decisions, Messages: a.spare.Messages}
 	a.spare = Ready{}
 	return r
@@ -452,7 +524,17 @@ func (a *Agent) offer(now int64, jb *job) bool {
 func (a *Agent) offerTo(now int64, jb *job, d OfferDecision) bool {
 	jb.offered, jb.offer = true, d
 	jb.rounds = a.rounds(now, jb)
-	return a.ask(now, jb)
+	return a.asking(now, jb)
+}
+
+// asking sends the first round's quote requests of an offer, and records
+// the offer (DecideOffer); false when no peer may be asked.
+func (a *Agent) asking(now int64, jb *job) bool {
+	if !a.ask(now, jb) {
+		return false
+	}
+	a.decide(Decision{Kind: DecideOffer, Job: jb.key, Route: jb.route, Spec: jb.pj, Offer: jb.offer})
+	return true
 }
 
 // rounds orders the peers to ask: each preferred peer alone, in the
@@ -508,7 +590,7 @@ func (a *Agent) admit(now int64, jb *job) {
 	}
 	a.set(jb, stateLocal)
 	jb.place = pl
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: pl, Route: jb.route})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: pl, Route: jb.route, Spec: jb.pj})
 }
 
 // choose picks among the offers of the round that has ended (Choose):
@@ -529,6 +611,7 @@ func (a *Agent) choose(now int64, jb *job) {
 	a.set(jb, stateAgreeing)
 	jb.peer = jb.asked[win]
 	jb.deadline = now + a.cfg.ReplySeconds
+	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: jb.peer})
 	a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
 }
 
@@ -546,17 +629,99 @@ func (a *Agent) End(now int64, key JobKey, completed bool) bool {
 	if a.adm != nil {
 		// The node's rule: a job that ended by itself shows its runtime; a
 		// killed one only that it needed more than it ran (censored), never
-		// how much more, which would be an oracle no live site has.
-		o := overbook.Observation{Ran: ran, Censored: !completed && ran < jb.pj.Estimate}
+		// how much more, which would be an oracle no live site has. A job
+		// cancelled while it ran was cut too, whatever its exit.
+		cut := !completed || jb.cancelled
+		o := overbook.Observation{Ran: ran, Censored: cut && ran < jb.pj.Estimate}
 		a.adm.Record(&jb.pj, o) //nolint:errcheck // a job without a usable estimate is not learnt from
+		a.ready.Learnt = true
 	}
 	a.forget(jb)
+	out := Outcome{Start: jb.start, End: now, Completed: completed, Cancelled: jb.cancelled}
+	a.decide(Decision{Kind: DecideEnd, Job: key, Outcome: out})
 	if key.Site != a.cfg.Name {
-		m := Message{Kind: KindReport, To: key.Site, Job: key, Outcome: Outcome{Start: jb.start, End: now, Completed: completed}}
-		a.reports[key] = &pendingReport{msg: m, next: now + a.cfg.ReplySeconds}
-		a.send(m)
+		a.report(now, key, out)
 	}
 	return true
+}
+
+// report owes the origin of a job run here its outcome, until it
+// acknowledges (DecideReport).
+func (a *Agent) report(now int64, key JobKey, o Outcome) {
+	a.owe(now, Message{Kind: KindReport, To: key.Site, Job: key, Outcome: o})
+	a.decide(Decision{Kind: DecideReport, Job: key, Peer: key.Site, Outcome: o})
+}
+
+// owe sends m, and again every ReplySeconds until its acknowledgement.
+func (a *Agent) owe(now int64, m Message) {
+	a.owed[m.Job] = &pendingReport{msg: m, next: now + a.cfg.ReplySeconds}
+	a.send(m)
+}
+
+// Cancel takes a user's cancel of a job at this site: its own job in any
+// state, or one it runs for a peer (the node lets a site's operator cancel
+// those too; their origin gets a report). A waiting job leaves the plan.
+// A running one is killed (DecideKill); it keeps its processors until the
+// driver calls End, and the statistics learn from it as censored. A job
+// being offered to peers stops being offered: the holds its peers granted
+// are released (a quote still to come is released when it comes). A job
+// whose agree is out stays until the peer answers: if it took the job, a
+// Terminate is sent. A delegated job gets a Terminate (DecideTerminate),
+// resent until acknowledged; its report still comes. Cancel reports false
+// for a job this site does not own (unknown, or only held for a peer);
+// cancelling a job again changes nothing and reports true.
+func (a *Agent) Cancel(now int64, key JobKey) bool {
+	jb := a.jobs[key]
+	if jb == nil || jb.state == stateHeld || jb.state == stateTaking {
+		return false
+	}
+	if !jb.cancelled {
+		a.dirty = true
+		a.cancel(now, jb, "")
+	}
+	return true
+}
+
+// cancel cancels jb; by is the origin that terminated it, "" for a cancel
+// at this site.
+func (a *Agent) cancel(now int64, jb *job, by string) {
+	a.decide(Decision{Kind: DecideCancel, Job: jb.key, Peer: by, Route: jb.route})
+	switch jb.state {
+	case stateLocal:
+		if jb.started {
+			jb.cancelled = true
+			a.decide(Decision{Kind: DecideKill, Job: jb.key})
+			return
+		}
+		a.site.Cancel(now, jb.pj.ID)
+		if a.adm != nil {
+			a.adm.Forget(jb.pj.ID) // it never ran: nothing to learn
+		}
+		a.forget(jb)
+		if jb.key.Site != a.cfg.Name {
+			a.report(now, jb.key, Outcome{Start: now, End: now, Cancelled: true})
+		}
+	case stateAsking:
+		for i, o := range jb.offers {
+			if o != nil {
+				a.send(Message{Kind: KindRelease, To: jb.asked[i], Job: jb.key})
+			}
+		}
+		a.forget(jb)
+	case stateAgreeing:
+		// Only the agree's answer settles where the job is (Step,
+		// KindAgreed).
+		jb.cancelled = true
+	case stateDelegated:
+		jb.cancelled = true
+		a.terminate(now, jb)
+	}
+}
+
+// terminate owes jb's executing peer a Terminate.
+func (a *Agent) terminate(now int64, jb *job) {
+	a.owe(now, Message{Kind: KindTerminate, To: jb.peer, Job: jb.key})
+	a.decide(Decision{Kind: DecideTerminate, Job: jb.key, Peer: jb.peer})
 }
 
 // Step takes a message from a peer.
@@ -594,6 +759,11 @@ func (a *Agent) Step(now int64, m Message) {
 		}
 		if m.Offer == nil {
 			a.failed(m.From)
+			if jb.cancelled {
+				a.forget(jb)
+				a.decide(Decision{Kind: DecideAcked, Job: jb.key, Peer: m.From})
+				return
+			}
 			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionRefused, Reason: m.Reason, At: now})
 			if !a.ask(now, jb) {
 				a.admit(now, jb)
@@ -601,13 +771,20 @@ func (a *Agent) Step(now int64, m Message) {
 			return
 		}
 		a.set(jb, stateDelegated)
+		if jb.cancelled {
+			// Cancelled while the agree was out: the peer owns the job
+			// now, and is told to stop it.
+			jb.peer = m.From
+			a.terminate(now, jb)
+			return
+		}
 		jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionDelegated, At: now,
 			Reason: "the peer's quote ends earlier than the local placement"})
 		pl := plan.Placement{Start: m.Offer.Start, End: m.Offer.End, PoF: m.Offer.PoF, Reason: plan.ReasonPlacedInFull}
 		if m.Offer.Overbooked {
 			pl.Reason = plan.ReasonOverbooked
 		}
-		a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: m.From, Route: jb.route, Price: m.Offer.Price})
+		a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: m.From, Route: jb.route, Price: m.Offer.Price, Spec: jb.pj})
 	case KindRelease:
 		if jb := a.jobs[m.Job]; jb != nil && jb.state == stateHeld && m.From == jb.from {
 			a.site.Unhold(now, jb.pj.ID)
@@ -620,12 +797,31 @@ func (a *Agent) Step(now int64, m Message) {
 			return // a repeated report
 		}
 		a.forget(jb)
-		h := a.rank.History()[m.From]
-		ObserveOutcome(&h, jb.pj.Procs, jb.pj.Estimate, jb.route[0].At, m.Outcome.Start, m.Outcome.End)
-		a.rank.SetHistory(m.From, h)
+		if jb.cancelled || m.Outcome.Cancelled || m.Outcome.Expired {
+			// Cancelled, or never started: the outcome says nothing of
+			// the peer's service (the node learns no history from it
+			// either). A Terminate still owed is settled by the report.
+			delete(a.owed, m.Job)
+		} else {
+			h := a.rank.History()[m.From]
+			ObserveOutcome(&h, jb.pj.Procs, jb.pj.Estimate, jb.route[0].At, m.Outcome.Start, m.Outcome.End)
+			a.observe(m.From, h)
+		}
 		a.decide(Decision{Kind: DecideOutcome, Job: jb.key, Peer: m.From, Outcome: m.Outcome, Route: jb.route})
-	case KindReportAck:
-		delete(a.reports, m.Job)
+	case KindReportAck, KindTerminated:
+		want := KindReport
+		if m.Kind == KindTerminated {
+			want = KindTerminate
+		}
+		if r := a.owed[m.Job]; r != nil && r.msg.Kind == want && r.msg.To == m.From {
+			delete(a.owed, m.Job)
+			a.decide(Decision{Kind: DecideAcked, Job: m.Job, Peer: m.From})
+		}
+	case KindTerminate:
+		if jb := a.jobs[m.Job]; jb != nil && jb.state == stateLocal && jb.from == m.From && !jb.cancelled {
+			a.cancel(now, jb, m.From)
+		}
+		a.send(Message{Kind: KindTerminated, To: m.From, Job: m.Job})
 	case KindQueueRequest:
 		a.disclose(now, m)
 	case KindQueue:
@@ -640,7 +836,13 @@ func (a *Agent) Step(now int64, m Message) {
 func (a *Agent) failed(peer string) {
 	h := a.rank.History()[peer]
 	h.Failures++
+	a.observe(peer, h)
+}
+
+// observe sets what this site knows of peer (Ready.Observed).
+func (a *Agent) observe(peer string, h delegation.History) {
 	a.rank.SetHistory(peer, h)
+	a.ready.Observed = true
 }
 
 // quote answers a quote request with a hold, or refuses.
@@ -719,7 +921,7 @@ func (a *Agent) agree(now int64, m Message) {
 	}
 	a.set(jb, stateLocal)
 	jb.route = jb.route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj})
 	a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
 }
 
@@ -727,7 +929,7 @@ func (a *Agent) agree(now int64, m Message) {
 // work: a job it holds, runs, plans or negotiates, or a report to resend.
 // A replay whose sites are none of them busy, with no submission, end or
 // message to come, is over (an idle RQF site would ask forever).
-func (a *Agent) Busy() bool { return len(a.jobs) > 0 || len(a.reports) > 0 }
+func (a *Agent) Busy() bool { return len(a.jobs) > 0 || len(a.owed) > 0 }
 
 // Stepped reports whether an event since the last Tick calls for one now.
 func (a *Agent) Stepped() bool { return a.dirty }
@@ -748,7 +950,7 @@ func (a *Agent) NextWake(now int64) int64 {
 			t = min(t, max(jb.expires, now))
 		}
 	}
-	for _, r := range a.reports {
+	for _, r := range a.owed {
 		t = min(t, max(r.next, now))
 	}
 	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil {
@@ -789,15 +991,15 @@ func (a *Agent) Tick(now int64) {
 			a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
 		}
 	}
-	rkeys := make([]JobKey, 0, len(a.reports))
-	for k, r := range a.reports {
+	rkeys := make([]JobKey, 0, len(a.owed))
+	for k, r := range a.owed {
 		if r.next <= now {
 			rkeys = append(rkeys, k)
 		}
 	}
 	slices.SortFunc(rkeys, cmpKey)
 	for _, k := range rkeys {
-		r := a.reports[k]
+		r := a.owed[k]
 		r.next = now + a.cfg.ReplySeconds
 		a.send(r.msg)
 	}
@@ -825,6 +1027,28 @@ func (a *Agent) pass(now int64) {
 			a.decide(Decision{Kind: DecideStart, Job: jb.key, Start: d.Start, End: d.End})
 		case plan.DecideExtend:
 			a.decide(Decision{Kind: DecideExtend, Job: jb.key, Start: d.Start, End: d.End})
+		case plan.DecideExpire:
+			a.forget(jb)
+			a.decide(Decision{Kind: DecideExpire, Job: jb.key, Route: jb.route})
+			if jb.key.Site != a.cfg.Name {
+				a.report(now, jb.key, Outcome{Start: now, End: now, Expired: true})
+			}
+		}
+	}
+	a.moves()
+}
+
+// moves tells the driver of the waiting reservations re-planning moved
+// (TrackMoves; the plan tracks none otherwise).
+func (a *Agent) moves() {
+	for _, id := range a.site.Moved() {
+		jb := a.byID[id]
+		if jb == nil || jb.started || jb.state != stateLocal {
+			continue
+		}
+		if pl, ok := a.site.Placement(id); ok {
+			jb.place = pl
+			a.decide(Decision{Kind: DecideMove, Job: jb.key, Placement: pl})
 		}
 	}
 }
@@ -861,7 +1085,7 @@ func (a *Agent) offerEFS(now int64, jb *job) bool {
 	// (ACF's acceptance rule, as the study's partner applies it); a peer
 	// on EFS decides by its rule base and ignores it.
 	jb.offered, jb.offer, jb.rounds = true, OfferDecision{Offer: true, LocalEnd: plan.Forever, StartNow: true}, rounds
-	return a.ask(now, jb)
+	return a.asking(now, jb)
 }
 
 // quoteEFS is EFS's side of a peer's offer: the rule base for that peer
