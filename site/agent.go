@@ -174,10 +174,21 @@ const (
 	// dropped (a node rejects it, deadline unreachable, SLA violated); the
 	// origin of a peer's job gets a report.
 	DecideExpire
+	// DecideReserve: an operator's fixed reservation (Fixed) is in the
+	// plan (Reserve).
+	DecideReserve
+	// DecideUnreserve: the operator's reservation Fixed.ID is gone
+	// (Unreserve).
+	DecideUnreserve
+	// DecideDisplaced: the reservation Fixed took the waiting job's slot:
+	// with Placement.OK() it was placed again there, otherwise it is
+	// dropped (a node rejects it, its SLA violated: the provider broke
+	// it); the origin of a peer's job gets a report.
+	DecideDisplaced
 )
 
 var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome", "failed",
-	"cancel", "kill", "terminate", "report", "acked", "end", "offer", "agree", "move", "expire"}
+	"cancel", "kill", "terminate", "report", "acked", "end", "offer", "agree", "move", "expire", "reserve", "unreserve", "displaced"}
 
 func (k DecisionKind) String() string {
 	if k > 0 && int(k) < len(decisionNames) {
@@ -212,6 +223,8 @@ type Decision struct {
 	Spec plan.Job
 	// Offer is what a peer's quote has to beat (DecideOffer).
 	Offer OfferDecision
+	// Fixed is an operator's reservation (Reserve, Unreserve, Displaced).
+	Fixed plan.FixedSpec
 }
 
 // Ready is everything the agent decided since the last call to Ready: the
@@ -328,8 +341,11 @@ type Agent struct {
 	ids     []int64
 	waitBuf []int64 // EFS: the waiting jobs' ids
 	// laidTo: every instance of the standing rules that starts before it
-	// is in the plan; fixedID is the last core id given to one.
+	// is in the plan; fixedID is the last core id given to one, or to an
+	// operator's reservation (Reserve).
 	laidTo, fixedID int64
+	// reserved are the operators' reservations Reserve made.
+	reserved map[int64]plan.FixedSpec
 }
 
 type pendingReport struct {
@@ -373,7 +389,7 @@ func New(cfg Config) (*Agent, error) {
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
 	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job),
 		rank: delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
-		owed: make(map[JobKey]*pendingReport), rqfAt: NeverPulled, laidTo: plan.Never}
+		owed: make(map[JobKey]*pendingReport), reserved: make(map[int64]plan.FixedSpec), rqfAt: NeverPulled, laidTo: plan.Never}
 	for i := range cfg.Standing {
 		if err := cfg.Standing[i].Validate(); err != nil {
 			return nil, fmt.Errorf("site agent %s: %w: %w", cfg.Name, err, ErrInvalid)
@@ -797,7 +813,7 @@ func (a *Agent) Step(now int64, m Message) {
 			return // a repeated report
 		}
 		a.forget(jb)
-		if jb.cancelled || m.Outcome.Cancelled || m.Outcome.Expired {
+		if jb.cancelled || m.Outcome.Cancelled || m.Outcome.Dropped {
 			// Cancelled, or never started: the outcome says nothing of
 			// the peer's service (the node learns no history from it
 			// either). A Terminate still owed is settled by the report.
@@ -1031,7 +1047,7 @@ func (a *Agent) pass(now int64) {
 			a.forget(jb)
 			a.decide(Decision{Kind: DecideExpire, Job: jb.key, Route: jb.route})
 			if jb.key.Site != a.cfg.Name {
-				a.report(now, jb.key, Outcome{Start: now, End: now, Expired: true})
+				a.report(now, jb.key, Outcome{Start: now, End: now, Dropped: true})
 			}
 		}
 	}

@@ -118,9 +118,11 @@ type Outcome struct {
 	// cancelled it); if it never started, Start and End are both the
 	// time of the cancel.
 	Cancelled bool
-	// Expired: the peer's queue could not start it within its window
-	// (DecideExpire); Start and End are the time it was dropped.
-	Expired bool
+	// Dropped: the peer dropped it before it started: its queue could not
+	// start it within its window (DecideExpire), or an operator's
+	// reservation took its slot (DecideDisplaced); Start and End are the
+	// time it was dropped.
+	Dropped bool
 }
 
 // QueuedJob is a job waiting at a peer, as RQF discloses it.

@@ -75,6 +75,10 @@ type Saved struct {
 	Jobs    map[JobKey]*SavedJob
 	// Reports are the outcome reports owed to the jobs' origins.
 	Reports map[JobKey]OwedReport
+	// Reservations are the operators' fixed reservations (Reserve), by
+	// id; FixedSeq is the lowest id the agent has given one.
+	Reservations map[int64]plan.FixedSpec
+	FixedSeq     int64
 }
 
 // OwedReport is an outcome report owed since a time: it is resent every
@@ -96,7 +100,7 @@ type Journal struct {
 // NewJournal returns the journal of an agent that has decided nothing.
 func NewJournal() *Journal {
 	return &Journal{s: Saved{PulledAt: NeverPulled, History: map[string]delegation.History{},
-		Jobs: map[JobKey]*SavedJob{}, Reports: map[JobKey]OwedReport{}}}
+		Jobs: map[JobKey]*SavedJob{}, Reports: map[JobKey]OwedReport{}, Reservations: map[int64]plan.FixedSpec{}}}
 }
 
 // Record folds one batch of a, made at now, into the journal.
@@ -164,6 +168,17 @@ func (j *Journal) apply(d *Decision, now int64) {
 		j.s.Reports[d.Job] = OwedReport{Outcome: d.Outcome, Since: now}
 	case DecideReject, DecideEnd, DecideOutcome, DecideExpire:
 		delete(jobs, d.Job)
+	case DecideReserve:
+		j.s.Reservations[d.Fixed.ID] = d.Fixed
+		j.s.FixedSeq = min(j.s.FixedSeq, d.Fixed.ID)
+	case DecideUnreserve:
+		delete(j.s.Reservations, d.Fixed.ID)
+	case DecideDisplaced:
+		if d.Placement.OK() {
+			sj.Placement = d.Placement
+		} else {
+			delete(jobs, d.Job)
+		}
 	}
 }
 
@@ -173,6 +188,7 @@ func (j *Journal) Saved() *Saved {
 	s.Stats = slices.Clone(s.Stats)
 	s.History = maps.Clone(s.History)
 	s.Reports = maps.Clone(s.Reports)
+	s.Reservations = maps.Clone(s.Reservations)
 	s.Jobs = make(map[JobKey]*SavedJob, len(j.s.Jobs))
 	for k, sj := range j.s.Jobs {
 		c := *sj
@@ -184,7 +200,7 @@ func (j *Journal) Saved() *Saved {
 
 // Restore rebuilds at now the agent of cfg from what its driver kept (s),
 // after a crash: its statistics, its peers' history, its id counter and
-// last RQF round, the jobs it accepted (waiting with their reservations,
+// last RQF round, the operators' reservations, the jobs it accepted (waiting with their reservations,
 // running with their start and kill time, in the order they joined the
 // plan), the jobs it delegated and awaits the reports of (with a
 // Terminate owed, if cancelled), and the reports it owes. What a restart
@@ -218,6 +234,19 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 		if err := st.Reconfigure(overbook.StatsConfig{Classifier: overbook.ByRuntime, AgeFactor: o.AgeFactor, AgeEvery: o.AgeEvery}); err != nil {
 			return nil, fmt.Errorf("site agent %s: saved statistics: %w", cfg.Name, err)
 		}
+	}
+	// The operators' reservations go in before the jobs, which were
+	// planned around them; one over by now is gone.
+	a.fixedID = min(a.fixedID, s.FixedSeq)
+	for _, id := range slices.Sorted(maps.Keys(s.Reservations)) {
+		f := s.Reservations[id]
+		if f.End <= now {
+			continue
+		}
+		if _, err := a.site.AddFixed(now, f, false); err != nil {
+			return nil, fmt.Errorf("site agent %s: saved reservation: %w", cfg.Name, err)
+		}
+		a.reserved[id] = f
 	}
 	for _, p := range slices.Sorted(maps.Keys(s.History)) {
 		a.rank.SetHistory(p, s.History[p])
