@@ -185,10 +185,14 @@ const (
 	// dropped (a node rejects it, its SLA violated: the provider broke
 	// it); the origin of a peer's job gets a report.
 	DecideDisplaced
+	// DecideGaveUp: the driver gave up on Peer for the job (GiveUp): what
+	// was owed to it is no longer sent, and a delegated job's report is
+	// no longer awaited (its outcome stays unknown).
+	DecideGaveUp
 )
 
 var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome", "failed",
-	"cancel", "kill", "terminate", "report", "acked", "end", "offer", "agree", "move", "expire", "reserve", "unreserve", "displaced"}
+	"cancel", "kill", "terminate", "report", "acked", "end", "offer", "agree", "move", "expire", "reserve", "unreserve", "displaced", "gave-up"}
 
 func (k DecisionKind) String() string {
 	if k > 0 && int(k) < len(decisionNames) {
@@ -214,8 +218,9 @@ type Decision struct {
 	Route delegation.Route
 	// Outcome is how a delegated job ended (Outcome).
 	Outcome Outcome
-	// Price is the price agreed with Peer (Delegate): the peer's quote
-	// (delegation.QuotePrice), 0 when the peer does not price.
+	// Price is the price agreed with Peer (Delegate, and Accept of a
+	// peer's job): the peer's quote (delegation.QuotePrice), 0 when the
+	// peer does not price.
 	Price float64
 	// Spec is the job as this site knows it (Accept, Delegate, Offer, a
 	// Failed that placed it again); Spec.ID is the agent's own id for it,
@@ -632,9 +637,20 @@ func (a *Agent) choose(now int64, jb *job) {
 }
 
 // End tells the agent that a job it started stopped at now: completed by
-// itself, or killed at the end of its reservation (or failed). Unknown jobs
-// are ignored and reported false.
+// itself, or killed at the end of its reservation. Unknown jobs are
+// ignored and reported false.
 func (a *Agent) End(now int64, key JobKey, completed bool) bool {
+	return a.end(now, key, completed, false)
+}
+
+// Fail tells the agent that a job it started stopped at now for a reason
+// that says nothing of how long it needed: its process could not be
+// started, was lost, or the site failed it (a node's FAILED jobs). The
+// statistics learn nothing from it; its origin's report says it failed.
+// Unknown jobs are ignored and reported false.
+func (a *Agent) Fail(now int64, key JobKey) bool { return a.end(now, key, false, true) }
+
+func (a *Agent) end(now int64, key JobKey, completed, failed bool) bool {
 	jb := a.jobs[key]
 	if jb == nil || jb.state != stateLocal || !jb.started {
 		return false
@@ -642,7 +658,9 @@ func (a *Agent) End(now int64, key JobKey, completed bool) bool {
 	a.dirty = true
 	a.site.End(now, jb.pj.ID)
 	ran := now - jb.start
-	if a.adm != nil {
+	if a.adm != nil && failed {
+		a.adm.Forget(jb.pj.ID)
+	} else if a.adm != nil {
 		// The node's rule: a job that ended by itself shows its runtime; a
 		// killed one only that it needed more than it ran (censored), never
 		// how much more, which would be an oracle no live site has. A job
@@ -653,7 +671,7 @@ func (a *Agent) End(now int64, key JobKey, completed bool) bool {
 		a.ready.Learnt = true
 	}
 	a.forget(jb)
-	out := Outcome{Start: jb.start, End: now, Completed: completed, Cancelled: jb.cancelled}
+	out := Outcome{Start: jb.start, End: now, Completed: completed, Cancelled: jb.cancelled, Failed: failed}
 	a.decide(Decision{Kind: DecideEnd, Job: key, Outcome: out})
 	if key.Site != a.cfg.Name {
 		a.report(now, key, out)
@@ -672,6 +690,38 @@ func (a *Agent) report(now int64, key JobKey, o Outcome) {
 func (a *Agent) owe(now int64, m Message) {
 	a.owed[m.Job] = &pendingReport{msg: m, next: now + a.cfg.ReplySeconds}
 	a.send(m)
+}
+
+// NextID is the id the agent gives the next job it takes (a submission,
+// a peer's quote request or a take): a driver that names its jobs by the
+// agent's ids calls Submit with it, so that one number names a local job
+// for both (a node's job ids).
+func (a *Agent) NextID() int64 { return a.seq + 1 }
+
+// GiveUp tells the agent that its driver gives up on the peer it owes a
+// report or a Terminate for key, or whose report of the delegated job key
+// it awaits (a node gives up on a peer that has not been an alive member
+// for outbox_give_up): nothing more is sent about the job, and a
+// delegated job is forgotten, its outcome unknown (DecideGaveUp). It
+// reports false if nothing is owed or awaited for key.
+func (a *Agent) GiveUp(now int64, key JobKey) bool {
+	r, owed := a.owed[key]
+	jb := a.jobs[key]
+	delegated := jb != nil && jb.state == stateDelegated
+	if !owed && !delegated {
+		return false
+	}
+	peer := ""
+	if owed {
+		peer = r.msg.To
+		delete(a.owed, key)
+	}
+	if delegated {
+		peer = jb.peer
+		a.forget(jb)
+	}
+	a.decide(Decision{Kind: DecideGaveUp, Job: key, Peer: peer})
+	return true
 }
 
 // Cancel takes a user's cancel of a job at this site: its own job in any
@@ -937,7 +987,7 @@ func (a *Agent) agree(now int64, m Message) {
 	}
 	a.set(jb, stateLocal)
 	jb.route = jb.route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj, Price: jb.price})
 	a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
 }
 

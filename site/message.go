@@ -123,6 +123,9 @@ type Outcome struct {
 	// reservation took its slot (DecideDisplaced); Start and End are the
 	// time it was dropped.
 	Dropped bool
+	// Failed: it stopped for a reason that says nothing of its runtime
+	// (Agent.Fail).
+	Failed bool
 }
 
 // QueuedJob is a job waiting at a peer, as RQF discloses it.

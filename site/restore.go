@@ -173,6 +173,11 @@ func (j *Journal) apply(d *Decision, now int64) {
 		j.s.FixedSeq = min(j.s.FixedSeq, d.Fixed.ID)
 	case DecideUnreserve:
 		delete(j.s.Reservations, d.Fixed.ID)
+	case DecideGaveUp:
+		delete(j.s.Reports, d.Job)
+		if sj != nil && sj.Phase == PhaseDelegated {
+			delete(jobs, d.Job)
+		}
 	case DecideDisplaced:
 		if d.Placement.OK() {
 			sj.Placement = d.Placement
