@@ -1,13 +1,10 @@
 package node
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/overbook"
-	"github.com/fedsched/fedsched/swf"
 )
 
 // statsConfig is the runtime statistics' configuration of a site: classes
@@ -45,25 +42,17 @@ func (n *Node) seedHistory() error {
 	if path == "" || n.stats.Updates() > 0 {
 		return nil
 	}
-	tr, err := swf.ReadFile(path, swf.Options{})
+	past, skipped, err := pastJobs(path)
 	if err != nil {
-		return fmt.Errorf("overbooking.history: %w", err)
+		return err
 	}
-	jobs := slices.DeleteFunc(slices.Clone(tr.Jobs), func(j swf.Job) bool { return j.ReqTime <= 0 || j.Runtime < 0 })
-	slices.SortStableFunc(jobs, func(a, b swf.Job) int {
-		return cmp.Compare(a.Submit+max(a.Wait, 0)+a.Runtime, b.Submit+max(b.Wait, 0)+b.Runtime)
-	})
-	for _, j := range jobs {
-		o := overbook.Observation{Ran: j.Runtime, Censored: j.Status == 5 && j.Runtime < j.ReqTime}
-		if err := n.stats.Record(overbook.JobInfo{Procs: int(j.Procs()), Estimate: j.ReqTime}, o); err != nil {
-			return fmt.Errorf("overbooking.history %s line %d: %w", path, j.Line, err)
+	for _, p := range past {
+		if err := n.stats.Record(p.Job, overbook.Observation{Ran: p.Ran, Censored: p.Censored}); err != nil {
+			return fmt.Errorf("overbooking.history %s line %d: %w", path, p.Line, err)
 		}
 	}
-	if len(jobs) == 0 {
-		return fmt.Errorf("overbooking.history %s: no job with an estimate and a runtime", path)
-	}
 	n.pending.stats = true
-	n.log.Info("runtime statistics seeded from history", "file", path, "jobs", len(jobs), "skipped", len(tr.Jobs)-len(jobs))
+	n.log.Info("runtime statistics seeded from history", "file", path, "jobs", len(past), "skipped", skipped)
 	return nil
 }
 
