@@ -46,12 +46,23 @@ type Overbooking struct {
 	// turns its own 0 into 0.9; a scenario does the same.)
 	AgeFactor float64
 	AgeEvery  int
+	// MinSamples is the (aged) weight of samples a job's histogram must
+	// hold before the job may be overbooked (overbooking.min_samples; 0:
+	// overbook.DefaultAdmissionMinSamples).
+	MinSamples float64
+	// LearnOnly learns the statistics but does not overbook: a node with
+	// overbooking.enabled false, whose statistics are ready when it
+	// starts to. Mode, Test, Failures and MinSamples are then unused.
+	LearnOnly bool
 }
 
 // PastJob is a job that ran before the site's first submission.
 type PastJob struct {
 	Job overbook.JobInfo
 	Ran int64 // seconds it ran
+	// Censored: it was cut short of its estimate (a trace's cancelled
+	// job): it needed more than Ran.
+	Censored bool
 }
 
 // Config configures an Agent. Zero values mean the defaults given.
@@ -328,6 +339,7 @@ type Agent struct {
 	rules Rules
 	site  *plan.Site
 	adm   *overbook.Admission
+	stats *overbook.Stats // what admission reads, or what a LearnOnly site learns
 	seq   int64
 	jobs  map[JobKey]*job
 	byID  map[int64]*job
@@ -407,7 +419,10 @@ func New(cfg Config) (*Agent, error) {
 		a.fixedID = min(a.fixedID, f.ID)
 	}
 	if o := cfg.Overbooking; o != nil {
-		if cfg.Policy != plan.Conservative {
+		if o.MinSamples < 0 || math.IsNaN(o.MinSamples) {
+			return nil, fmt.Errorf("site agent %s: overbooking min samples %v: %w", cfg.Name, o.MinSamples, ErrInvalid)
+		}
+		if cfg.Policy != plan.Conservative && !o.LearnOnly {
 			return nil, fmt.Errorf("site agent %s: overbooking needs the conservative policy (the queue policies keep no reservations to overbook), not %v: %w", cfg.Name, cfg.Policy, ErrInvalid)
 		}
 		st, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime, AgeFactor: o.AgeFactor, AgeEvery: o.AgeEvery})
@@ -415,12 +430,15 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("site agent %s: %w", cfg.Name, err)
 		}
 		for _, h := range o.History {
-			if err := st.Record(h.Job, overbook.Observation{Ran: h.Ran}); err != nil {
+			if err := st.Record(h.Job, overbook.Observation{Ran: h.Ran, Censored: h.Censored}); err != nil {
 				return nil, fmt.Errorf("site agent %s: overbooking history: %w", cfg.Name, err)
 			}
 		}
-		a.adm = &overbook.Admission{Stats: st, Mode: o.Mode, Test: o.Test, Failures: o.Failures, Learn: true}
-		pc.Admission = a.adm
+		a.stats = st
+		if !o.LearnOnly {
+			a.adm = &overbook.Admission{Stats: st, Mode: o.Mode, Test: o.Test, Failures: o.Failures, Learn: true, MinSamples: o.MinSamples}
+			pc.Admission = a.adm
+		}
 	}
 	s, err := plan.NewSite(pc)
 	if err != nil {
@@ -446,14 +464,9 @@ func (a *Agent) Site() *plan.Site { return a.site }
 // Callers must not change it.
 func (a *Agent) History() map[string]delegation.History { return a.rank.History() }
 
-// Stats are the runtime statistics admission learns, nil when the site
-// does not overbook. Callers must not change them.
-func (a *Agent) Stats() *overbook.Stats {
-	if a.adm == nil {
-		return nil
-	}
-	return a.adm.Stats.(*overbook.Stats)
-}
+// Stats are the runtime statistics the site learns, nil without
+// Config.Overbooking. Callers must not change them.
+func (a *Agent) Stats() *overbook.Stats { return a.stats }
 
 // Ready returns the batch decided since the last call and starts a new one.
 func (a *Agent) Ready() Ready {
@@ -660,14 +673,19 @@ func (a *Agent) end(now int64, key JobKey, completed, failed bool) bool {
 	ran := now - jb.start
 	if a.adm != nil && failed {
 		a.adm.Forget(jb.pj.ID)
-	} else if a.adm != nil {
+	} else if a.stats != nil && !failed {
 		// The node's rule: a job that ended by itself shows its runtime; a
 		// killed one only that it needed more than it ran (censored), never
 		// how much more, which would be an oracle no live site has. A job
 		// cancelled while it ran was cut too, whatever its exit.
 		cut := !completed || jb.cancelled
 		o := overbook.Observation{Ran: ran, Censored: cut && ran < jb.pj.Estimate}
-		a.adm.Record(&jb.pj, o) //nolint:errcheck // a job without a usable estimate is not learnt from
+		if a.adm != nil {
+			a.adm.Record(&jb.pj, o) //nolint:errcheck // a job without a usable estimate is not learnt from
+		} else {
+			pj := &jb.pj
+			a.stats.Record(overbook.JobInfo{ID: pj.ID, Procs: pj.Procs, Estimate: pj.Estimate, User: pj.User, App: pj.App}, o) //nolint:errcheck // as above
+		}
 		a.ready.Learnt = true
 	}
 	a.forget(jb)

@@ -114,3 +114,55 @@ func TestAcceptCarriesThePeersPrice(t *testing.T) {
 		t.Fatalf("delegated at %v, accepted at %v", del.Price, acc.Price)
 	}
 }
+
+// TestLearnOnly: a site that does not overbook still learns its
+// statistics (a node does, so that they are ready when it starts to), on
+// any policy; it never overbooks. MinSamples is the node's
+// overbooking.min_samples.
+func TestLearnOnly(t *testing.T) {
+	if _, err := New(Config{Name: "s", Procs: 4, Policy: plan.EASY, Overbooking: &Overbooking{}}); err == nil {
+		t.Fatal("overbooking accepted on a queue policy")
+	}
+	if _, err := New(Config{Name: "s", Procs: 4, Policy: plan.Conservative, Overbooking: &Overbooking{MinSamples: -1}}); err == nil {
+		t.Fatal("negative min samples accepted")
+	}
+	// Three samples that ran a tenth of their estimate, then a job with
+	// a deadline that only a short gap before a wall meets.
+	short := func(o *Overbooking, pol plan.Policy) (*Agent, Ready) {
+		a, err := New(Config{Name: "s", Procs: 1, Policy: pol, Overbooking: o, Fixed: []plan.FixedSpec{{ID: -1, Procs: 1, Start: 1000, End: 2000}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var now int64
+		for i := range 3 {
+			a.Submit(now, int64(i+1), plan.Job{Procs: 1, Estimate: 100, Release: now, Deadline: plan.Forever})
+			a.Tick(now)
+			now += 10
+			a.End(now, JobKey{"s", int64(i + 1)}, true)
+			a.Tick(now)
+		}
+		a.Ready()
+		a.Submit(now, 9, plan.Job{Procs: 1, Estimate: 1000, Release: now, Deadline: 1000})
+		return a, a.Ready()
+	}
+	for _, c := range []struct {
+		name       string
+		o          *Overbooking
+		pol        plan.Policy
+		overbooked bool
+	}{
+		{"learn only, conservative", &Overbooking{LearnOnly: true}, plan.Conservative, false},
+		{"learn only, easy", &Overbooking{LearnOnly: true}, plan.EASY, false},
+		{"overbooking, too few samples", &Overbooking{}, plan.Conservative, false},
+		{"overbooking, min samples 3", &Overbooking{MinSamples: 3}, plan.Conservative, true},
+	} {
+		a, r := short(c.o, c.pol)
+		if a.Stats().Updates() != 3 {
+			t.Fatalf("%s: %d samples learnt, want 3", c.name, a.Stats().Updates())
+		}
+		got := len(r.Decisions) == 1 && r.Decisions[0].Kind == DecideAccept && r.Decisions[0].Placement.Reason == plan.ReasonOverbooked
+		if got != c.overbooked {
+			t.Fatalf("%s: overbooked %v, want %v: %+v", c.name, got, c.overbooked, r.Decisions)
+		}
+	}
+}
