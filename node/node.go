@@ -315,9 +315,6 @@ func (n *Node) Run(ctx context.Context) error {
 				}
 			}
 		}
-		if len(batch) > 0 {
-			batch = n.group.gather(ctx, n.ops, batch)
-		}
 		n.group.turn()
 		now := n.now()
 		for _, e := range exits {
@@ -326,9 +323,15 @@ func (n *Node) Run(ctx context.Context) error {
 		n.capacity(now)
 		n.retryKills(now)
 		n.expireAgreements(now)
-		deliver := make([]func(error), 0, len(batch))
+		deliver := make([]func(error), 0, max(len(batch), n.group.target))
+		decide := func(o op) { deliver = append(deliver, o.run(n, now)) }
 		for _, o := range batch {
-			deliver = append(deliver, o.run(n, now))
+			decide(o)
+		}
+		if len(batch) > 0 {
+			// The requests the last commit's clients are still sending
+			// are decided as they arrive (groupCommit.gather).
+			batch = n.group.gather(ctx, n.ops, batch, decide)
 		}
 		n.tickReservations(now)
 		delivered := false
