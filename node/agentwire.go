@@ -35,10 +35,11 @@ import (
 // origin's job id (jobID) and the hold and agreement ids are the key's
 // text (site.JobKey.String).
 //
-// Not carried yet (proto changes the switch needs): an offer's
-// Overbooked and Queued flags (Offer), a refusal's kind (the agent sends
-// only its text), and the spec and route of a job handed over under RQF
-// (TakeResponse is empty: the node's hand-over agrees through Agree).
+// A refused quote's reason code is the node's (refusal, from the agent's
+// site.Refusal). Not carried yet (proto changes the switch needs): an
+// offer's Overbooked and Queued flags (Offer), and the spec and route of a
+// job handed over under RQF (TakeResponse is empty: the node's hand-over
+// agrees through Agree).
 
 // agentWire converts one site's messages.
 type agentWire struct {
@@ -270,7 +271,7 @@ func answerKind(k site.Kind) site.Kind {
 // put in Ready (the answer is the one to req's sender, of req's answer
 // kind, about its job). A refused agree or take is an error (its reason,
 // ErrJobFinished), as the node's RPCs answer today.
-func (w agentWire) response(req site.Message, out []site.Message) (proto.Message, error) {
+func (w agentWire) response(req site.Message, out []site.Message, now int64) (proto.Message, error) {
 	want := answerKind(req.Kind)
 	if want == 0 {
 		return responseOf(req.Kind), nil
@@ -288,6 +289,9 @@ func (w agentWire) response(req site.Message, out []site.Message) (proto.Message
 	a := out[i]
 	switch a.Kind {
 	case site.KindQuote:
+		if a.Offer == nil && a.Refusal != nil {
+			return refusal(a.Refusal, req.Spec, now), nil
+		}
 		if a.Offer == nil {
 			return &fedschedv1.QuoteResponse{Refusal: fedschedv1.Reason_REASON_REJECTED_NO_GAP, Message: a.Reason}, nil
 		}

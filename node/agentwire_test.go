@@ -9,6 +9,7 @@ import (
 
 	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/plan"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 	"github.com/fedsched/fedsched/site"
 )
 
@@ -104,7 +105,7 @@ func (f *wireFed) call(name string, m site.Message, now int64) {
 		// The peer's batch: its answer goes back as the response, the
 		// rest is carried out as usual.
 		r := peer.Ready()
-		resp, rerr = f.wires[m.To].response(pm, r.Messages)
+		resp, rerr = f.wires[m.To].response(pm, r.Messages, now)
 		if rerr != nil {
 			rerr = ToStatus(rerr)
 		} else if resp != nil {
@@ -226,7 +227,7 @@ func TestAgentWireFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.agents["p"].Step(0, pm)
-	_, rerr := w.response(pm, f.agents["p"].Ready().Messages)
+	_, rerr := w.response(pm, f.agents["p"].Ready().Messages, 0)
 	if !errors.Is(rerr, ErrJobFinished) {
 		t.Fatalf("a refused agree: %v", rerr)
 	}
@@ -256,5 +257,27 @@ func TestAgentWireIDs(t *testing.T) {
 		if e1 == nil && e2 == nil {
 			t.Fatalf("%q parsed", bad)
 		}
+	}
+}
+
+// TestAgentWireRefusal: a quote the agent refuses has the node's reason
+// code for its refusal.
+func TestAgentWireRefusal(t *testing.T) {
+	f := newWireFed(t, delegation.ACF)
+	w := f.wires["p"]
+	m := site.Message{Kind: site.KindQuoteRequest, From: "o", To: "p", Job: site.JobKey{Site: "o", ID: 1}, Spec: plan.Job{Procs: 64, Estimate: 10, Deadline: plan.Forever},
+		Route: delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}}
+	_, req, _ := f.wires["o"].request(m)
+	pm, err := w.step(reencode(t, req), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.agents["p"].Step(0, pm)
+	resp, err := w.response(pm, f.agents["p"].Ready().Messages, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*fedschedv1.QuoteResponse); r.GetRefusal() != fedschedv1.Reason_REASON_REJECTED_TOO_WIDE || r.GetOffer() != nil {
+		t.Fatalf("a too-wide job's refusal: %v", r)
 	}
 }
