@@ -60,9 +60,7 @@ func (n *Node) adoptStarted(rec store.JobRecord, pl plan.Placement, estimate, no
 			end = max(start+1, ran.Deadline.Unix()-1)
 		}
 		pl = plan.Placement{Start: start, End: end, Reason: plan.ReasonPlacedInFull}
-		r, api := n.reservationOf(j.GetId(), int(j.GetSpec().GetProcs()), pl, estimate)
-		j.Reservation = api
-		n.pending.putRes(j.GetId(), r)
+		j.Reservation, _ = n.reservationOf(int(j.GetSpec().GetProcs()), pl, estimate)
 	}
 	j.StartTime = toTime(start)
 	return n.setState(j, rec, fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.Reason_REASON_STARTED,

@@ -804,9 +804,8 @@ func (n *Node) agree(req *fedschedv1.AgreeRequest, now int64) (*fedschedv1.Agree
 	pj := planJob(&spec, a.Seq, now)
 	lj := &liveJob{seq: a.Seq, j: job, pj: pj, sla: spec.GetDeadline() != nil}
 	if pl.Reason != plan.ReasonQueued {
-		r, api := n.reservationOf(id, pj.Procs, pl, pj.Estimate)
-		job.Reservation, job.Pof, job.Overbooked = api, pl.PoF, r.Overbooked
-		n.pending.putRes(id, r)
+		api, over := n.reservationOf(pj.Procs, pl, pj.Estimate)
+		job.Reservation, job.Pof, job.Overbooked = api, pl.PoF, over
 	}
 	if lj.sla {
 		job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_OPEN

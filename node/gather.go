@@ -48,8 +48,11 @@ func (g *groupCommit) answered(n, queued int) {
 }
 
 // gather adds to batch the requests that arrive on ops until it holds the
-// target or the wait is over.
-func (g *groupCommit) gather(ctx context.Context, ops <-chan op, batch []op) []op {
+// target or the wait is over, and hands each to decide as it arrives: the
+// turn decides the first requests while the last are still on their way
+// (in DurableSubmit, the 8 clients' requests arrive over ~90 µs, and
+// deciding one takes ~10 µs).
+func (g *groupCommit) gather(ctx context.Context, ops <-chan op, batch []op, decide func(op)) []op {
 	if len(batch) >= g.target || g.wait <= 0 {
 		return batch
 	}
@@ -59,6 +62,7 @@ func (g *groupCommit) gather(ctx context.Context, ops <-chan op, batch []op) []o
 		select {
 		case o := <-ops:
 			batch = append(batch, o)
+			decide(o)
 		case <-t.C:
 			return batch
 		case <-ctx.Done():

@@ -137,7 +137,37 @@ func TestGroupCommitNoWrite(t *testing.T) {
 	}
 	ops := make(chan op, 1)
 	t0 := time.Now()
-	if b := g.gather(context.Background(), ops, make([]op, 3)); len(b) != 3 || time.Since(t0) < 2*time.Millisecond {
+	if b := g.gather(context.Background(), ops, make([]op, 3), func(op) { t.Fatal("decided a request that never came") }); len(b) != 3 || time.Since(t0) < 2*time.Millisecond {
 		t.Fatalf("gather with nothing coming: %d requests after %v, want 3 after the 2ms wait", len(b), time.Since(t0))
+	}
+}
+
+// TestGatherDecidesOnArrival: gather hands each request to decide as it
+// arrives, not when the batch is complete. Each request here is sent only
+// after the one before it was decided; a gather that decided at the end
+// would hold the first two and time out waiting for the third.
+func TestGatherDecidesOnArrival(t *testing.T) {
+	g := groupCommit{target: 4, wait: 5 * time.Second}
+	ops := make(chan op)
+	decided := make(chan op, 3)
+	sent := make([]op, 3)
+	for i := range sent {
+		sent[i] = &cancelOp{id: string(rune('a' + i))}
+	}
+	go func() {
+		for i, o := range sent {
+			ops <- o
+			if got := <-decided; got != sent[i] {
+				t.Errorf("decided %v, want %v", got, sent[i])
+			}
+		}
+	}()
+	t0 := time.Now()
+	b := g.gather(context.Background(), ops, make([]op, 1), func(o op) { decided <- o })
+	if len(b) != 4 || b[1] != sent[0] || b[2] != sent[1] || b[3] != sent[2] {
+		t.Fatalf("gathered %v, want the first request and %v", b, sent)
+	}
+	if d := time.Since(t0); d > 4*time.Second {
+		t.Fatalf("gather took %v: it waited for the batch before deciding", d)
 	}
 }

@@ -315,9 +315,6 @@ func (n *Node) Run(ctx context.Context) error {
 				}
 			}
 		}
-		if len(batch) > 0 {
-			batch = n.group.gather(ctx, n.ops, batch)
-		}
 		n.group.turn()
 		now := n.now()
 		for _, e := range exits {
@@ -326,9 +323,15 @@ func (n *Node) Run(ctx context.Context) error {
 		n.capacity(now)
 		n.retryKills(now)
 		n.expireAgreements(now)
-		deliver := make([]func(error), 0, len(batch))
+		deliver := make([]func(error), 0, max(len(batch), n.group.target))
+		decide := func(o op) { deliver = append(deliver, o.run(n, now)) }
 		for _, o := range batch {
-			deliver = append(deliver, o.run(n, now))
+			decide(o)
+		}
+		if len(batch) > 0 {
+			// The requests the last commit's clients are still sending
+			// are decided as they arrive (groupCommit.gather).
+			batch = n.group.gather(ctx, n.ops, batch, decide)
 		}
 		n.tickReservations(now)
 		delivered := false
@@ -486,7 +489,7 @@ func await[T any](ctx context.Context, n *Node, ch <-chan T) (T, error) {
 // changes are the writes of one loop turn, last write wins per key.
 type changes struct {
 	jobs   map[string]store.JobRecord
-	res    map[string]*store.ReservationRecord // nil value: delete
+	res    map[string]*store.ReservationRecord // fixed reservations; nil value: delete
 	sla    map[string]store.SLARecord
 	agree  map[string]*agreementRec
 	stand  map[string]*store.StandingRecord // nil value: delete
@@ -608,11 +611,12 @@ func (n *Node) setState(j *fedschedv1.Job, rec store.JobRecord, state fedschedv1
 	return rec
 }
 
-// reservationOf returns the store record and API message of a placement.
-func (n *Node) reservationOf(id string, procs int, pl plan.Placement, estimate int64) (*store.ReservationRecord, *fedschedv1.Reservation) {
-	return &store.ReservationRecord{ID: id, JobID: id, Procs: procs, Start: time.Unix(pl.Start, 0), End: time.Unix(pl.End, 0),
-			Overbooked: pl.End-pl.Start < estimate},
-		&fedschedv1.Reservation{Start: toTime(pl.Start), End: toTime(pl.End), Procs: int32(procs), Site: n.cfg.Site}
+// reservationOf returns the API message of a job's placement, and whether
+// the placement is overbooked (shorter than the estimate). A job's
+// reservation is stored in its record only: the store's reservations are
+// the operators' fixed ones (see recoverReservations).
+func (n *Node) reservationOf(procs int, pl plan.Placement, estimate int64) (*fedschedv1.Reservation, bool) {
+	return &fedschedv1.Reservation{Start: toTime(pl.Start), End: toTime(pl.End), Procs: int32(procs), Site: n.cfg.Site}, pl.End-pl.Start < estimate
 }
 
 // pass runs the scheduling pass and carries out its decisions: start jobs,
@@ -656,9 +660,8 @@ func (n *Node) pass(ctx context.Context, now int64, replies func(error)) error {
 		if !ok {
 			continue
 		}
-		r, api := n.reservationOf(lj.job().GetId(), lj.pj.Procs, pl, lj.pj.Estimate)
-		n.pending.putRes(lj.job().GetId(), r)
-		lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = api, pl.PoF, r.Overbooked
+		api, over := n.reservationOf(lj.pj.Procs, pl, lj.pj.Estimate)
+		lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = api, pl.PoF, over
 		lj.job().UpdateTime = toTime(now)
 		lj.rec.Job = lj.job()
 		n.pending.putJob(lj.rec)
@@ -711,22 +714,19 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 	// The record says when the job really started, from which its slot is
 	// measured, not when the turn began.
 	lj.job().StartTime = toTime(max(now, at))
-	r, api := n.reservationOf(lj.job().GetId(), lj.pj.Procs, plan.Placement{Start: d.Start, End: d.End}, lj.pj.Estimate)
-	lj.job().Reservation = api
-	n.pending.putRes(lj.job().GetId(), r)
+	lj.job().Reservation, _ = n.reservationOf(lj.pj.Procs, plan.Placement{Start: d.Start, End: d.End}, lj.pj.Estimate)
 	lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_RUNNING, fedschedv1.Reason_REASON_STARTED,
 		fmt.Sprintf("started on %d processors; killed at %s if still running%s", lj.pj.Procs, time.Unix(d.End, 0).UTC().Format(time.RFC3339), n.runsAs(es.JobID)), now)
 }
 
-// finish ends a live job: it leaves the core and the store's reservations,
-// and its SLA is settled with outcome (for jobs with an SLA).
+// finish ends a live job: it leaves the core, and its SLA is settled with
+// outcome (for jobs with an SLA).
 func (n *Node) finish(lj *liveJob, state fedschedv1.JobState, reason fedschedv1.Reason, msg string, outcome fedschedv1.SlaOutcome, now int64) {
 	id := lj.job().GetId()
 	if !n.site.End(now, lj.seq) {
 		n.site.Cancel(now, lj.seq)
 	}
 	delete(n.live, lj.seq)
-	n.pending.putRes(id, nil)
 	if lj.sla {
 		lj.job().SlaOutcome = outcome
 		n.pending.putSLA(store.SLARecord{JobID: id, Outcome: outcome, Fee: lj.pj.Fee, Penalty: lj.pj.Penalty, PoF: lj.job().GetPof(), DecidedAt: time.Unix(now, 0)})
@@ -762,7 +762,6 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		lj.job().EndTime = toTime(end)
 		n.site.End(now, lj.seq)
 		delete(n.live, lj.seq)
-		n.pending.putRes(lj.job().GetId(), nil)
 		lj.rec.Job = lj.job()
 		n.pending.putJob(lj.rec)
 		if lj.job().GetOriginSite() != n.cfg.Site {

@@ -172,9 +172,8 @@ func (n *Node) acceptLocal(lj *liveJob, pl plan.Placement, now int64) {
 		reason, msg = fedschedv1.Reason_REASON_UNSPECIFIED, fmt.Sprintf("queued (%s policy): starts when processors are free", n.pol)
 	}
 	if pl.Reason != plan.ReasonQueued {
-		r, api := n.reservationOf(id, pj.Procs, pl, pj.Estimate)
-		job.Reservation, job.Pof, job.Overbooked = api, pl.PoF, r.Overbooked
-		n.pending.putRes(id, r)
+		api, over := n.reservationOf(pj.Procs, pl, pj.Estimate)
+		job.Reservation, job.Pof, job.Overbooked = api, pl.PoF, over
 	}
 	if lj.sla {
 		job.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_OPEN

@@ -224,9 +224,8 @@ func (n *Node) restore(rec store.JobRecord, now int64) {
 	}
 	n.live[lj.seq] = lj
 	if npl.Reason != plan.ReasonQueued {
-		r, api := n.reservationOf(j.GetId(), pj.Procs, npl, pj.Estimate)
-		j.Reservation, j.Pof, j.Overbooked = api, npl.PoF, r.Overbooked
-		n.pending.putRes(j.GetId(), r)
+		api, over := n.reservationOf(pj.Procs, npl, pj.Estimate)
+		j.Reservation, j.Pof, j.Overbooked = api, npl.PoF, over
 	}
 	lj.rec = n.setState(j, rec, fedschedv1.JobState_JOB_STATE_PENDING, j.GetReason(), "re-planned after the node restarted", now)
 }

@@ -10,11 +10,13 @@ import (
 )
 
 // storedReplay answers a retry of a stored submission (same idempotency
-// key, same body) with the stored job, before the request's times are
-// checked against now: a client that retries after a crash, once its
-// deadline has come closer than its estimate, must learn what became of
-// its job, not that the request is invalid. Anything else (no key, a new
-// key, another body) goes the usual way.
+// key, same body) with the stored job when the request fails validation:
+// a client that retries after a crash, once its deadline has come closer
+// than its estimate, must learn what became of its job, not that the
+// request is invalid. Anything else (no key, a new key, another body) gets
+// the validation's error. (A retry that validates is replayed by the
+// loop's own check of the key, so a new submission costs the store one
+// read of its key, not two.)
 func (s *service) storedReplay(ctx context.Context, req *fedschedv1.SubmitJobRequest) (*fedschedv1.SubmitJobResponse, bool) {
 	key := userKey(req)
 	if key == "" {

@@ -543,11 +543,10 @@ func (n *Node) settleDisplaced(ds []plan.Displaced, resID string, now int64) []*
 			dj.State, dj.Message = fedschedv1.JobState_JOB_STATE_REJECTED, msg
 		} else {
 			pl := d.Placement
-			r, api := n.reservationOf(id, lj.pj.Procs, pl, lj.pj.Estimate)
-			n.pending.putRes(id, r)
-			lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = api, pl.PoF, r.Overbooked
+			api, over := n.reservationOf(lj.pj.Procs, pl, lj.pj.Estimate)
+			lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = api, pl.PoF, over
 			msg := fmt.Sprintf("fixed reservation %s took the job's slot at %s; re-planned to start at %s", resID, rfc(d.Was.Start), rfc(pl.Start))
-			if r.Overbooked {
+			if over {
 				msg += fmt.Sprintf(", overbooked into %d of its %d estimated seconds with PoF %.3f", pl.End-pl.Start, lj.pj.Estimate, pl.PoF)
 			}
 			lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DISPLACED, msg, now)
@@ -773,6 +772,12 @@ func (n *Node) standingMsg(s *standingRes, now int64) *fedschedv1.FixedReservati
 // recoverReservations puts the stored fixed reservations back into the
 // plan, then the instances of the stored rules as far as the live jobs
 // reach, before any job: jobs' reservations fit around them.
+//
+// The store holds fixed reservations only: a job's reservation is in the
+// job's record. Earlier versions also wrote a reservation record per job,
+// which nothing read back and every commit paid for (docs/PERFORMANCE.md,
+// "Fewer pages per commit"); such records are deleted here, with the first
+// commit after the restart.
 func (n *Node) recoverReservations(ctx context.Context, live []store.JobRecord, now int64) error {
 	st := n.deps.Store
 	recs, err := st.ListReservations(ctx)
@@ -782,6 +787,7 @@ func (n *Node) recoverReservations(ctx context.Context, live []store.JobRecord, 
 	r := &n.resv
 	for _, rec := range recs {
 		if !rec.Fixed {
+			n.pending.putRes(rec.ID, nil)
 			continue
 		}
 		start, end := rec.Start.Unix(), rec.End.Unix()

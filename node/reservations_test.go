@@ -89,6 +89,31 @@ func submitAt(t *testing.T, c fedschedv1.SiteServiceClient, procs int32, est tim
 	return r.GetJob()
 }
 
+// storedJob is a job as its record in st has it.
+func storedJob(t *testing.T, st store.Store, id string) *fedschedv1.Job {
+	t.Helper()
+	rec, err := st.GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Job
+}
+
+// onlyFixedStored fails unless every reservation record in st is an
+// operator's fixed one: a job's reservation is stored in its record only.
+func onlyFixedStored(t *testing.T, st store.Store) {
+	t.Helper()
+	recs, err := st.ListReservations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if !r.Fixed {
+			t.Errorf("reservation record of a job stored: %+v", r)
+		}
+	}
+}
+
 func getJob(t *testing.T, c fedschedv1.SiteServiceClient, id string) *fedschedv1.Job {
 	t.Helper()
 	r, err := c.GetJob(context.Background(), &fedschedv1.GetJobRequest{JobId: id})
@@ -340,16 +365,17 @@ func TestReservationDisplace(t *testing.T) {
 	if o, err := st.GetSLAOutcome(ctx, sla.GetId()); err != nil || o.Outcome != fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED || o.DecidedAt.IsZero() {
 		t.Errorf("SLA record: %+v, %v", o, err)
 	}
-	if _, err := st.GetReservation(ctx, sla.GetId()); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("rejected job's reservation still stored: %v", err)
+	if r := storedJob(t, st, sla.GetId()).GetReservation(); r != nil {
+		t.Errorf("rejected job's reservation still stored: %v", r)
 	}
 	j = getJob(t, s.client, be.GetId())
 	if j.GetState() != fedschedv1.JobState_JOB_STATE_PENDING || j.GetReason() != fedschedv1.Reason_REASON_DISPLACED || resSlot(j.GetReservation()) != "[2h0m0s, 3h0m0s) x4" {
 		t.Errorf("re-planned job: %v", j)
 	}
-	if r, err := st.GetReservation(ctx, be.GetId()); err != nil || !r.Start.Equal(monday.Add(2*time.Hour)) {
-		t.Errorf("re-planned job's stored reservation: %+v, %v", r, err)
+	if r := storedJob(t, st, be.GetId()).GetReservation(); resSlot(r) != "[2h0m0s, 3h0m0s) x4" {
+		t.Errorf("re-planned job's stored reservation: %v", r)
 	}
+	onlyFixedStored(t, st)
 	// Watchers see both changes.
 	seen := map[string]fedschedv1.JobState{}
 	for len(seen) < 2 {
@@ -427,6 +453,60 @@ func TestReservationSurvivesCrash(t *testing.T) {
 	e, err := s.client.CreateReservation(ctx, &fedschedv1.CreateReservationRequest{Procs: 1, Start: at(100 * time.Hour), End: at(101 * time.Hour)})
 	if err != nil || e.GetReservation().GetId() != "t.r000000000003" {
 		t.Fatalf("third reservation: %v, %v", e, err)
+	}
+}
+
+// TestJobReservationRecordsDropped: a job's reservation is stored in its
+// record only. A store written by an earlier node also holds a
+// ReservationRecord per job (and may hold one of a job long gone); the
+// node deletes them when it starts, keeps the fixed ones, and the jobs
+// keep their reservations.
+func TestJobReservationRecordsDropped(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	ctx := context.Background()
+	clk := clock.NewManual(monday)
+	st, err := store.OpenBolt(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startManual(t, cfg, st, clk, 0)
+	fixed, err := s.client.CreateReservation(ctx, &fedschedv1.CreateReservationRequest{Name: "maintenance", Procs: 8, Start: at(2 * time.Hour), End: at(3 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := submitAt(t, s.client, 4, 2*time.Hour, time.Hour, 0)
+	if resSlot(a.GetReservation()) != "[3h0m0s, 5h0m0s) x4" {
+		t.Fatalf("setup: %s", resSlot(a.GetReservation()))
+	}
+	onlyFixedStored(t, st)
+	s.crash()
+
+	// The records an earlier node wrote for its jobs.
+	st, err = store.OpenBolt(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []store.ReservationRecord{
+		{ID: a.GetId(), JobID: a.GetId(), Procs: 4, Start: monday.Add(3 * time.Hour), End: monday.Add(5 * time.Hour)},
+		{ID: "t.000000000099", JobID: "t.000000000099", Procs: 1, Start: monday, End: monday.Add(time.Hour)},
+	} {
+		if err := st.PutReservation(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = startManual(t, cfg, st, clk, 0)
+	defer s.stop(t)
+	submitAt(t, s.client, 1, time.Hour, 0, 0) // a turn, committed after recovery's changes
+	onlyFixedStored(t, st)
+	if rec, err := st.GetReservation(ctx, fixed.GetReservation().GetId()); err != nil || !rec.Fixed {
+		t.Fatalf("fixed reservation after the restart: %+v, %v", rec, err)
+	}
+	if got := resSlot(getJob(t, s.client, a.GetId()).GetReservation()); got != "[3h0m0s, 5h0m0s) x4" {
+		t.Fatalf("job after the restart: %s", got)
+	}
+	if got := resSlot(storedJob(t, st, a.GetId()).GetReservation()); got != "[3h0m0s, 5h0m0s) x4" {
+		t.Fatalf("stored job after the restart: %s", got)
 	}
 }
 
@@ -635,9 +715,10 @@ func TestFarJobClearOfInstancesFromTheStart(t *testing.T) {
 	if g.GetReason() == fedschedv1.Reason_REASON_DISPLACED || resSlot(g.GetReservation()) != "[243h0m0s, 245h0m0s) x4" {
 		t.Fatalf("job after its night came into the horizon: %v %v %s", g.GetState(), g.GetReason(), resSlot(g.GetReservation()))
 	}
-	if r, err := st.GetReservation(ctx, j.GetId()); err != nil || !r.Start.Equal(monday.Add(243*time.Hour)) {
-		t.Fatalf("stored reservation: %+v, %v", r, err)
+	if r := storedJob(t, st, j.GetId()).GetReservation(); resSlot(r) != "[243h0m0s, 245h0m0s) x4" {
+		t.Fatalf("stored reservation: %v", r)
 	}
+	onlyFixedStored(t, st)
 }
 
 // TestStandingSameInNodeAndAgent: a node and a site agent with the same

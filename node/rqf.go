@@ -331,8 +331,6 @@ func (n *Node) handOver(req *fedschedv1.TakeRequest, now int64) error {
 	if n.adm != nil {
 		n.adm.Forget(lj.seq) // it never ran here: nothing to learn
 	}
-	id := lj.job().GetId()
-	n.pending.putRes(id, nil)
 	lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = nil, 0, false
 	msg := fmt.Sprintf("%s %s, which would start it now: agreeing to its hold %s", rqfHandingOver, req.GetSite(), req.GetHoldId())
 	lj.job().Route = append(lj.job().Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: req.GetSite(), Reason: fedschedv1.Reason_REASON_DELEGATED,

@@ -92,10 +92,13 @@ func (s *service) SubmitJob(ctx context.Context, req *fedschedv1.SubmitJobReques
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	if r, ok := s.storedReplay(ctx, req); ok {
-		return r, nil
-	}
 	if err := s.n.validateSubmit(req, s.n.now()); err != nil {
+		// A retry of a stored submission that no longer validates (its
+		// deadline came closer) still learns what became of its job. A
+		// valid one is replayed by the loop, which checks every key.
+		if r, ok := s.storedReplay(ctx, req); ok {
+			return r, nil
+		}
 		return nil, ToStatus(err)
 	}
 	hash, err := SpecHash(req.GetSpec())

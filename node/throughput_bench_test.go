@@ -43,8 +43,9 @@ import (
 // and an early end (which makes the conservative policy re-plan).
 //
 // Reported: submits/s and the p50/p99 of SubmitJob as the client sees it;
-// ends/s, the jobs that ended during the run per second; cpu-us/submit and
-// gc-us/submit, the process's and the collector's CPU per submission;
+// ends/s, the jobs that ended during the run per second; cpu-us/submit,
+// gc-us/submit and alloc-B/submit, the process's and the collector's CPU
+// and the bytes allocated per submission;
 // heap-B/waiting, heap-objs/waiting and scan-B/waiting, the live heap after
 // the fill per waiting job (all of it, its objects, the part the collector
 // scans for pointers). The target is submits/s at 100k within 20 % of
@@ -360,6 +361,38 @@ func scannableHeap() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// cost is where the process's CPU, the collector's CPU and the bytes
+// allocated stood when a measured phase began.
+type cost struct {
+	cpu   time.Duration
+	gc    float64
+	alloc uint64
+}
+
+// startCost notes the process's CPU, GC CPU and allocated bytes now.
+func startCost() cost { return cost{cpu: cpuTime(), gc: gcBusy(), alloc: allocated()} }
+
+// report reports, per submission of the n since c: cpu-us/submit (the
+// whole process, clients included), gc-us/submit (the collector's part)
+// and alloc-B/submit (bytes allocated on the heap).
+func (c cost) report(b *testing.B, n int) {
+	gc, alloc, cpu := gcBusy()-c.gc, allocated()-c.alloc, cpuTime()-c.cpu
+	b.ReportMetric(float64(cpu)/float64(n)/1e3, "cpu-us/submit")
+	b.ReportMetric(gc*1e6/float64(n), "gc-us/submit")
+	b.ReportMetric(float64(alloc)/float64(n), "alloc-B/submit")
+}
+
+// allocated is the bytes allocated on the heap so far (runtime/metrics
+// /gc/heap/allocs:bytes).
+func allocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
 // reportLatencies reports submits/s and the p50/p99/max of sorted lats.
 func reportLatencies(b *testing.B, lats []time.Duration, elapsed time.Duration) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -406,14 +439,12 @@ func benchThroughput(b *testing.B, dir string, waiting int) {
 	benchBarrier(b)
 	bn.st.reset()
 	stopProfile := profileMeasured(b)
-	cpu0, gc0 := cpuTime(), gcBusy()
+	cost := startCost()
 	lats, elapsed := benchClientsRun(b, []*grpc.ClientConn{bn.conn}, submit)
-	gc := gcBusy() - gc0
+	cost.report(b, len(lats))
 	stopProfile()
 	reportLatencies(b, lats, elapsed)
 	b.ReportMetric(float64(bn.ends()-ends0)/elapsed.Seconds(), "ends/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(len(lats))/1e3, "cpu-us/submit")
-	b.ReportMetric(gc*1e6/float64(len(lats)), "gc-us/submit")
 	b.ReportMetric(heapB, "heap-B/waiting") // reported here: b.ResetTimer drops metrics
 	b.ReportMetric(heapObjs, "heap-objs/waiting")
 	b.ReportMetric(scanB, "scan-B/waiting")

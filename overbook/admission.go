@@ -234,6 +234,19 @@ func (a *Admission) Record(j *plan.Job, o Observation) error {
 	return nil
 }
 
+// Restore tells the admission of a job a driver put back into the plan
+// after a restart (plan.Site.Restore), so that it is judged as a job the
+// admission placed: a running one counts as a censored sample of its
+// class. The comprehensive mode's end-time distribution is not rebuilt
+// (it depended on the plan when the job was admitted): the jobs chained
+// on a restored job take its reservation's end as certain.
+func (a *Admission) Restore(j *plan.Job) {
+	if a.jobs == nil {
+		a.jobs, a.dists = make(map[int64]JobInfo), make(map[int64]EndDist)
+	}
+	a.jobs[j.ID] = info(j)
+}
+
 // Forget releases the entry of job id, if any.
 func (a *Admission) Forget(id int64) {
 	delete(a.jobs, id)

@@ -46,12 +46,23 @@ type Overbooking struct {
 	// turns its own 0 into 0.9; a scenario does the same.)
 	AgeFactor float64
 	AgeEvery  int
+	// MinSamples is the (aged) weight of samples a job's histogram must
+	// hold before the job may be overbooked (overbooking.min_samples; 0:
+	// overbook.DefaultAdmissionMinSamples).
+	MinSamples float64
+	// LearnOnly learns the statistics but does not overbook: a node with
+	// overbooking.enabled false, whose statistics are ready when it
+	// starts to. Mode, Test, Failures and MinSamples are then unused.
+	LearnOnly bool
 }
 
 // PastJob is a job that ran before the site's first submission.
 type PastJob struct {
 	Job overbook.JobInfo
 	Ran int64 // seconds it ran
+	// Censored: it was cut short of its estimate (a trace's cancelled
+	// job): it needed more than Ran.
+	Censored bool
 }
 
 // Config configures an Agent. Zero values mean the defaults given.
@@ -135,9 +146,64 @@ const (
 	// DecideStart follows); otherwise it is lost: the site runs it no
 	// more, and the driver settles its SLA as the provider's failure.
 	DecideFailed
+	// DecideCancel: the job is cancelled (Cancel at this site, or a
+	// Terminate from its origin, then Peer is the origin). A waiting job
+	// has left the plan; a running one is killed (a DecideKill follows)
+	// and keeps its processors until the driver calls End.
+	DecideCancel
+	// DecideKill: kill the running job now (it was cancelled); End
+	// follows when its process has stopped.
+	DecideKill
+	// DecideTerminate (origin side): a Terminate for the job is owed to
+	// Peer, the site that runs it, until a DecideAcked; a driver keeps it
+	// across a restart.
+	DecideTerminate
+	// DecideReport (executing side): the outcome report of a job run for
+	// Peer, its origin, is owed until a DecideAcked (Outcome).
+	DecideReport
+	// DecideAcked: Peer acknowledged what was owed for the job (a report,
+	// a Terminate), or refused the agree of a job cancelled while it was
+	// agreeing: nothing is owed to it any more.
+	DecideAcked
+	// DecideEnd: a job that ran here stopped (End): Outcome says how.
+	// The runtime statistics have learnt from it (Ready.Learnt).
+	DecideEnd
+	// DecideOffer (origin side): the transfer policy offers the job to
+	// peers (Spec, Route, Offer); it is out of the plan until a peer
+	// takes it (DecideDelegate) or it comes back (DecideAccept,
+	// DecideReject). After a restart it is offered again.
+	DecideOffer
+	// DecideAgree (origin side): the origin agrees to Peer's quote; it is
+	// written ahead of the agree, so that after a restart the origin asks
+	// that peer again and no other (the node's intent record).
+	DecideAgree
+	// DecideMove: a waiting job's reservation moved to Placement (the
+	// scheduling pass re-planned it; only with Config.TrackMoves).
+	DecideMove
+	// DecideExpire: the queue (FCFS, EASY, LIST) could not start the job
+	// before the last start that runs its estimate by its deadline: it is
+	// dropped (a node rejects it, deadline unreachable, SLA violated); the
+	// origin of a peer's job gets a report.
+	DecideExpire
+	// DecideReserve: an operator's fixed reservation (Fixed) is in the
+	// plan (Reserve).
+	DecideReserve
+	// DecideUnreserve: the operator's reservation Fixed.ID is gone
+	// (Unreserve).
+	DecideUnreserve
+	// DecideDisplaced: the reservation Fixed took the waiting job's slot:
+	// with Placement.OK() it was placed again there, otherwise it is
+	// dropped (a node rejects it, its SLA violated: the provider broke
+	// it); the origin of a peer's job gets a report.
+	DecideDisplaced
+	// DecideGaveUp: the driver gave up on Peer for the job (GiveUp): what
+	// was owed to it is no longer sent, and a delegated job's report is
+	// no longer awaited (its outcome stays unknown).
+	DecideGaveUp
 )
 
-var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome", "failed"}
+var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome", "failed",
+	"cancel", "kill", "terminate", "report", "acked", "end", "offer", "agree", "move", "expire", "reserve", "unreserve", "displaced", "gave-up"}
 
 func (k DecisionKind) String() string {
 	if k > 0 && int(k) < len(decisionNames) {
@@ -163,9 +229,18 @@ type Decision struct {
 	Route delegation.Route
 	// Outcome is how a delegated job ended (Outcome).
 	Outcome Outcome
-	// Price is the price agreed with Peer (Delegate): the peer's quote
-	// (delegation.QuotePrice), 0 when the peer does not price.
+	// Price is the price agreed with Peer (Delegate, and Accept of a
+	// peer's job): the peer's quote (delegation.QuotePrice), 0 when the
+	// peer does not price.
 	Price float64
+	// Spec is the job as this site knows it (Accept, Delegate, Offer, a
+	// Failed that placed it again); Spec.ID is the agent's own id for it,
+	// which Restore takes back.
+	Spec plan.Job
+	// Offer is what a peer's quote has to beat (DecideOffer).
+	Offer OfferDecision
+	// Fixed is an operator's reservation (Reserve, Unreserve, Displaced).
+	Fixed plan.FixedSpec
 }
 
 // Ready is everything the agent decided since the last call to Ready: the
@@ -173,6 +248,14 @@ type Decision struct {
 type Ready struct {
 	Decisions []Decision
 	Messages  []Message
+	// Seq is the agent's id counter and PulledAt its last RQF round (or
+	// NeverPulled) after the batch; a driver persists them with it, for
+	// Restore.
+	Seq, PulledAt int64
+	// Learnt: the runtime statistics changed (Agent.Stats); Observed: the
+	// peer histories changed (Agent.History). A driver that restores
+	// persists them with the batch.
+	Learnt, Observed bool
 }
 
 // Empty reports whether there is nothing to do.
@@ -214,8 +297,12 @@ type job struct {
 	expires int64   // hold expiry
 	price   float64 // the quote's price (delegation.QuotePrice)
 	holdID  string  // key.String(), made at the first offer
-	queued  bool    // EFS: taken into the queue at agree, no hold
-	at      int64   // EFS: when the peer's transfer policy took it
+	// cancelled: cancelled while running (killed, its End to come),
+	// agreeing (the agree's answer to come) or delegated (a Terminate
+	// owed or sent, the report to come).
+	cancelled bool
+	queued    bool  // EFS: taken into the queue at agree, no hold
+	at        int64 // EFS: when the peer's transfer policy took it
 }
 
 // awaits reports whether peer's answer to the job's quote requests is
@@ -252,13 +339,18 @@ type Agent struct {
 	rules Rules
 	site  *plan.Site
 	adm   *overbook.Admission
+	stats *overbook.Stats // what admission reads, or what a LearnOnly site learns
 	seq   int64
 	jobs  map[JobKey]*job
 	byID  map[int64]*job
 	// waits holds the jobs in a state with a time limit (asking, agreeing,
 	// held, taking): NextWake and Tick look only at them.
-	waits   map[JobKey]*job
-	reports map[JobKey]*pendingReport
+	waits map[JobKey]*job
+	// owed are the messages resent until acknowledged: the reports of jobs
+	// run for peers, and the Terminates of this site's cancelled jobs
+	// (their keys never collide: a report's job is a peer's, a
+	// Terminate's this site's).
+	owed    map[JobKey]*pendingReport
 	ready   Ready
 	spare   Ready // a batch the driver handed back (Recycle), for the next one
 	dirty   bool  // an event since the last Tick: a pass is due
@@ -266,8 +358,11 @@ type Agent struct {
 	ids     []int64
 	waitBuf []int64 // EFS: the waiting jobs' ids
 	// laidTo: every instance of the standing rules that starts before it
-	// is in the plan; fixedID is the last core id given to one.
+	// is in the plan; fixedID is the last core id given to one, or to an
+	// operator's reservation (Reserve).
 	laidTo, fixedID int64
+	// reserved are the operators' reservations Reserve made.
+	reserved map[int64]plan.FixedSpec
 }
 
 type pendingReport struct {
@@ -310,8 +405,8 @@ func New(cfg Config) (*Agent, error) {
 	}
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
 	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job),
-		rank:    delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
-		reports: make(map[JobKey]*pendingReport), rqfAt: NeverPulled, laidTo: plan.Never}
+		rank: delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
+		owed: make(map[JobKey]*pendingReport), reserved: make(map[int64]plan.FixedSpec), rqfAt: NeverPulled, laidTo: plan.Never}
 	for i := range cfg.Standing {
 		if err := cfg.Standing[i].Validate(); err != nil {
 			return nil, fmt.Errorf("site agent %s: %w: %w", cfg.Name, err, ErrInvalid)
@@ -324,7 +419,10 @@ func New(cfg Config) (*Agent, error) {
 		a.fixedID = min(a.fixedID, f.ID)
 	}
 	if o := cfg.Overbooking; o != nil {
-		if cfg.Policy != plan.Conservative {
+		if o.MinSamples < 0 || math.IsNaN(o.MinSamples) {
+			return nil, fmt.Errorf("site agent %s: overbooking min samples %v: %w", cfg.Name, o.MinSamples, ErrInvalid)
+		}
+		if cfg.Policy != plan.Conservative && !o.LearnOnly {
 			return nil, fmt.Errorf("site agent %s: overbooking needs the conservative policy (the queue policies keep no reservations to overbook), not %v: %w", cfg.Name, cfg.Policy, ErrInvalid)
 		}
 		st, err := overbook.NewStats(overbook.StatsConfig{Classifier: overbook.ByRuntime, AgeFactor: o.AgeFactor, AgeEvery: o.AgeEvery})
@@ -332,12 +430,15 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("site agent %s: %w", cfg.Name, err)
 		}
 		for _, h := range o.History {
-			if err := st.Record(h.Job, overbook.Observation{Ran: h.Ran}); err != nil {
+			if err := st.Record(h.Job, overbook.Observation{Ran: h.Ran, Censored: h.Censored}); err != nil {
 				return nil, fmt.Errorf("site agent %s: overbooking history: %w", cfg.Name, err)
 			}
 		}
-		a.adm = &overbook.Admission{Stats: st, Mode: o.Mode, Test: o.Test, Failures: o.Failures, Learn: true}
-		pc.Admission = a.adm
+		a.stats = st
+		if !o.LearnOnly {
+			a.adm = &overbook.Admission{Stats: st, Mode: o.Mode, Test: o.Test, Failures: o.Failures, Learn: true, MinSamples: o.MinSamples}
+			pc.Admission = a.adm
+		}
 	}
 	s, err := plan.NewSite(pc)
 	if err != nil {
@@ -363,9 +464,14 @@ func (a *Agent) Site() *plan.Site { return a.site }
 // Callers must not change it.
 func (a *Agent) History() map[string]delegation.History { return a.rank.History() }
 
+// Stats are the runtime statistics the site learns, nil without
+// Config.Overbooking. Callers must not change them.
+func (a *Agent) Stats() *overbook.Stats { return a.stats }
+
 // Ready returns the batch decided since the last call and starts a new one.
 func (a *Agent) Ready() Ready {
 	r := a.ready
+	r.Seq, r.PulledAt = a.seq, a.rqfAt
 	a.ready = Ready{Decisions: a.spare.Decisions, Messages: a.spare.Messages}
 	a.spare = Ready{}
 	return r
@@ -452,7 +558,17 @@ func (a *Agent) offer(now int64, jb *job) bool {
 func (a *Agent) offerTo(now int64, jb *job, d OfferDecision) bool {
 	jb.offered, jb.offer = true, d
 	jb.rounds = a.rounds(now, jb)
-	return a.ask(now, jb)
+	return a.asking(now, jb)
+}
+
+// asking sends the first round's quote requests of an offer, and records
+// the offer (DecideOffer); false when no peer may be asked.
+func (a *Agent) asking(now int64, jb *job) bool {
+	if !a.ask(now, jb) {
+		return false
+	}
+	a.decide(Decision{Kind: DecideOffer, Job: jb.key, Route: jb.route, Spec: jb.pj, Offer: jb.offer})
+	return true
 }
 
 // rounds orders the peers to ask: each preferred peer alone, in the
@@ -508,7 +624,7 @@ func (a *Agent) admit(now int64, jb *job) {
 	}
 	a.set(jb, stateLocal)
 	jb.place = pl
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: pl, Route: jb.route})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: pl, Route: jb.route, Spec: jb.pj})
 }
 
 // choose picks among the offers of the round that has ended (Choose):
@@ -529,13 +645,25 @@ func (a *Agent) choose(now int64, jb *job) {
 	a.set(jb, stateAgreeing)
 	jb.peer = jb.asked[win]
 	jb.deadline = now + a.cfg.ReplySeconds
+	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: jb.peer})
 	a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
 }
 
 // End tells the agent that a job it started stopped at now: completed by
-// itself, or killed at the end of its reservation (or failed). Unknown jobs
-// are ignored and reported false.
+// itself, or killed at the end of its reservation. Unknown jobs are
+// ignored and reported false.
 func (a *Agent) End(now int64, key JobKey, completed bool) bool {
+	return a.end(now, key, completed, false)
+}
+
+// Fail tells the agent that a job it started stopped at now for a reason
+// that says nothing of how long it needed: its process could not be
+// started, was lost, or the site failed it (a node's FAILED jobs). The
+// statistics learn nothing from it; its origin's report says it failed.
+// Unknown jobs are ignored and reported false.
+func (a *Agent) Fail(now int64, key JobKey) bool { return a.end(now, key, false, true) }
+
+func (a *Agent) end(now int64, key JobKey, completed, failed bool) bool {
 	jb := a.jobs[key]
 	if jb == nil || jb.state != stateLocal || !jb.started {
 		return false
@@ -543,20 +671,141 @@ func (a *Agent) End(now int64, key JobKey, completed bool) bool {
 	a.dirty = true
 	a.site.End(now, jb.pj.ID)
 	ran := now - jb.start
-	if a.adm != nil {
+	if a.adm != nil && failed {
+		a.adm.Forget(jb.pj.ID)
+	} else if a.stats != nil && !failed {
 		// The node's rule: a job that ended by itself shows its runtime; a
 		// killed one only that it needed more than it ran (censored), never
-		// how much more, which would be an oracle no live site has.
-		o := overbook.Observation{Ran: ran, Censored: !completed && ran < jb.pj.Estimate}
-		a.adm.Record(&jb.pj, o) //nolint:errcheck // a job without a usable estimate is not learnt from
+		// how much more, which would be an oracle no live site has. A job
+		// cancelled while it ran was cut too, whatever its exit.
+		cut := !completed || jb.cancelled
+		o := overbook.Observation{Ran: ran, Censored: cut && ran < jb.pj.Estimate}
+		if a.adm != nil {
+			a.adm.Record(&jb.pj, o) //nolint:errcheck // a job without a usable estimate is not learnt from
+		} else {
+			pj := &jb.pj
+			a.stats.Record(overbook.JobInfo{ID: pj.ID, Procs: pj.Procs, Estimate: pj.Estimate, User: pj.User, App: pj.App}, o) //nolint:errcheck // as above
+		}
+		a.ready.Learnt = true
 	}
 	a.forget(jb)
+	out := Outcome{Start: jb.start, End: now, Completed: completed, Cancelled: jb.cancelled, Failed: failed}
+	a.decide(Decision{Kind: DecideEnd, Job: key, Outcome: out})
 	if key.Site != a.cfg.Name {
-		m := Message{Kind: KindReport, To: key.Site, Job: key, Outcome: Outcome{Start: jb.start, End: now, Completed: completed}}
-		a.reports[key] = &pendingReport{msg: m, next: now + a.cfg.ReplySeconds}
-		a.send(m)
+		a.report(now, key, out)
 	}
 	return true
+}
+
+// report owes the origin of a job run here its outcome, until it
+// acknowledges (DecideReport).
+func (a *Agent) report(now int64, key JobKey, o Outcome) {
+	a.owe(now, Message{Kind: KindReport, To: key.Site, Job: key, Outcome: o})
+	a.decide(Decision{Kind: DecideReport, Job: key, Peer: key.Site, Outcome: o})
+}
+
+// owe sends m, and again every ReplySeconds until its acknowledgement.
+func (a *Agent) owe(now int64, m Message) {
+	a.owed[m.Job] = &pendingReport{msg: m, next: now + a.cfg.ReplySeconds}
+	a.send(m)
+}
+
+// NextID is the id the agent gives the next job it takes (a submission,
+// a peer's quote request or a take): a driver that names its jobs by the
+// agent's ids calls Submit with it, so that one number names a local job
+// for both (a node's job ids).
+func (a *Agent) NextID() int64 { return a.seq + 1 }
+
+// GiveUp tells the agent that its driver gives up on the peer it owes a
+// report or a Terminate for key, or whose report of the delegated job key
+// it awaits (a node gives up on a peer that has not been an alive member
+// for outbox_give_up): nothing more is sent about the job, and a
+// delegated job is forgotten, its outcome unknown (DecideGaveUp). It
+// reports false if nothing is owed or awaited for key.
+func (a *Agent) GiveUp(now int64, key JobKey) bool {
+	r, owed := a.owed[key]
+	jb := a.jobs[key]
+	delegated := jb != nil && jb.state == stateDelegated
+	if !owed && !delegated {
+		return false
+	}
+	peer := ""
+	if owed {
+		peer = r.msg.To
+		delete(a.owed, key)
+	}
+	if delegated {
+		peer = jb.peer
+		a.forget(jb)
+	}
+	a.decide(Decision{Kind: DecideGaveUp, Job: key, Peer: peer})
+	return true
+}
+
+// Cancel takes a user's cancel of a job at this site: its own job in any
+// state, or one it runs for a peer (the node lets a site's operator cancel
+// those too; their origin gets a report). A waiting job leaves the plan.
+// A running one is killed (DecideKill); it keeps its processors until the
+// driver calls End, and the statistics learn from it as censored. A job
+// being offered to peers stops being offered: the holds its peers granted
+// are released (a quote still to come is released when it comes). A job
+// whose agree is out stays until the peer answers: if it took the job, a
+// Terminate is sent. A delegated job gets a Terminate (DecideTerminate),
+// resent until acknowledged; its report still comes. Cancel reports false
+// for a job this site does not own (unknown, or only held for a peer);
+// cancelling a job again changes nothing and reports true.
+func (a *Agent) Cancel(now int64, key JobKey) bool {
+	jb := a.jobs[key]
+	if jb == nil || jb.state == stateHeld || jb.state == stateTaking {
+		return false
+	}
+	if !jb.cancelled {
+		a.dirty = true
+		a.cancel(now, jb, "")
+	}
+	return true
+}
+
+// cancel cancels jb; by is the origin that terminated it, "" for a cancel
+// at this site.
+func (a *Agent) cancel(now int64, jb *job, by string) {
+	a.decide(Decision{Kind: DecideCancel, Job: jb.key, Peer: by, Route: jb.route})
+	switch jb.state {
+	case stateLocal:
+		if jb.started {
+			jb.cancelled = true
+			a.decide(Decision{Kind: DecideKill, Job: jb.key})
+			return
+		}
+		a.site.Cancel(now, jb.pj.ID)
+		if a.adm != nil {
+			a.adm.Forget(jb.pj.ID) // it never ran: nothing to learn
+		}
+		a.forget(jb)
+		if jb.key.Site != a.cfg.Name {
+			a.report(now, jb.key, Outcome{Start: now, End: now, Cancelled: true})
+		}
+	case stateAsking:
+		for i, o := range jb.offers {
+			if o != nil {
+				a.send(Message{Kind: KindRelease, To: jb.asked[i], Job: jb.key})
+			}
+		}
+		a.forget(jb)
+	case stateAgreeing:
+		// Only the agree's answer settles where the job is (Step,
+		// KindAgreed).
+		jb.cancelled = true
+	case stateDelegated:
+		jb.cancelled = true
+		a.terminate(now, jb)
+	}
+}
+
+// terminate owes jb's executing peer a Terminate.
+func (a *Agent) terminate(now int64, jb *job) {
+	a.owe(now, Message{Kind: KindTerminate, To: jb.peer, Job: jb.key})
+	a.decide(Decision{Kind: DecideTerminate, Job: jb.key, Peer: jb.peer})
 }
 
 // Step takes a message from a peer.
@@ -594,6 +843,11 @@ func (a *Agent) Step(now int64, m Message) {
 		}
 		if m.Offer == nil {
 			a.failed(m.From)
+			if jb.cancelled {
+				a.forget(jb)
+				a.decide(Decision{Kind: DecideAcked, Job: jb.key, Peer: m.From})
+				return
+			}
 			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionRefused, Reason: m.Reason, At: now})
 			if !a.ask(now, jb) {
 				a.admit(now, jb)
@@ -601,13 +855,20 @@ func (a *Agent) Step(now int64, m Message) {
 			return
 		}
 		a.set(jb, stateDelegated)
+		if jb.cancelled {
+			// Cancelled while the agree was out: the peer owns the job
+			// now, and is told to stop it.
+			jb.peer = m.From
+			a.terminate(now, jb)
+			return
+		}
 		jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionDelegated, At: now,
 			Reason: "the peer's quote ends earlier than the local placement"})
 		pl := plan.Placement{Start: m.Offer.Start, End: m.Offer.End, PoF: m.Offer.PoF, Reason: plan.ReasonPlacedInFull}
 		if m.Offer.Overbooked {
 			pl.Reason = plan.ReasonOverbooked
 		}
-		a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: m.From, Route: jb.route, Price: m.Offer.Price})
+		a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: m.From, Route: jb.route, Price: m.Offer.Price, Spec: jb.pj})
 	case KindRelease:
 		if jb := a.jobs[m.Job]; jb != nil && jb.state == stateHeld && m.From == jb.from {
 			a.site.Unhold(now, jb.pj.ID)
@@ -620,12 +881,31 @@ func (a *Agent) Step(now int64, m Message) {
 			return // a repeated report
 		}
 		a.forget(jb)
-		h := a.rank.History()[m.From]
-		ObserveOutcome(&h, jb.pj.Procs, jb.pj.Estimate, jb.route[0].At, m.Outcome.Start, m.Outcome.End)
-		a.rank.SetHistory(m.From, h)
+		if jb.cancelled || m.Outcome.Cancelled || m.Outcome.Dropped {
+			// Cancelled, or never started: the outcome says nothing of
+			// the peer's service (the node learns no history from it
+			// either). A Terminate still owed is settled by the report.
+			delete(a.owed, m.Job)
+		} else {
+			h := a.rank.History()[m.From]
+			ObserveOutcome(&h, jb.pj.Procs, jb.pj.Estimate, jb.route[0].At, m.Outcome.Start, m.Outcome.End)
+			a.observe(m.From, h)
+		}
 		a.decide(Decision{Kind: DecideOutcome, Job: jb.key, Peer: m.From, Outcome: m.Outcome, Route: jb.route})
-	case KindReportAck:
-		delete(a.reports, m.Job)
+	case KindReportAck, KindTerminated:
+		want := KindReport
+		if m.Kind == KindTerminated {
+			want = KindTerminate
+		}
+		if r := a.owed[m.Job]; r != nil && r.msg.Kind == want && r.msg.To == m.From {
+			delete(a.owed, m.Job)
+			a.decide(Decision{Kind: DecideAcked, Job: m.Job, Peer: m.From})
+		}
+	case KindTerminate:
+		if jb := a.jobs[m.Job]; jb != nil && jb.state == stateLocal && jb.from == m.From && !jb.cancelled {
+			a.cancel(now, jb, m.From)
+		}
+		a.send(Message{Kind: KindTerminated, To: m.From, Job: m.Job})
 	case KindQueueRequest:
 		a.disclose(now, m)
 	case KindQueue:
@@ -640,7 +920,13 @@ func (a *Agent) Step(now int64, m Message) {
 func (a *Agent) failed(peer string) {
 	h := a.rank.History()[peer]
 	h.Failures++
+	a.observe(peer, h)
+}
+
+// observe sets what this site knows of peer (Ready.Observed).
+func (a *Agent) observe(peer string, h delegation.History) {
 	a.rank.SetHistory(peer, h)
+	a.ready.Observed = true
 }
 
 // quote answers a quote request with a hold, or refuses.
@@ -719,7 +1005,7 @@ func (a *Agent) agree(now int64, m Message) {
 	}
 	a.set(jb, stateLocal)
 	jb.route = jb.route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj, Price: jb.price})
 	a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
 }
 
@@ -727,7 +1013,7 @@ func (a *Agent) agree(now int64, m Message) {
 // work: a job it holds, runs, plans or negotiates, or a report to resend.
 // A replay whose sites are none of them busy, with no submission, end or
 // message to come, is over (an idle RQF site would ask forever).
-func (a *Agent) Busy() bool { return len(a.jobs) > 0 || len(a.reports) > 0 }
+func (a *Agent) Busy() bool { return len(a.jobs) > 0 || len(a.owed) > 0 }
 
 // Stepped reports whether an event since the last Tick calls for one now.
 func (a *Agent) Stepped() bool { return a.dirty }
@@ -748,7 +1034,7 @@ func (a *Agent) NextWake(now int64) int64 {
 			t = min(t, max(jb.expires, now))
 		}
 	}
-	for _, r := range a.reports {
+	for _, r := range a.owed {
 		t = min(t, max(r.next, now))
 	}
 	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil {
@@ -789,15 +1075,15 @@ func (a *Agent) Tick(now int64) {
 			a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
 		}
 	}
-	rkeys := make([]JobKey, 0, len(a.reports))
-	for k, r := range a.reports {
+	rkeys := make([]JobKey, 0, len(a.owed))
+	for k, r := range a.owed {
 		if r.next <= now {
 			rkeys = append(rkeys, k)
 		}
 	}
 	slices.SortFunc(rkeys, cmpKey)
 	for _, k := range rkeys {
-		r := a.reports[k]
+		r := a.owed[k]
 		r.next = now + a.cfg.ReplySeconds
 		a.send(r.msg)
 	}
@@ -825,6 +1111,28 @@ func (a *Agent) pass(now int64) {
 			a.decide(Decision{Kind: DecideStart, Job: jb.key, Start: d.Start, End: d.End})
 		case plan.DecideExtend:
 			a.decide(Decision{Kind: DecideExtend, Job: jb.key, Start: d.Start, End: d.End})
+		case plan.DecideExpire:
+			a.forget(jb)
+			a.decide(Decision{Kind: DecideExpire, Job: jb.key, Route: jb.route})
+			if jb.key.Site != a.cfg.Name {
+				a.report(now, jb.key, Outcome{Start: now, End: now, Dropped: true})
+			}
+		}
+	}
+	a.moves()
+}
+
+// moves tells the driver of the waiting reservations re-planning moved
+// (TrackMoves; the plan tracks none otherwise).
+func (a *Agent) moves() {
+	for _, id := range a.site.Moved() {
+		jb := a.byID[id]
+		if jb == nil || jb.started || jb.state != stateLocal {
+			continue
+		}
+		if pl, ok := a.site.Placement(id); ok {
+			jb.place = pl
+			a.decide(Decision{Kind: DecideMove, Job: jb.key, Placement: pl})
 		}
 	}
 }
@@ -861,7 +1169,7 @@ func (a *Agent) offerEFS(now int64, jb *job) bool {
 	// (ACF's acceptance rule, as the study's partner applies it); a peer
 	// on EFS decides by its rule base and ignores it.
 	jb.offered, jb.offer, jb.rounds = true, OfferDecision{Offer: true, LocalEnd: plan.Forever, StartNow: true}, rounds
-	return a.ask(now, jb)
+	return a.asking(now, jb)
 }
 
 // quoteEFS is EFS's side of a peer's offer: the rule base for that peer

@@ -5,10 +5,13 @@
 // peers, quoting with holds and the community share, agreements on both
 // sides, outcome reports and fixed reservations (delegation).
 //
-// Events go in (Submit, End, Step for a peer message, Tick for time
-// passing); decisions and messages to peers come out of Ready, one batch
-// at a time, in the order they were made. The agent reads no clock (time
-// is the now every call passes), does no I/O, and knows nothing of gRPC,
+// Events go in (Submit, End, Fail, Cancel, GiveUp, Reserve and
+// Unreserve, Step for a peer message, Tick for time passing, NodeDown and
+// NodeUp); decisions and messages to peers come out of Ready, one batch
+// at a time, in the order they were made. A driver that persists each
+// batch (Journal, or its own store) rebuilds the agent after a crash with
+// Restore. The agent reads no clock (time is the now every call passes),
+// does no I/O, and knows nothing of gRPC,
 // bbolt or memberlist: the node and the simulator are its two drivers
 // (etcd raft's RawNode shape). What the drivers may differ in is written
 // down once, in docs/architecture.md.

@@ -17,7 +17,15 @@ import (
 func (a *Agent) NodeDown(now int64, pick int) {
 	a.dirty = true
 	hit, lost := a.site.NodeDown(now, pick)
-	if jb := a.byID[hit]; hit != 0 && jb != nil {
+	if jb := a.byID[hit]; hit != 0 && jb != nil && jb.cancelled {
+		// Being killed for its cancel anyway: it ended now.
+		a.forget(jb)
+		out := Outcome{Start: jb.start, End: now, Cancelled: true}
+		a.decide(Decision{Kind: DecideEnd, Job: jb.key, Outcome: out})
+		if jb.key.Site != a.cfg.Name {
+			a.report(now, jb.key, out)
+		}
+	} else if hit != 0 && jb != nil {
 		jb.started = false
 		pj := jb.pj
 		pj.Release = now
@@ -25,7 +33,7 @@ func (a *Agent) NodeDown(now int64, pick int) {
 		pl = a.clearOfStanding(now, pj, pl, func() { a.site.Cancel(now, pj.ID) }, func() plan.Placement { return a.site.Submit(now, pj) })
 		if pl.OK() {
 			jb.pj.Release, jb.place = now, pl
-			a.decide(Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route})
+			a.decide(Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route, Spec: jb.pj})
 		} else {
 			a.lose(now, jb, pl)
 		}
@@ -43,9 +51,7 @@ func (a *Agent) lose(now int64, jb *job, pl plan.Placement) {
 	a.forget(jb)
 	a.decide(Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route})
 	if jb.key.Site != a.cfg.Name {
-		m := Message{Kind: KindReport, To: jb.key.Site, Job: jb.key, Outcome: Outcome{Start: jb.start, End: now}}
-		a.reports[jb.key] = &pendingReport{msg: m, next: now + a.cfg.ReplySeconds}
-		a.send(m)
+		a.report(now, jb.key, Outcome{Start: jb.start, End: now})
 	}
 }
 

@@ -50,10 +50,18 @@ const (
 	// KindTaken answers Take: Spec and Route set when the job was handed
 	// over, Reason when it no longer waits there.
 	KindTaken
+	// KindTerminate asks the executing site to stop a job its origin
+	// cancelled (origin to peer; the node's Terminate RPC). The origin
+	// resends it until it gets a KindTerminated; the job's report follows
+	// as for any end.
+	KindTerminate
+	// KindTerminated acknowledges a Terminate: the job no longer waits or
+	// runs there, or is being killed (or had ended already).
+	KindTerminated
 )
 
 var kindNames = [...]string{"", "quote-request", "quote", "agree", "agreed", "release", "report", "report-ack",
-	"queue-request", "queue", "take", "taken"}
+	"queue-request", "queue", "take", "taken", "terminate", "terminated"}
 
 func (k Kind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
@@ -104,8 +112,20 @@ type Offer struct {
 type Outcome struct {
 	Start, End int64
 	// Completed: it ended by itself; otherwise it was killed (at the end
-	// of its reservation) or failed.
+	// of its reservation), failed or was cancelled.
 	Completed bool
+	// Cancelled: its origin terminated it (or the executing site
+	// cancelled it); if it never started, Start and End are both the
+	// time of the cancel.
+	Cancelled bool
+	// Dropped: the peer dropped it before it started: its queue could not
+	// start it within its window (DecideExpire), or an operator's
+	// reservation took its slot (DecideDisplaced); Start and End are the
+	// time it was dropped.
+	Dropped bool
+	// Failed: it stopped for a reason that says nothing of its runtime
+	// (Agent.Fail).
+	Failed bool
 }
 
 // QueuedJob is a job waiting at a peer, as RQF discloses it.

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"math/rand/v2"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -180,5 +182,107 @@ func BenchmarkFdatasync(b *testing.B) {
 		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkFdatasyncPages is BenchmarkFdatasync with more pages per sync:
+// n 4 KiB pages overwritten at random places in a 1 MiB region (as
+// bbolt's commit writes the B+tree pages it dirtied, each where the free
+// list put it), or n adjacent ones, then one fdatasync. On the
+// development machine's disk each run of adjacent pages costs about one
+// page's sync (docs/PERFORMANCE.md, "Fewer pages per commit").
+func BenchmarkFdatasyncPages(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		n        int
+		adjacent bool
+	}{{"scattered=1", 1, false}, {"scattered=4", 4, false}, {"scattered=8", 8, false}, {"scattered=13", 13, false}, {"adjacent=13", 13, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			f, err := os.CreateTemp(b.TempDir(), "fdatasync")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			const region = 256
+			page := make([]byte, 4096)
+			if _, err := f.Write(make([]byte, region*len(page))); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			rnd := rand.New(rand.NewPCG(1, 2))
+			for b.Loop() {
+				at := rnd.IntN(region - c.n)
+				for k := range c.n {
+					if !c.adjacent {
+						at = rnd.IntN(region)
+					} else if k > 0 {
+						at++
+					}
+					if _, err := f.WriteAt(page, int64(at*len(page))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSubmitCommit measures the commit of one turn of 8 submissions,
+// as the node's event loop writes it (docs/PERFORMANCE.md, "Fewer pages
+// per commit"): 8 new PENDING jobs, each with its reservation (in the job
+// record) and its idempotency key, into a store that already holds 10k
+// such jobs.
+// keys=seq uses keys that sort in submission order (the node's benchmark
+// clients), keys=random keys that do not (UUIDs). Reported: the time of
+// one commit, the pages bbolt writes per commit, and B/op and allocs/op.
+func BenchmarkSubmitCommit(b *testing.B) {
+	for _, random := range []bool{false, true} {
+		name := "keys=seq"
+		if random {
+			name = "keys=random"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := OpenBolt(b.TempDir(), &Options{MaxBatchDelay: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			rnd := rand.New(rand.NewPCG(1, 2))
+			next := 0
+			commit := func(n int) {
+				var c Changes
+				for range n {
+					r := job(fmt.Sprintf("s.%012d", next), "alice", fedschedv1.JobState_JOB_STATE_PENDING)
+					r.Job.Reservation = &fedschedv1.Reservation{Start: timestamppb.New(t0), End: timestamppb.New(t0.Add(time.Hour)), Procs: 4, Site: "site-a"}
+					key := fmt.Sprintf("bench-%d", next)
+					if random {
+						key = fmt.Sprintf("%016x%016x", rnd.Uint64(), rnd.Uint64())
+					}
+					r.IdempotencyKey, r.BodyHash = "alice/"+key, make([]byte, 32)
+					c.PutJobs = append(c.PutJobs, r)
+					next++
+				}
+				if err := s.Apply(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range 10 {
+				commit(1000)
+			}
+			b.ReportAllocs()
+			st0 := s.db.Stats()
+			b.ResetTimer()
+			for range b.N {
+				commit(8)
+			}
+			b.StopTimer()
+			reportPages(b, s, st0)
+		})
 	}
 }

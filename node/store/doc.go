@@ -72,6 +72,12 @@
 //	   ([StandingRecord]). Fixed reservations are ReservationRecords
 //	   with Fixed set, in the reservations bucket, since v1.
 //
+// The node keeps only fixed reservations in the reservations bucket; a
+// job's reservation is in its JobRecord (fedschedv1.Job.Reservation).
+// Nodes before issue 16 also wrote a ReservationRecord per job, which
+// nothing read; a node deletes those when it starts (no schema change:
+// either kind of node reads either kind of file).
+//
 // # Caveats
 //
 // Job ids are ordered bytewise: ListJobs pages in that order, so the node
