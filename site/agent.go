@@ -931,19 +931,19 @@ func (a *Agent) observe(peer string, h delegation.History) {
 
 // quote answers a quote request with a hold, or refuses.
 func (a *Agent) quote(now int64, m Message) {
-	refuse := func(why string) {
-		a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Reason: why})
+	refuse := func(why string, r *Refusal) {
+		a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Reason: why, Refusal: r})
 	}
 	if jb := a.jobs[m.Job]; jb != nil {
 		if jb.state == stateHeld { // a repeated request: the same offer
 			a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
 		} else {
-			refuse("this site already has the job")
+			refuse("this site already has the job", nil)
 		}
 		return
 	}
 	if r := MayHold(&a.rules, m.Route); r != nil {
-		refuse(r.Error())
+		refuse(r.Error(), r)
 		return
 	}
 	pj := m.Spec
@@ -955,7 +955,7 @@ func (a *Agent) quote(now int64, m Message) {
 	until := HoldUntil(now, a.cfg.HoldSeconds, m.HoldSeconds)
 	pl, price, r := HoldFor(a.site, &a.rules, now, pj, until, m.StartNow)
 	if r != nil {
-		refuse(r.Error())
+		refuse(r.Error(), r)
 		return
 	}
 	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: until, from: m.From, price: price}

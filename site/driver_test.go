@@ -166,3 +166,25 @@ func TestLearnOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestQuoteRefusalKind: a refused quote carries the shared rule's refusal,
+// whose kind a node maps to its reason code.
+func TestQuoteRefusalKind(t *testing.T) {
+	a, _ := New(Config{Name: "p", Procs: 2, Policy: plan.EASY, CommunityShare: 0.5})
+	route := delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}
+	for _, c := range []struct {
+		route delegation.Route
+		procs int
+		want  RefusalKind
+	}{
+		{route, 4, RefuseNoPlacement},
+		{route, 2, RefuseCommunityShare},
+		{append(route, delegation.Hop{Site: "p", Action: delegation.ActionAccepted}), 1, RefuseVisited},
+	} {
+		a.Step(0, Message{Kind: KindQuoteRequest, From: "o", To: "p", Job: JobKey{"o", 1}, Spec: plan.Job{Procs: c.procs, Estimate: 10, Deadline: plan.Forever}, Route: c.route})
+		r := a.Ready()
+		if len(r.Messages) != 1 || r.Messages[0].Refusal == nil || r.Messages[0].Refusal.Kind != c.want || r.Messages[0].Reason != r.Messages[0].Refusal.Error() {
+			t.Fatalf("%d procs: %+v, want refusal %v", c.procs, r.Messages, c.want)
+		}
+	}
+}

@@ -90,6 +90,10 @@ type Message struct {
 	Offer *Offer
 	// Reason says why a peer refused.
 	Reason string
+	// Refusal is the shared rule's refusal behind Reason (a quote refused
+	// by MayHold or HoldFor), nil for the others: a node maps its kind to
+	// the refusal's reason code.
+	Refusal *Refusal
 	// Outcome is how a delegated job ended (Report).
 	Outcome Outcome
 	// Jobs are a peer's waiting jobs (Queue).
