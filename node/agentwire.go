@@ -36,10 +36,10 @@ import (
 // text (site.JobKey.String).
 //
 // A refused quote's reason code is the node's (refusal, from the agent's
-// site.Refusal). Not carried yet (proto changes the switch needs): an
-// offer's Overbooked and Queued flags (Offer), and the spec and route of a
-// job handed over under RQF (TakeResponse is empty: the node's hand-over
-// agrees through Agree).
+// site.Refusal); an offer carries the agent's Overbooked and Queued flags
+// (Offer.overbooked, queued), and a take's response the job handed over
+// (TakeResponse.spec, route: today's node answers it empty and agrees
+// through Agree).
 
 // agentWire converts one site's messages.
 type agentWire struct {
@@ -138,12 +138,21 @@ func (w agentWire) wireSpec(k site.JobKey, pj plan.Job) *fedschedv1.JobSpec {
 }
 
 func wireOffer(o *site.Offer) *fedschedv1.Offer {
-	return &fedschedv1.Offer{HoldId: o.HoldID, Site: o.Site, Start: toTime(o.Start), End: toTime(o.End), Pof: o.PoF, Price: o.Price, Expires: toTime(o.Expires)}
+	w := &fedschedv1.Offer{HoldId: o.HoldID, Site: o.Site, Start: toTime(o.Start), Pof: o.PoF, Price: o.Price, Expires: toTime(o.Expires),
+		Overbooked: o.Overbooked, Queued: o.Queued}
+	if o.End < plan.Forever {
+		w.End = toTime(o.End)
+	}
+	return w
 }
 
 func agentOffer(o *fedschedv1.Offer) *site.Offer {
-	return &site.Offer{Quote: delegation.Quote{Site: o.GetSite(), HoldID: o.GetHoldId(), Start: o.GetStart().AsTime().Unix(), End: o.GetEnd().AsTime().Unix(),
-		PoF: o.GetPof(), Price: o.GetPrice(), Expires: o.GetExpires().AsTime().Unix()}}
+	end := int64(plan.Forever)
+	if o.GetEnd() != nil {
+		end = o.GetEnd().AsTime().Unix()
+	}
+	return &site.Offer{Quote: delegation.Quote{Site: o.GetSite(), HoldID: o.GetHoldId(), Start: o.GetStart().AsTime().Unix(), End: end,
+		PoF: o.GetPof(), Price: o.GetPrice(), Expires: o.GetExpires().AsTime().Unix()}, Overbooked: o.GetOverbooked(), Queued: o.GetQueued()}
 }
 
 // outcomeJob is an outcome as the executing site's job record says it.
@@ -317,7 +326,7 @@ func (w agentWire) response(req site.Message, out []site.Message, now int64) (pr
 		if a.Reason != "" {
 			return nil, fmt.Errorf("%s: %w", a.Reason, ErrJobFinished)
 		}
-		return &fedschedv1.TakeResponse{}, nil
+		return &fedschedv1.TakeResponse{Spec: w.wireSpec(a.Job, a.Spec), Route: wireRoute(a.Route)}, nil
 	}
 	return nil, fmt.Errorf("answer %v: %w", a.Kind, ErrInvalidRequest)
 }
@@ -359,6 +368,8 @@ func (w agentWire) answer(req site.Message, peer string, resp proto.Message, err
 		}
 	case *fedschedv1.AgreeResponse:
 		a.Offer = agentOffer(r.GetAgreement().GetOffer())
+	case *fedschedv1.TakeResponse:
+		a.Spec, a.Route = planJob(r.GetSpec(), 0, 0), agentRoute(r.GetRoute())
 	case *fedschedv1.PeerQueueResponse:
 		for _, q := range r.GetJobs() {
 			k, kerr := keyOfID(q.GetJobId())

@@ -281,3 +281,40 @@ func TestAgentWireRefusal(t *testing.T) {
 		t.Fatalf("a too-wide job's refusal: %v", r)
 	}
 }
+
+// TestAgentWireRQF: an idle peer takes a waiting job from the origin's
+// queue over the wire (queue request, queue, take, taken); the job's
+// route comes with it in the take's response.
+func TestAgentWireRQF(t *testing.T) {
+	f := newWireFed(t, delegation.RQF)
+	o := f.agents["o"]
+	o.Submit(0, 1, plan.Job{Procs: 2, Estimate: 1000, Deadline: plan.Forever})
+	o.Submit(0, 2, plan.Job{Procs: 2, Estimate: 1000, Deadline: plan.Forever})
+	f.flush("o", 0)
+	f.tick(0)
+	w := f.agents["p"].NextWake(0)
+	f.tick(w) // the idle peer's round, on its grid
+	f.tick(w) // its pass starts what it took
+	k2 := site.JobKey{Site: "o", ID: 2}
+	f.want(t, k2, "[o:accept o:delegate p:accept p:start]")
+	for _, d := range f.log {
+		if d.Kind == site.DecideAccept && d.Job == k2 && d.Peer == "o" {
+			if len(d.Route) < 3 || d.Route[0].Action != delegation.ActionSubmitted || d.Route.Hops() != 1 || !d.Route.WasAt("p") {
+				t.Fatalf("the taker's route: %+v", d.Route)
+			}
+		}
+	}
+}
+
+// TestAgentWireOffer: an offer's flags and an open end survive the wire.
+func TestAgentWireOffer(t *testing.T) {
+	for _, o := range []site.Offer{
+		{Quote: delegation.Quote{Site: "p", HoldID: "o/1", Start: 10, End: 20, PoF: 0.2, Price: 3, Expires: 70}, Overbooked: true},
+		{Quote: delegation.Quote{Site: "p", HoldID: "o/2", Start: 10, End: plan.Forever, Expires: 70}, Queued: true},
+	} {
+		got := agentOffer(reencode(t, wireOffer(&o)))
+		if *got != o {
+			t.Fatalf("%+v came back as %+v", o, *got)
+		}
+	}
+}
