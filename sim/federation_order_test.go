@@ -55,3 +55,44 @@ func TestReportBeforeSubmission(t *testing.T) {
 		})
 	}
 }
+
+// TestSecondsSubmissionsOneAtATime: the jobs submitted in one second go in
+// one at a time, each settled (its quotes, agreement, releases) before the
+// next, as the stepped live replay submits them. The origin (busy until
+// 1000) offers job 2 at 10 to p, where job 3 is submitted in the same
+// second, after it: p takes job 2 and starts it at once, and job 3 waits
+// for it. Submitting both before the quote request reaches p, p would
+// start its own job 3 and refuse job 2.
+func TestSecondsSubmissionsOneAtATime(t *testing.T) {
+	for _, tc := range []struct {
+		transfer delegation.TransferMode
+		deadline int64 // job 2's (on-reject: the origin cannot meet it)
+	}{
+		{delegation.ACF, plan.Forever},
+		{delegation.OnReject, 150},
+	} {
+		t.Run(tc.transfer.String(), func(t *testing.T) {
+			job := func(id, submit, runtime int64, deadline int64) Job {
+				return Job{ID: id, Submit: submit, Runtime: runtime, Estimate: runtime, Procs: 4, Deadline: deadline}
+			}
+			cfg := FedConfig{Federate: true, Transfer: tc.transfer, Location: delegation.LocationConfig{Jitter: -1}, Sites: []FedSite{
+				{Name: "origin", Procs: 4, Policy: plan.Conservative, Jobs: []Job{
+					job(1, 0, 1000, plan.Forever), // keeps the origin busy
+					job(2, 10, 100, tc.deadline),
+				}},
+				{Name: "p", Procs: 4, Policy: plan.Conservative, Jobs: []Job{job(1, 10, 100, plan.Forever)}},
+			}}
+			res, err := RunFederation(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, r3 := &res.Records[1], &res.Records[2]
+			if cfg.Sites[r2.Exec].Name != "p" || r2.Start != 10 {
+				t.Errorf("job 2 ran at %s from %d, want p from 10: p took its own job 3 first (route %v)", cfg.Sites[r2.Exec].Name, r2.Start, r2.Route)
+			}
+			if cfg.Sites[r3.Exec].Name != "p" || r3.Start != 110 {
+				t.Errorf("job 3 ran at %s from %d, want p from 110, after job 2", cfg.Sites[r3.Exec].Name, r3.Start)
+			}
+		})
+	}
+}

@@ -89,7 +89,7 @@ func (a *Agent) handOver(now int64, m Message) {
 	jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionDelegated, At: now,
 		Reason: "taken from the queue by a peer that could start it now (RQF)"})
 	a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: plan.Placement{Start: now, End: now + jb.pj.Estimate, Reason: plan.ReasonPlacedInFull},
-		Peer: m.From, Route: jb.route})
+		Peer: m.From, Route: jb.route, Spec: jb.pj})
 	spec := jb.pj
 	spec.ID = 0
 	a.send(Message{Kind: KindTaken, To: m.From, Job: m.Job, Spec: spec, Route: jb.route})
@@ -117,5 +117,5 @@ func (a *Agent) taken(now int64, m Message) {
 		return
 	}
 	a.set(jb, stateLocal)
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj})
 }
