@@ -126,6 +126,16 @@ func (j *Journal) apply(d *Decision, now int64) {
 	jobs := j.s.Jobs
 	sj := jobs[d.Job]
 	switch d.Kind {
+	case DecideAgree, DecideMove, DecideStart, DecideExtend, DecideCancel, DecideTerminate:
+		if sj == nil {
+			return // a job the journal never saw (it started late): nothing to update
+		}
+	case DecideFailed, DecideDisplaced:
+		if sj == nil && d.Placement.OK() {
+			return
+		}
+	}
+	switch d.Kind {
 	case DecideOffer:
 		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseOffering, Spec: d.Spec, Route: d.Route, Offer: d.Offer}
 	case DecideAgree:

@@ -658,3 +658,22 @@ func TestRestoreKeepsLastPull(t *testing.T) {
 		t.Fatalf("next round at %d, want %d (not before 160)", w, want)
 	}
 }
+
+// TestJournalStartedLate: a journal that starts after the agent did
+// (a driver that began persisting later) skips decisions about jobs it
+// never saw instead of failing.
+func TestJournalStartedLate(t *testing.T) {
+	a, _ := New(Config{Name: "s", Procs: 1, Policy: plan.EASY})
+	a.Submit(0, 1, plan.Job{Procs: 1, Estimate: 10, Deadline: plan.Forever})
+	a.Ready() // not journaled
+	j := NewJournal()
+	a.Tick(0)
+	a.Cancel(1, JobKey{"s", 1})
+	a.Tick(1)
+	if err := j.Record(a, a.Ready(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Saved().Jobs) != 0 {
+		t.Fatalf("the journal made up a job: %+v", j.Saved().Jobs)
+	}
+}
