@@ -482,7 +482,7 @@ func RunFederation(ctx context.Context, cfg FedConfig) (*FedResult, error) {
 	fails := make([]*failureProcess, n)
 	byName := make(map[string]int, n)
 	res := &FedResult{Sites: cfg.Sites, Offered: make([]int, n), Kept: make([]int, n), KeptStartable: make([]int, n)}
-	var sent [site.KindTaken + 1]int64
+	var sent [site.NumKinds]int64
 	jobs := 0
 	for _, s := range cfg.Sites {
 		jobs += len(s.Jobs)

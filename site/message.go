@@ -60,8 +60,16 @@ const (
 	KindTerminated
 )
 
+// NumKinds is one more than the highest Kind: an array indexed by a Kind
+// (a count per kind) has NumKinds elements.
+const NumKinds = int(KindTerminated) + 1
+
 var kindNames = [...]string{"", "quote-request", "quote", "agree", "agreed", "release", "report", "report-ack",
 	"queue-request", "queue", "take", "taken", "terminate", "terminated"}
+
+// A name for every kind, and NumKinds up to date: this does not compile
+// otherwise.
+var _ [NumKinds]string = kindNames
 
 func (k Kind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
