@@ -23,6 +23,7 @@ type wireFed struct {
 	log    []site.Decision
 	sites  map[site.JobKey][]string // where each decision about a job was made
 	down   map[string]bool          // transport failures to these sites
+	names  []string                 // the sites, in the order they tick
 }
 
 func (f *wireFed) candidates(self string) site.PeerView {
@@ -36,7 +37,7 @@ type wireView struct {
 
 func (v wireView) Candidates(now int64) []delegation.Candidate {
 	var out []delegation.Candidate
-	for _, n := range []string{"o", "p"} {
+	for _, n := range v.f.names {
 		if n == v.self {
 			continue
 		}
@@ -129,7 +130,7 @@ func (f *wireFed) call(name string, m site.Message, now int64) {
 }
 
 func newWireFed(t *testing.T, transfer delegation.TransferMode) *wireFed {
-	f := &wireFed{t: t, agents: map[string]*site.Agent{}, wires: map[string]agentWire{}, sites: map[site.JobKey][]string{}, down: map[string]bool{}}
+	f := emptyWireFed(t, "o", "p")
 	for _, c := range []site.Config{{Name: "o", Procs: 2, Policy: plan.EASY}, {Name: "p", Procs: 16, Policy: plan.EASY}} {
 		c.Peers, c.Transfer = f.candidates(c.Name), transfer
 		a, err := site.New(c)
@@ -141,8 +142,14 @@ func newWireFed(t *testing.T, transfer delegation.TransferMode) *wireFed {
 	return f
 }
 
+// emptyWireFed is a wireFed of the named sites, their agents still to be
+// made (with f.candidates(name) as their PeerView).
+func emptyWireFed(t *testing.T, names ...string) *wireFed {
+	return &wireFed{t: t, agents: map[string]*site.Agent{}, wires: map[string]agentWire{}, sites: map[site.JobKey][]string{}, down: map[string]bool{}, names: names}
+}
+
 func (f *wireFed) tick(now int64) {
-	for _, n := range []string{"o", "p"} {
+	for _, n := range f.names {
 		if f.agents[n].NextWake(now) <= now {
 			f.agents[n].Tick(now)
 			f.flush(n, now)
