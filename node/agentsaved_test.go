@@ -282,3 +282,29 @@ func TestSavedFromStoreRestoresAgreements(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeDrivesItsAgent: a node that does not federate decides through
+// its site agent: its plan is the agent's, and a submitted job is the
+// agent's job, under the node's id.
+func TestNodeDrivesItsAgent(t *testing.T) {
+	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
+	n := startManualNode(t, t0, 8)
+	svc := &service{n: n}
+	r, err := svc.SubmitJob(context.Background(), &fedschedv1.SubmitJobRequest{Spec: &fedschedv1.JobSpec{Procs: 8, EstimateSeconds: 3600, User: "u", App: "t", Release: timestamppb.New(t0.Add(time.Hour))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, _ := seqOf("t", r.GetJob().GetId())
+	runInLoop(t, n, &inLoop{done: make(chan struct{}), f: func(n *Node) {
+		if n.agent == nil || n.site != n.agent.Site() {
+			t.Error("the node does not drive an agent")
+			return
+		}
+		if pl, ok := n.agent.Site().Placement(int64(seq)); !ok || pl.Start != t0.Add(time.Hour).Unix() {
+			t.Errorf("the agent's placement of job %d: %+v (%v)", seq, pl, ok)
+		}
+		if n.agent.NextID() != int64(seq)+1 {
+			t.Errorf("the agent's next id %d after job %d", n.agent.NextID(), seq)
+		}
+	}})
+}

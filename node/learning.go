@@ -22,6 +22,9 @@ func statsConfig(o config.Overbooking) overbook.StatsConfig {
 // estimate that is a censored sample, it needed more. The admission's
 // entry of the job is released.
 func (n *Node) learn(lj *liveJob, ran int64, cut bool) {
+	if n.agent != nil {
+		return // the agent learnt it (agentEnd)
+	}
 	if n.adm != nil {
 		n.adm.Forget(lj.seq)
 	}

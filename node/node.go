@@ -25,6 +25,7 @@ import (
 	"github.com/fedsched/fedsched/overbook"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+	"github.com/fedsched/fedsched/site"
 )
 
 // statsBlob names the runtime statistics in the store.
@@ -131,6 +132,13 @@ type Node struct {
 	// fz freezes the waiting jobs each turn touched (freeze.go). Owned by
 	// the loop.
 	fz freezer
+	// agent, if not nil, decides for the node (agentdrive.go); born is
+	// the job being submitted to it, and displacedBy the jobs an
+	// operator's reservation displaced in the current op. Owned by the
+	// loop.
+	agent       *site.Agent
+	born        *liveJob
+	displacedBy []*fedschedv1.DisplacedJob
 }
 
 // liveJob is a job that still holds or may hold processors.
@@ -228,6 +236,14 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.recover(ctx); err != nil {
 		return fmt.Errorf("node: recover: %w", err)
 	}
+	if n.drivesAgent() {
+		if err := n.startAgent(ctx, n.now()); err != nil {
+			return fmt.Errorf("node: recover: %w", err)
+		}
+		if err := n.commit(ctx); err != nil {
+			return fmt.Errorf("node: recover: %w", err)
+		}
+	}
 	n.countPending()
 	for _, lj := range n.live {
 		n.fz.due = append(n.fz.due, lj)
@@ -235,7 +251,7 @@ func (n *Node) Run(ctx context.Context) error {
 	n.freezeDue()
 	n.publishDigest(n.now())
 	n.ready.Store(true)
-	n.log.Info("node ready", "procs", n.procs, "policy", n.pol.String(), "live_jobs", len(n.live), "federated", n.federating())
+	n.log.Info("node ready", "procs", n.procs, "policy", n.pol.String(), "live_jobs", len(n.live), "federated", n.federating(), "site_agent", n.agent != nil)
 	defer n.closeConns()
 	defer n.bg.Wait()
 	n.bg.Add(1)
@@ -274,7 +290,7 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		var tick <-chan time.Time
 		n.rqf.wake = n.pullWake(passed)
-		wake := min(n.site.NextWake(passed), n.reservationWake(), n.killRetryWake(), n.rqf.wake)
+		wake := min(n.nextWake(passed), n.reservationWake(), n.killRetryWake(), n.rqf.wake)
 		if wake < plan.Forever {
 			timer = n.deps.Clock.NewTimer(max(time.Unix(wake, 0).Sub(n.deps.Clock.Now()), 0))
 			tick = timer.C()
@@ -628,6 +644,11 @@ func (n *Node) reservationOf(procs int, pl plan.Placement, estimate int64) (*fed
 // their replies (replies) go out with it, before the starts and without
 // waiting for the commit of the starts.
 func (n *Node) pass(ctx context.Context, now int64, replies func(error)) error {
+	if n.agent != nil {
+		t0 := time.Now()
+		defer since(n.metrics.pass, t0)
+		return n.agentTick(ctx, now, replies)
+	}
 	t0 := time.Now()
 	decisions := n.site.Pass(now)
 	since(n.metrics.pass, t0)
@@ -645,10 +666,7 @@ func (n *Node) pass(ctx context.Context, now int64, replies func(error)) error {
 		case d.Kind == plan.DecideStart:
 			n.start(ctx, lj, d, now)
 		case d.Kind == plan.DecideExpire:
-			n.finish(lj, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_REJECTED_DEADLINE_UNREACHABLE,
-				fmt.Sprintf("the queue could not start the job by %s, the last start that runs its %d s estimate before its deadline %s",
-					time.Unix(lj.pj.Deadline-lj.pj.Estimate, 0).UTC().Format(time.RFC3339), lj.pj.Estimate, time.Unix(lj.pj.Deadline, 0).UTC().Format(time.RFC3339)),
-				fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+			n.expire(lj, now)
 		}
 	}
 	for _, id := range n.site.Moved() {
@@ -656,17 +674,36 @@ func (n *Node) pass(ctx context.Context, now int64, replies func(error)) error {
 		if lj == nil || lj.job().GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
 			continue
 		}
-		pl, ok := n.site.Placement(id)
-		if !ok {
-			continue
+		if pl, ok := n.site.Placement(id); ok {
+			n.moved(lj, pl, now)
 		}
-		api, over := n.reservationOf(lj.pj.Procs, pl, lj.pj.Estimate)
-		lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = api, pl.PoF, over
-		lj.job().UpdateTime = toTime(now)
-		lj.rec.Job = lj.job()
-		n.pending.putJob(lj.rec)
 	}
 	return nil
+}
+
+// nextWake is when the core next has work without a new event.
+func (n *Node) nextWake(passed int64) int64 {
+	if n.agent != nil {
+		return n.agent.NextWake(passed)
+	}
+	return n.site.NextWake(passed)
+}
+
+// expire rejects a waiting job the queue could not start in its window.
+func (n *Node) expire(lj *liveJob, now int64) {
+	n.finish(lj, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_REJECTED_DEADLINE_UNREACHABLE,
+		fmt.Sprintf("the queue could not start the job by %s, the last start that runs its %d s estimate before its deadline %s",
+			time.Unix(lj.pj.Deadline-lj.pj.Estimate, 0).UTC().Format(time.RFC3339), lj.pj.Estimate, time.Unix(lj.pj.Deadline, 0).UTC().Format(time.RFC3339)),
+		fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+}
+
+// moved stores a waiting job's reservation that re-planning moved to pl.
+func (n *Node) moved(lj *liveJob, pl plan.Placement, now int64) {
+	api, over := n.reservationOf(lj.pj.Procs, pl, lj.pj.Estimate)
+	lj.job().Reservation, lj.job().Pof, lj.job().Overbooked = api, pl.PoF, over
+	lj.job().UpdateTime = toTime(now)
+	lj.rec.Job = lj.job()
+	n.pending.putJob(lj.rec)
 }
 
 // start hands a job whose reservation begins to the executor.
@@ -707,6 +744,10 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 		// could not be run.
 		code := int32(executor.ExitStartFailed)
 		lj.job().ExitCode = &code
+		if n.agent != nil {
+			n.agent.Fail(now, n.keyOf(lj))
+			n.applyOwn(now)
+		}
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_START,
 			fmt.Sprintf("the executor could not start the command: %v", err), fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 		return
@@ -723,7 +764,8 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 // outcome (for jobs with an SLA).
 func (n *Node) finish(lj *liveJob, state fedschedv1.JobState, reason fedschedv1.Reason, msg string, outcome fedschedv1.SlaOutcome, now int64) {
 	id := lj.job().GetId()
-	if !n.site.End(now, lj.seq) {
+	if n.agent == nil && !n.site.End(now, lj.seq) {
+		// (A node that drives its agent told it before.)
 		n.site.Cancel(now, lj.seq)
 	}
 	delete(n.live, lj.seq)
@@ -751,6 +793,9 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 	if e.At.IsZero() || end > now {
 		end = now
 	}
+	if n.agent != nil {
+		n.agentEnd(lj, e, now)
+	}
 	if lj.cancelled {
 		// Cancelled while running: the job is already CANCELLED; now its
 		// processors are free.
@@ -760,7 +805,9 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 			n.learn(lj, end-lj.job().GetStartTime().AsTime().Unix(), true)
 		}
 		lj.job().EndTime = toTime(end)
-		n.site.End(now, lj.seq)
+		if n.agent == nil {
+			n.site.End(now, lj.seq)
+		}
 		delete(n.live, lj.seq)
 		lj.rec.Job = lj.job()
 		n.pending.putJob(lj.rec)

@@ -136,6 +136,13 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 			return submitResult{deferred: lj.seq}
 		}
 	}
+	if n.agent != nil {
+		lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
+		if err := n.agentSubmit(lj, now); err != nil {
+			return submitResult{err: err}
+		}
+		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
+	}
 	pl := n.site.Submit(now, pj)
 	pl = n.clearOfStanding(now, pj, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
 	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
@@ -285,6 +292,10 @@ func (n *Node) cancel(id, note string, now int64) submitResult {
 	msg := "cancelled by the user"
 	if note != "" {
 		msg += ": " + note
+	}
+	if n.agent != nil {
+		n.agent.Cancel(now, n.keyOf(lj))
+		n.applyOwn(now)
 	}
 	if lj.job().GetState() == fedschedv1.JobState_JOB_STATE_RUNNING {
 		// The processors stay reserved until the process has ended.

@@ -573,6 +573,9 @@ func (n *Node) createReservation(ctx context.Context, req *fedschedv1.CreateRese
 		to      int64
 	)
 	if req.GetEverySeconds() > 0 {
+		if n.agent != nil {
+			return nil, fmt.Errorf("site %s: standing reservations cannot be created while the site agent decides (this branch's switch has not moved them to it yet): %w", n.cfg.Site, ErrInvalidReservation)
+		}
 		rule = newStanding(standingRecord(req))
 		// Lay the other rules as far as the jobs reach, and the new one as
 		// far, so that every job in its way shows now.
@@ -615,6 +618,17 @@ func (n *Node) createReservation(ctx context.Context, req *fedschedv1.CreateRese
 	laid := map[int64]plan.Window{}
 	for _, w := range windows {
 		spec := plan.FixedSpec{ID: n.resv.newCore(), Name: id, Procs: procs, Start: w.Start, End: w.End}
+		if n.agent != nil {
+			// Only fixed ones (a standing one is refused above).
+			core, err := n.agent.Reserve(now, spec, displace)
+			if err != nil {
+				return nil, fmt.Errorf("fixed reservation %s over [%s, %s): %w", id, rfc(w.Start), rfc(w.End), err)
+			}
+			n.applyOwn(now)
+			displaced, n.displacedBy = append(displaced, n.displacedBy...), nil
+			laid[core] = w
+			continue
+		}
 		ds, err := n.site.AddFixed(now, spec, displace)
 		displaced = append(displaced, n.settleDisplaced(ds, id, now)...)
 		if err != nil {
@@ -679,7 +693,12 @@ func (n *Node) deleteReservation(id string, now int64) (*fedschedv1.FixedReserva
 	r := &n.resv
 	if f, ok := r.fixed[id]; ok && f.end > now {
 		msg := n.fixedMsg(f, now)
-		n.site.RemoveFixed(now, f.core) //nolint:errcheck // the plan may have dropped it at its end
+		if n.agent != nil {
+			n.agent.Unreserve(now, f.core)
+			n.applyOwn(now)
+		} else {
+			n.site.RemoveFixed(now, f.core) //nolint:errcheck // the plan may have dropped it at its end
+		}
 		delete(r.fixed, id)
 		delete(r.byCore, f.core)
 		n.pending.putRes(id, nil)

@@ -1,0 +1,191 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/fedsched/fedsched/node/executor"
+	"github.com/fedsched/fedsched/plan"
+	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
+	"github.com/fedsched/fedsched/site"
+)
+
+// The node as the site agent's driver (docs/architecture.md, "The node as
+// the agent's driver: plan"), its local part: a node that does not
+// federate, has no standing reservations and runs on a fixed number of
+// processors hands every decision about its own jobs and its operators'
+// fixed reservations to a site.Agent it owns, and writes the agent's
+// decisions to its records (applyReady). Everything else (federation,
+// standing rules, an executor that reports capacity) still runs on the
+// node's own core; those parts switch next.
+//
+// In this mode the node's plan is the agent's (n.site is n.agent.Site(),
+// read by the status, explain and reservation-conflict code), and so are
+// the runtime statistics (n.stats is n.agent.Stats(): the agent learns,
+// the node's learn does nothing).
+
+// drivesAgent reports whether the node, as recovered, can hand its
+// decisions to a site agent: it does not federate, has no standing rules
+// and no fixed reservation it could not lay, and its capacity does not
+// change.
+func (n *Node) drivesAgent() bool {
+	_, capacity := n.deps.Executor.(executor.CapacityReporter)
+	return !n.federating() && len(n.resv.rules) == 0 && len(n.resv.unfit) == 0 && !capacity
+}
+
+// startAgent builds the node's agent from what recovery left in the store
+// (savedFromStore, site.Restore) and makes its plan and statistics the
+// node's. Recovery's own changes are committed before.
+func (n *Node) startAgent(ctx context.Context, now int64) error {
+	saved, err := savedFromStore(ctx, n.deps.Store, n.cfg.Site)
+	if err != nil {
+		return fmt.Errorf("site agent: %w", err)
+	}
+	// The statistics as recovery left them: a first start has trained
+	// them on overbooking.history without storing them yet.
+	if saved.Stats, err = n.stats.MarshalJSON(); err != nil {
+		return fmt.Errorf("site agent: statistics: %w", err)
+	}
+	a, err := site.Restore(n.agentConfig(nil), now, saved)
+	if err != nil {
+		return err
+	}
+	if a.NextID() != int64(n.nextSeq)+1 {
+		return fmt.Errorf("site agent: next id %d, the node's %d: %w", a.NextID(), n.nextSeq+1, ErrInvalidRequest)
+	}
+	// The fixed reservations are the agent's now, under its ids.
+	for id, f := range saved.Reservations {
+		fr := n.resv.fixed[f.Name]
+		if fr == nil {
+			return fmt.Errorf("site agent: reservation %s not recovered: %w", f.Name, ErrInvalidRequest)
+		}
+		delete(n.resv.byCore, fr.core)
+		fr.core = id
+		n.resv.byCore[id] = f.Name
+	}
+	n.agent, n.site, n.stats = a, a.Site(), a.Stats()
+	if n.adm != nil {
+		n.adm.Stats = a.Stats()
+	}
+	return n.applyReady(ctx, now, a.Ready())
+}
+
+// keyOf is the agent's key of one of the site's own jobs.
+func (n *Node) keyOf(lj *liveJob) site.JobKey { return site.JobKey{Site: n.cfg.Site, ID: lj.seq} }
+
+// agentSubmit admits a job through the agent: its accept or reject is
+// written as today's admission writes it. lj is not live yet.
+func (n *Node) agentSubmit(lj *liveJob, now int64) error {
+	if id := n.agent.NextID(); id != lj.seq {
+		return fmt.Errorf("site agent: job %d submitted, the agent's next id is %d: %w", lj.seq, id, ErrUnavailable)
+	}
+	n.born = lj
+	defer func() { n.born = nil }()
+	n.agent.Submit(now, lj.seq, lj.pj)
+	return n.applyReady(context.Background(), now, n.agent.Ready())
+}
+
+// agentTick is the scheduling pass of a node that drives its agent: the
+// agent's Tick, its starts made durable first (as pass does).
+func (n *Node) agentTick(ctx context.Context, now int64, replies func(error)) error {
+	n.agent.Tick(now)
+	r := n.agent.Ready()
+	if slices.ContainsFunc(r.Decisions, func(d site.Decision) bool { return d.Kind == site.DecideStart }) {
+		err := n.commit(ctx)
+		replies(err)
+		if err != nil {
+			return err
+		}
+	}
+	return n.applyReady(ctx, now, r)
+}
+
+// applyReady writes a batch of the agent's decisions to the node's
+// records and carries them out. The decisions that answer a node op (the
+// end of a job, a cancel and its kill) are written by that op, which
+// called the agent; here they need nothing more.
+func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
+	defer n.agent.Recycle(r)
+	if r.Learnt {
+		n.pending.stats = true
+	}
+	if len(r.Messages) > 0 {
+		return fmt.Errorf("site agent: %d messages from a site that does not federate: %w", len(r.Messages), ErrInvalidRequest)
+	}
+	var displaced []plan.Displaced
+	var reserve string
+	for _, d := range r.Decisions {
+		lj := n.live[d.Job.ID]
+		if d.Job.Site != n.cfg.Site {
+			lj = nil
+		}
+		if b := n.born; b != nil && d.Job == n.keyOf(b) {
+			lj = b
+		}
+		switch d.Kind {
+		case site.DecideAccept:
+			if lj == nil {
+				return fmt.Errorf("site agent: accept of unknown job %v: %w", d.Job, ErrInvalidRequest)
+			}
+			lj.job().OverbookSamples, lj.job().TooFewSamples = d.Placement.Samples, d.Placement.TooFewSamples
+			n.acceptLocal(lj, d.Placement, now)
+		case site.DecideReject:
+			if lj == nil {
+				return fmt.Errorf("site agent: reject of unknown job %v: %w", d.Job, ErrInvalidRequest)
+			}
+			lj.job().OverbookSamples, lj.job().TooFewSamples = d.Placement.Samples, d.Placement.TooFewSamples
+			reason, msg := rejectReason(d.Placement, lj.pj, n.cfg.Site, now)
+			lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg, now)
+		case site.DecideStart:
+			if lj != nil {
+				n.start(ctx, lj, plan.Decision{Kind: plan.DecideStart, JobID: lj.seq, Start: d.Start, End: d.End}, now)
+			}
+		case site.DecideExpire:
+			if lj != nil {
+				n.expire(lj, now)
+			}
+		case site.DecideMove:
+			if lj != nil && lj.job().GetState() == fedschedv1.JobState_JOB_STATE_PENDING {
+				n.moved(lj, d.Placement, now)
+			}
+		case site.DecideDisplaced:
+			if lj != nil {
+				displaced = append(displaced, plan.Displaced{JobID: lj.seq, Placement: d.Placement, Rejected: !d.Placement.OK(),
+					Was: plan.Placement{Start: lj.job().GetReservation().GetStart().AsTime().Unix()}})
+			}
+			reserve = d.Fixed.Name
+		case site.DecideEnd, site.DecideCancel, site.DecideKill, site.DecideExtend, site.DecideReserve, site.DecideUnreserve:
+			// Written by the op that called the agent; a running job's
+			// kill time is its supervisor's and never moves
+			// (plan.Config.NoGrowBack).
+		default:
+			return fmt.Errorf("site agent: decision %v about %v in a site that does not federate: %w", d.Kind, d.Job, ErrInvalidRequest)
+		}
+	}
+	if len(displaced) > 0 {
+		n.displacedBy = append(n.displacedBy, n.settleDisplaced(displaced, reserve, now)...)
+	}
+	return nil
+}
+
+// agentEnd tells the agent how a job it started ended (the executor's
+// exit e): a lost or provider-failed job, and one whose start failed,
+// teach nothing (Fail); a killed one was cut.
+func (n *Node) agentEnd(lj *liveJob, e executor.Exit, now int64) {
+	k := n.keyOf(lj)
+	if e.Lost || e.ProviderFailed {
+		n.agent.Fail(now, k)
+	} else {
+		n.agent.End(now, k, !e.Killed)
+	}
+	n.applyOwn(now)
+}
+
+// applyOwn applies what an op's agent call decided; such a batch holds
+// no start.
+func (n *Node) applyOwn(now int64) {
+	if err := n.applyReady(context.Background(), now, n.agent.Ready()); err != nil {
+		n.log.Error("site agent decision not applied", "err", err)
+	}
+}
