@@ -31,7 +31,7 @@ import (
 // change.
 func (n *Node) drivesAgent() bool {
 	_, capacity := n.deps.Executor.(executor.CapacityReporter)
-	return !n.federating() && len(n.resv.rules) == 0 && len(n.resv.unfit) == 0 && !capacity
+	return !n.ownCore && !n.federating() && len(n.resv.rules) == 0 && len(n.resv.unfit) == 0 && !capacity
 }
 
 // startAgent builds the node's agent from what recovery left in the store

@@ -25,33 +25,16 @@ import (
 
 // TestAgentConfigDecidesAsTheNode: the agent a node's configuration gives
 // (agentConfig, with the node's history as pastJobs) admits a run of
-// submissions exactly as the node does today: the same accepted jobs, the
+// submissions exactly as the node's own core does (ownCore): the same accepted jobs, the
 // same reservations, overbooked with the same PoF, the same rejections.
 // The node's clock stands still, so admission alone decides (the first
 // step of a differential test of the switch).
 func TestAgentConfigDecidesAsTheNode(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(3, 9))
-	var hist strings.Builder
-	for i := range 300 { // past jobs ran 20-70 % of their estimate
-		est := 600 + rng.Int64N(7200)
-		fmt.Fprintf(&hist, "%d %d 0 %d 2 -1 -1 2 %d -1 1 1 1 1 1 1 -1 -1\n", i+1, i*100, est*int64(20+rng.IntN(50))/100, est)
-	}
-	hpath := filepath.Join(dir, "history.swf")
-	if err := os.WriteFile(hpath, []byte(hist.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	hpath := parityHistory(t, dir, rng)
 	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
-	clk := clock.NewManual(t0)
-	cfg := config.Default()
-	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor, cfg.Policy = "t", filepath.Join(dir, "data"), 16, "simulated", "conservative"
-	cfg.Limits.MaxPendingJobs, cfg.Limits.MaxIdempotencyKeys = 1<<30, 1<<30
-	cfg.Overbooking.Enabled, cfg.Overbooking.PoFMax, cfg.Overbooking.History = true, 0.5, hpath
-	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
-	n, err := New(cfg, Deps{Store: store.NewMemStore(), Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := startParityNode(t, parityConfig(filepath.Join(dir, "data"), hpath), t0, true)
 	past, _, err := pastJobs(hpath)
 	if err != nil {
 		t.Fatal(err)
@@ -64,21 +47,7 @@ func TestAgentConfigDecidesAsTheNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-	go func() { done <- ex.Run(ctx) }()
-	go func() { done <- n.Run(ctx) }()
-	defer func() {
-		cancel()
-		for range 2 {
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-		}
-	}()
-	for !n.Ready() {
-		time.Sleep(time.Millisecond)
-	}
+	ctx := context.Background()
 	svc := &service{n: n}
 	now := t0.Unix()
 	overbooked, rejected := 0, 0
@@ -120,5 +89,202 @@ func TestAgentConfigDecidesAsTheNode(t *testing.T) {
 	t.Logf("80 submissions: %d overbooked, %d rejected, the rest placed in full; all alike", overbooked, rejected)
 	if overbooked == 0 || rejected == 0 {
 		t.Fatalf("the run did not exercise overbooking (%d) and rejection (%d)", overbooked, rejected)
+	}
+}
+
+// parityConfig is the configuration of the differential tests: a
+// conservative site of 16 processors that overbooks (PoF 0.5), trained on
+// the SWF file hpath.
+func parityConfig(dir, hpath string) config.Config {
+	cfg := config.Default()
+	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor, cfg.Policy = "t", dir, 16, "simulated", "conservative"
+	cfg.Limits.MaxPendingJobs, cfg.Limits.MaxIdempotencyKeys = 1<<30, 1<<30
+	cfg.Overbooking.Enabled, cfg.Overbooking.PoFMax, cfg.Overbooking.History = true, 0.5, hpath
+	return cfg
+}
+
+// startParityNode runs a node of cfg on a memory store and a manual clock
+// standing at t0, on its own core (own) or driving its site agent, until
+// the test ends.
+func startParityNode(t *testing.T, cfg config.Config, t0 time.Time, own bool) *Node {
+	t.Helper()
+	clk := clock.NewManual(t0)
+	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
+	n, err := New(cfg, Deps{Store: store.NewMemStore(), Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ownCore = own
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	go func() { done <- ex.Run(ctx) }()
+	go func() { done <- n.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	for !n.Ready() {
+		time.Sleep(time.Millisecond)
+	}
+	if (n.agent == nil) != own {
+		t.Fatalf("the node drives an agent: %v, want %v", n.agent != nil, !own)
+	}
+	return n
+}
+
+// parityHistory writes 300 past jobs that ran 20-70 % of their estimate
+// as an SWF file in dir, and returns its path.
+func parityHistory(t *testing.T, dir string, rng *rand.Rand) string {
+	t.Helper()
+	var hist strings.Builder
+	for i := range 300 {
+		est := 600 + rng.Int64N(7200)
+		fmt.Fprintf(&hist, "%d %d 0 %d 2 -1 -1 2 %d -1 1 1 1 1 1 1 -1 -1\n", i+1, i*100, est*int64(20+rng.IntN(50))/100, est)
+	}
+	hpath := filepath.Join(dir, "history.swf")
+	if err := os.WriteFile(hpath, []byte(hist.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return hpath
+}
+
+// TestNodeDecidesAsItsAgent: a node that drives its site agent answers a
+// run of submissions, cancels (of waiting and running jobs) and fixed
+// reservations (some displacing jobs, some refused) exactly as the
+// node's own core does: the same replies, and in the end the same job
+// records (state, reason, message, reservation, PoF, SLA) and
+// reservations. The clocks stand still; a cancelled running job's kill
+// ends it at once (the test waits for that end before the next op).
+func TestNodeDecidesAsItsAgent(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(5, 11))
+	hpath := parityHistory(t, dir, rng)
+	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
+	own := &service{n: startParityNode(t, parityConfig(filepath.Join(dir, "own"), hpath), t0, true)}
+	agent := &service{n: startParityNode(t, parityConfig(filepath.Join(dir, "agent"), hpath), t0, false)}
+	ctx := context.Background()
+	at := func(s int64) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(s) * time.Second)) }
+	show := func(m interface{ String() string }, err error) string {
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return m.String()
+	}
+	var ids []string
+	kinds := map[string]int{}
+	for i := range 160 {
+		var o, a string
+		switch k := rng.IntN(10); {
+		case k < 6 || len(ids) == 0:
+			est := 600 + rng.Int64N(7200)
+			spec := &fedschedv1.JobSpec{Procs: int32(1 + rng.IntN(8)), EstimateSeconds: est, User: "u", App: "x", SimRuntimeSeconds: est}
+			if rng.IntN(2) == 0 {
+				spec.Deadline, spec.Fee, spec.Penalty = at(est+rng.Int64N(3*est)), 10, 5
+			}
+			if rng.IntN(3) == 0 {
+				spec.Release = at(rng.Int64N(4 * 3600))
+			}
+			ro, eo := own.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: spec})
+			ra, ea := agent.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: spec})
+			o, a = show(ro, eo), show(ra, ea)
+			if eo == nil {
+				ids = append(ids, ro.GetJob().GetId())
+				kinds[ro.GetJob().GetState().String()]++
+			}
+		case k < 8:
+			id := ids[rng.IntN(len(ids))]
+			ro, eo := own.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: id})
+			ra, ea := agent.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: id})
+			o, a = show(ro, eo), show(ra, ea)
+			kinds["cancel"]++
+			if j := ro.GetJob(); j.GetStartTime() != nil {
+				// Its kill's exit frees its processors in a later turn:
+				// wait for it, so that the next op meets the same plan.
+				kinds["cancel running"]++
+				for _, s := range []*service{own, agent} {
+					waitEnded(t, s, id)
+				}
+			}
+		default:
+			start := rng.Int64N(6 * 3600)
+			req := &fedschedv1.CreateReservationRequest{Name: fmt.Sprint("r", i), Procs: int32(1 + rng.IntN(12)), Start: at(start), End: at(start + 600 + rng.Int64N(3600)),
+				Displace: rng.IntN(2) == 0}
+			ro, eo := own.CreateReservation(ctx, req)
+			ra, ea := agent.CreateReservation(ctx, req)
+			o, a = show(ro, eo), show(ra, ea)
+			if eo != nil {
+				kinds["reservation refused"]++
+			} else {
+				kinds[fmt.Sprint("reservation displacing ", len(ro.GetDisplaced()) > 0)]++
+				for _, d := range ro.GetDisplaced() {
+					kinds["displaced to "+d.GetState().String()]++
+				}
+			}
+		}
+		if o != a {
+			t.Fatalf("op %d: own core\n%s\nagent\n%s", i, o, a)
+		}
+	}
+	t.Logf("ops: %v", kinds)
+	// The kills of cancelled running jobs end them asynchronously.
+	records := func(s *service) string {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			r, err := s.ListJobs(ctx, &fedschedv1.ListJobsRequest{PageSize: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			ending := false
+			for _, j := range r.GetJobs() {
+				ending = ending || j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED && j.GetStartTime() != nil && j.GetEndTime() == nil
+				j.UpdateTime, j.History = nil, nil
+				fmt.Fprintln(&b, j.String())
+			}
+			if !ending || time.Now().After(deadline) {
+				rr, err := s.ListReservations(ctx, &fedschedv1.ListReservationsRequest{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b.String() + rr.String()
+			}
+		}
+	}
+	if o, a := records(own), records(agent); o != a {
+		t.Fatalf("records differ:\nown core\n%s\nagent\n%s", o, a)
+	}
+	// What each learnt from the cancelled running jobs, as it would store
+	// it.
+	stats := func(s *service) (b []byte) {
+		runInLoop(t, s.n, &inLoop{done: make(chan struct{}), f: func(n *Node) {
+			var err error
+			if b, err = n.stats.MarshalJSON(); err != nil {
+				t.Error(err)
+			}
+		}})
+		return b
+	}
+	if o, a := stats(own), stats(agent); string(o) != string(a) {
+		t.Fatalf("statistics differ:\nown core %s\nagent    %s", o, a)
+	}
+}
+
+// waitEnded waits until job id has an end time at s.
+func waitEnded(t *testing.T, s *service, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		r, err := s.GetJob(context.Background(), &fedschedv1.GetJobRequest{JobId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GetJob().GetEndTime() != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s never ended", id)
+		}
 	}
 }

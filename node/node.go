@@ -139,6 +139,10 @@ type Node struct {
 	agent       *site.Agent
 	born        *liveJob
 	displacedBy []*fedschedv1.DisplacedJob
+	// ownCore keeps the node's own core where it could drive its agent
+	// (set by tests before Run: the switch's differential tests compare
+	// the two).
+	ownCore bool
 }
 
 // liveJob is a job that still holds or may hold processors.
