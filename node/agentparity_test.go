@@ -34,7 +34,7 @@ func TestAgentConfigDecidesAsTheNode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	hpath := parityHistory(t, dir, rng)
 	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
-	n := startParityNode(t, parityConfig(filepath.Join(dir, "data"), hpath), t0, true)
+	n := startNodeAt(t, parityConfig(filepath.Join(dir, "data"), hpath), t0, true)
 	past, _, err := pastJobs(hpath)
 	if err != nil {
 		t.Fatal(err)
@@ -103,10 +103,10 @@ func parityConfig(dir, hpath string) config.Config {
 	return cfg
 }
 
-// startParityNode runs a node of cfg on a memory store and a manual clock
-// standing at t0, on its own core (own) or driving its site agent, until
-// the test ends.
-func startParityNode(t *testing.T, cfg config.Config, t0 time.Time, own bool) *Node {
+// startNodeAt runs a node of cfg (that does not federate) on a memory
+// store and a manual clock standing at t0, on its own core (own) or
+// driving its site agent, until the test ends.
+func startNodeAt(t testing.TB, cfg config.Config, t0 time.Time, own bool) *Node {
 	t.Helper()
 	clk := clock.NewManual(t0)
 	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
@@ -164,8 +164,8 @@ func TestNodeDecidesAsItsAgent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 11))
 	hpath := parityHistory(t, dir, rng)
 	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
-	own := &service{n: startParityNode(t, parityConfig(filepath.Join(dir, "own"), hpath), t0, true)}
-	agent := &service{n: startParityNode(t, parityConfig(filepath.Join(dir, "agent"), hpath), t0, false)}
+	own := &service{n: startNodeAt(t, parityConfig(filepath.Join(dir, "own"), hpath), t0, true)}
+	agent := &service{n: startNodeAt(t, parityConfig(filepath.Join(dir, "agent"), hpath), t0, false)}
 	ctx := context.Background()
 	at := func(s int64) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(s) * time.Second)) }
 	show := func(m interface{ String() string }, err error) string {
