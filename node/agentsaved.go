@@ -138,7 +138,12 @@ func savedFromStore(ctx context.Context, st store.Store, self string) (*site.Sav
 			state == fedschedv1.JobState_JOB_STATE_CANCELLED && j.GetStartTime() != nil && j.GetEndTime() == nil:
 			order++
 			sj.Phase, sj.Order = site.PhaseRunning, order
-			sj.Start, sj.End = j.GetStartTime().AsTime().Unix(), sj.Placement.End
+			// The run's slot is the reservation it started in, as the
+			// agent's start decided it and the node's recovery restores
+			// it: the start time the record shows may be a second or so
+			// later (the turn's commit came first), past the end of a
+			// slot that short.
+			sj.Start, sj.End = sj.Placement.Start, sj.Placement.End
 			sj.Cancelled = state == fedschedv1.JobState_JOB_STATE_CANCELLED
 		case state == fedschedv1.JobState_JOB_STATE_DELEGATED, state == fedschedv1.JobState_JOB_STATE_CANCELLED:
 			a := byJob[j.GetId()]

@@ -308,3 +308,30 @@ func TestNodeDrivesItsAgent(t *testing.T) {
 		}
 	}})
 }
+
+// TestSavedFromStoreStartedLate: a running job whose record shows a start
+// later than its reservation's (the node stores when the executor took
+// it, after the turn's commit), even at the reservation's end, is
+// restored into the slot it started in (a SIGKILL test found the agent's
+// restore refusing the empty slot [start time, reservation end)).
+func TestSavedFromStoreStartedLate(t *testing.T) {
+	st := store.NewMemStore()
+	const at = int64(1_800_000_000)
+	job := &fedschedv1.Job{Id: jobID("k", 1), Spec: &fedschedv1.JobSpec{Procs: 2, EstimateSeconds: 1, User: "u", App: "t"}, Site: "k", OriginSite: "k",
+		State: fedschedv1.JobState_JOB_STATE_RUNNING, SubmitTime: toTime(at - 1), StartTime: toTime(at + 1),
+		Reservation: &fedschedv1.Reservation{Start: toTime(at), End: toTime(at + 1), Procs: 2, Site: "k"}}
+	if err := st.Apply(context.Background(), store.Changes{PutJobs: []store.JobRecord{{Job: job}}}); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := savedFromStore(context.Background(), st, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := site.Restore(site.Config{Name: "k", Procs: 8, Policy: plan.Conservative}, at+1, saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl, ok := a.Site().Placement(1); !ok || pl.Start != at || pl.End != at+1 {
+		t.Fatalf("the restored run: %+v (%v), want [%d, %d)", pl, ok, at, at+1)
+	}
+}
