@@ -29,14 +29,22 @@ type view struct {
 }
 
 func (v view) Candidates(now int64) []delegation.Candidate {
+	return peersOf(v.f.agents, v.f.order, v.self, now, func(free, _ int) int { return free })
+}
+
+// peersOf is every agent in order but self as a candidate, with its
+// outlook at now, each figure passed through round (the exact figure, or
+// rounded as gossip rounds it).
+func peersOf(agents map[string]*Agent, order []string, self string, now int64, round func(free, procs int) int) []delegation.Candidate {
 	var out []delegation.Candidate
-	for _, n := range v.f.order {
-		if n == v.self {
+	for _, n := range order {
+		if n == self {
 			continue
 		}
-		a := v.f.agents[n]
+		a := agents[n]
 		o := a.Site().Outlook(now, 3600, 4*3600, 24*3600)
-		out = append(out, delegation.Candidate{Site: n, Procs: a.cfg.Procs, FreeNow: o[0], Free1h: o[1], Free4h: o[2], Free24h: o[3]})
+		p := a.cfg.Procs
+		out = append(out, delegation.Candidate{Site: n, Procs: p, FreeNow: round(o[0], p), Free1h: round(o[1], p), Free4h: round(o[2], p), Free24h: round(o[3], p)})
 	}
 	return out
 }

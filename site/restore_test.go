@@ -101,18 +101,7 @@ type replayView struct {
 }
 
 func (v replayView) Candidates(now int64) []delegation.Candidate {
-	var out []delegation.Candidate
-	for _, n := range v.r.order {
-		if n == v.self {
-			continue
-		}
-		a := v.r.agents[n]
-		o := a.Site().Outlook(now, 3600, 4*3600, 24*3600)
-		p := a.cfg.Procs
-		out = append(out, delegation.Candidate{Site: n, Procs: p, FreeNow: delegation.CoarseFree(o[0], p), Free1h: delegation.CoarseFree(o[1], p),
-			Free4h: delegation.CoarseFree(o[2], p), Free24h: delegation.CoarseFree(o[3], p)})
-	}
-	return out
+	return peersOf(v.r.agents, v.r.order, v.self, now, delegation.CoarseFree)
 }
 
 func (r *replay) push(e *event) {
