@@ -178,7 +178,8 @@ const (
 	// that peer again and no other (the node's intent record).
 	DecideAgree
 	// DecideMove: a waiting job's reservation moved to Placement (the
-	// scheduling pass re-planned it; only with Config.TrackMoves).
+	// scheduling pass or a failure, NodeDown, re-planned it; only with
+	// Config.TrackMoves).
 	DecideMove
 	// DecideExpire: the queue (FCFS, EASY, LIST) could not start the job
 	// before the last start that runs its estimate by its deadline: it is

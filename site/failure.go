@@ -9,9 +9,11 @@ import (
 // plan.Site.NodeDown). The job running on it, if any, is stopped and placed
 // again from now inside its window, to run from the start (the thesis's
 // restart of disabled jobs); waiting reservations that no longer fit are
-// placed again, and those that cannot be are lost. Every job the failure
-// touched gets a DecideFailed (Placement.OK() when it was placed again);
-// the origin of a lost job delegated here gets a report (not completed).
+// placed again, and those that cannot be are lost. The job the failure
+// stopped, and every job it lost, gets a DecideFailed (Placement.OK() when
+// it was placed again); a waiting job placed again gets a DecideMove
+// (with Config.TrackMoves); the origin of a lost job delegated here gets a
+// report (not completed).
 // The runtime statistics learn nothing from a failure: it says nothing of
 // how long the job needed.
 func (a *Agent) NodeDown(now int64, pick int) {
@@ -43,6 +45,7 @@ func (a *Agent) NodeDown(now int64, pick int) {
 			a.lose(now, jb, plan.Placement{Reason: plan.ReasonRejectedNoGap})
 		}
 	}
+	a.moves() // the reservations placed again, in this batch: a restart before the next pass restores them there
 }
 
 // lose gives up a job a failure took away: the driver is told, and the
