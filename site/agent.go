@@ -223,8 +223,10 @@ type Decision struct {
 	Placement plan.Placement
 	// Start and End are the reservation of Start and Extend.
 	Start, End int64
-	// Peer is the executing site (Delegate) or the site a job was taken
-	// from (Accept under RQF).
+	// Peer is the executing site (Delegate), the site a peer's job came
+	// from (Accept: it asked for the quote or handed the job over), or the
+	// peer the decision concerns (Agree, Terminate, Report, Acked,
+	// Outcome, GaveUp; Cancel: the origin that terminated the job).
 	Peer string
 	// Route is the job's provenance so far.
 	Route delegation.Route
@@ -621,11 +623,16 @@ func (a *Agent) admit(now int64, jb *job) {
 		}
 		a.forget(jb)
 		a.decide(Decision{Kind: DecideReject, Job: jb.key, Placement: pl, Route: jb.route})
+		if jb.key.Site != a.cfg.Name {
+			// A peer's job handed over after its hold ran out (taken): its
+			// origin let it go and awaits its outcome.
+			a.report(now, jb.key, Outcome{Start: now, End: now, Dropped: true})
+		}
 		return
 	}
 	a.set(jb, stateLocal)
 	jb.place = pl
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: pl, Route: jb.route, Spec: jb.pj})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: pl, Peer: jb.from, Route: jb.route, Spec: jb.pj})
 }
 
 // choose picks among the offers of the round that has ended (Choose):

@@ -547,3 +547,53 @@ func TestRQFTakesAJobItRefused(t *testing.T) {
 		t.Fatalf("a/2 started at %q, want b (it refused the quote, then took the job from a's queue)", got)
 	}
 }
+
+// TestTakenAfterItsHoldRanOut: a job handed over (taken) when the taker's
+// hold has run out in its plan, before its tick forgot the hold, is placed
+// as any other job; the taker still runs it for its origin: the accept
+// names the origin (a restart keeps it, so the origin's Terminate still
+// reaches it), and a job it cannot place any more is reported to the
+// origin, which awaits its outcome.
+func TestTakenAfterItsHoldRanOut(t *testing.T) {
+	origin := JobKey{"o", 1}
+	take := func(t *testing.T, deadline int64) (*journaled, Config) {
+		cfg := Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF, Peers: staticView{{Site: "o", Procs: 4}}}
+		a, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &journaled{t: t, a: a, j: NewJournal()}
+		route := delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}
+		a.Step(0, Message{Kind: KindQueue, From: "o", To: "t", Jobs: []QueuedJob{{Job: origin, Spec: plan.Job{Procs: 2, Estimate: 100, Deadline: deadline}, Route: route}}})
+		x.flush(0)
+		if len(x.out) != 1 || x.out[0].Kind != KindTake {
+			t.Fatalf("no take: %+v", x.out)
+		}
+		// The hand-over comes as the hold runs out (60), before the tick.
+		a.Step(60, Message{Kind: KindTaken, From: "o", To: "t", Job: origin, Spec: plan.Job{Procs: 2, Estimate: 100, Deadline: deadline},
+			Route: route.With(delegation.Hop{Site: "t", Action: delegation.ActionDelegated})})
+		a.Tick(60)
+		x.flush(60)
+		return x, cfg
+	}
+	t.Run("placed", func(t *testing.T) {
+		x, cfg := take(t, plan.Forever)
+		b, err := Restore(cfg, 70, x.j.Saved())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Step(70, Message{Kind: KindTerminate, From: "o", To: "t", Job: origin})
+		if r := b.Ready(); !slices.ContainsFunc(r.Decisions, func(d Decision) bool { return d.Kind == DecideCancel && d.Job == origin }) {
+			t.Fatalf("the origin's Terminate did not cancel the job it handed over: %+v", r.Decisions)
+		}
+	})
+	t.Run("no longer placeable", func(t *testing.T) {
+		x, _ := take(t, 120) // a window it no longer fits in by the hand-over
+		if !slices.ContainsFunc(x.out, func(m Message) bool { return m.Kind == KindReport && m.To == "o" && m.Job == origin }) {
+			t.Fatalf("the origin is not told its job was dropped: %+v", x.out)
+		}
+		if !x.a.Busy() {
+			t.Fatal("the report is not owed until acknowledged")
+		}
+	})
+}
