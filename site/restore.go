@@ -48,6 +48,9 @@ type SavedJob struct {
 	// Peer is the peer an origin agrees with or delegated to, or the
 	// origin of a job accepted for a peer (the site it came from).
 	Peer string
+	// Price is the price agreed with Peer (Decision.Price): a repeated
+	// agree is answered with it.
+	Price float64
 	// Offer is what a quote had to beat (offering, agreeing).
 	Offer OfferDecision
 	// Cancelled: cancelled while running (its kill decided, its end to
@@ -142,7 +145,7 @@ func (j *Journal) apply(d *Decision, now int64) {
 		sj.Phase, sj.Peer = PhaseAgreeing, d.Peer
 	case DecideAccept:
 		j.order++
-		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseWaiting, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Order: j.order}
+		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseWaiting, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Price: d.Price, Order: j.order}
 	case DecideMove:
 		sj.Placement = d.Placement
 	case DecideStart:
@@ -150,7 +153,7 @@ func (j *Journal) apply(d *Decision, now int64) {
 	case DecideExtend:
 		sj.End = d.End
 	case DecideDelegate:
-		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseDelegated, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer}
+		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseDelegated, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Price: d.Price}
 	case DecideFailed:
 		if !d.Placement.OK() {
 			delete(jobs, d.Job)
@@ -274,7 +277,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 		if sj.Spec.ID <= 0 || sj.Spec.ID > s.Seq {
 			return nil, fmt.Errorf("site agent %s: saved job %v has id %d, outside 1..%d: %w", cfg.Name, sj.Key, sj.Spec.ID, s.Seq, ErrInvalid)
 		}
-		jb := &job{key: sj.Key, pj: sj.Spec, route: sj.Route, place: sj.Placement, cancelled: sj.Cancelled}
+		jb := &job{key: sj.Key, pj: sj.Spec, route: sj.Route, place: sj.Placement, price: sj.Price, cancelled: sj.Cancelled}
 		switch sj.Phase {
 		case PhaseWaiting, PhaseRunning:
 			running := sj.Phase == PhaseRunning
