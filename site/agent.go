@@ -103,7 +103,7 @@ type Config struct {
 	HoldSeconds int64
 	// ReplySeconds is how long the agent waits for a peer's answer before
 	// it decides without it, and how often it resends an unacknowledged
-	// report (default 60).
+	// report or Terminate (default 60).
 	ReplySeconds int64
 	// PullSeconds is RQF's interval: an idle site asks its peers for work
 	// at most once per interval, when something happens to it, and by
@@ -353,7 +353,7 @@ type Agent struct {
 	// run for peers, and the Terminates of this site's cancelled jobs
 	// (their keys never collide: a report's job is a peer's, a
 	// Terminate's this site's).
-	owed    map[JobKey]*pendingReport
+	owed    map[JobKey]*owedMsg
 	ready   Ready
 	spare   Ready // a batch the driver handed back (Recycle), for the next one
 	dirty   bool  // an event since the last Tick: a pass is due
@@ -368,7 +368,8 @@ type Agent struct {
 	reserved map[int64]plan.FixedSpec
 }
 
-type pendingReport struct {
+// owedMsg is a message owed until acknowledged, and when it is next sent.
+type owedMsg struct {
 	msg  Message
 	next int64
 }
@@ -409,7 +410,7 @@ func New(cfg Config) (*Agent, error) {
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
 	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job),
 		rank: delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
-		owed: make(map[JobKey]*pendingReport), reserved: make(map[int64]plan.FixedSpec), rqfAt: NeverPulled, laidTo: plan.Never}
+		owed: make(map[JobKey]*owedMsg), reserved: make(map[int64]plan.FixedSpec), rqfAt: NeverPulled, laidTo: plan.Never}
 	for i := range cfg.Standing {
 		if err := cfg.Standing[i].Validate(); err != nil {
 			return nil, fmt.Errorf("site agent %s: %w: %w", cfg.Name, err, ErrInvalid)
@@ -714,7 +715,7 @@ func (a *Agent) report(now int64, key JobKey, o Outcome) {
 
 // owe sends m, and again every ReplySeconds until its acknowledgement.
 func (a *Agent) owe(now int64, m Message) {
-	a.owed[m.Job] = &pendingReport{msg: m, next: now + a.cfg.ReplySeconds}
+	a.owed[m.Job] = &owedMsg{msg: m, next: now + a.cfg.ReplySeconds}
 	a.send(m)
 }
 
@@ -1018,7 +1019,8 @@ func (a *Agent) agree(now int64, m Message) {
 }
 
 // Busy reports whether the agent has anything to do but ask peers for
-// work: a job it holds, runs, plans or negotiates, or a report to resend.
+// work: a job it holds, runs, plans or negotiates, or a report or
+// Terminate to resend.
 // A replay whose sites are none of them busy, with no submission, end or
 // message to come, is over (an idle RQF site would ask forever).
 func (a *Agent) Busy() bool { return len(a.jobs) > 0 || len(a.owed) > 0 }
@@ -1055,8 +1057,8 @@ func (a *Agent) NextWake(now int64) int64 {
 
 // Tick lets time pass to now: holds expire, peers that did not answer in
 // time are given up on (an agree is asked again: only its answer settles
-// where the job is), unacknowledged reports are resent, RQF asks for work
-// if processors stay idle, and the scheduling pass runs.
+// where the job is), unacknowledged reports and Terminates are resent,
+// RQF asks for work if processors stay idle, and the scheduling pass runs.
 func (a *Agent) Tick(now int64) {
 	a.dirty = false
 	keys := make([]JobKey, 0, len(a.waits))

@@ -218,19 +218,20 @@ func (j *Journal) Saved() *Saved {
 
 // Restore rebuilds at now the agent of cfg from what its driver kept (s),
 // after a crash: its statistics, its peers' history, its id counter and
-// last RQF round, the operators' reservations, the jobs it accepted (waiting with their reservations,
-// running with their start and kill time, in the order they joined the
-// plan), the jobs it delegated and awaits the reports of (with a
-// Terminate owed, if cancelled), and the reports it owes. What a restart
-// loses (docs/architecture.md, "What a restart loses"): the holds it
-// granted peers (an agree for one is refused, and the origin asks on),
-// the quotes it was waiting for (a job being offered is offered again,
-// from the first round; one whose agree was out asks that peer again),
-// processors a driver had taken out of service (NodeDown), and, in the
-// comprehensive overbooking mode, the end-time distributions of the jobs
-// in the plan. What is owed is resent on its grid (every reply period
-// from when it became owed), as if the site had not stopped.
-// The first batch (Ready) holds what re-offering decided and sent.
+// last RQF round, the operators' reservations, the jobs it accepted
+// (waiting with their reservations, running with their start and kill
+// time, in the order they joined the plan), the jobs it delegated and
+// awaits the reports of (with a Terminate owed, if cancelled), and the
+// reports it owes. What a restart loses (docs/architecture.md, "What a
+// driver persists, and what a restart loses"): the holds it granted peers
+// (an agree for one is refused, and the origin asks on), the quotes it
+// was waiting for (a job being offered is offered again, from the first
+// round; one whose agree was out asks that peer again), processors a
+// driver had taken out of service (NodeDown), and, in the comprehensive
+// overbooking mode, the end-time distributions of the jobs in the plan.
+// What is owed is resent on its grid (every reply period from when it
+// became owed), as if the site had not stopped. The first batch (Ready)
+// holds what re-offering decided and sent.
 func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 	if len(cfg.Standing) > 0 {
 		// The instances laid so far are not saved, and laying them again
@@ -305,7 +306,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 			a.add(jb)
 			a.set(jb, stateDelegated)
 			if sj.Terminate {
-				a.owed[jb.key] = &pendingReport{msg: Message{Kind: KindTerminate, To: jb.peer, Job: jb.key}, next: a.resendAfter(sj.TerminateSince, now)}
+				a.owed[jb.key] = &owedMsg{msg: Message{Kind: KindTerminate, To: jb.peer, Job: jb.key}, next: a.resendAfter(sj.TerminateSince, now)}
 			}
 		case PhaseOffering, PhaseAgreeing:
 			jb.peer = sj.Peer
@@ -321,7 +322,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(s.Reports), cmpKey) {
 		r := s.Reports[k]
-		a.owed[k] = &pendingReport{msg: Message{Kind: KindReport, To: k.Site, Job: k, Outcome: r.Outcome}, next: a.resendAfter(r.Since, now)}
+		a.owed[k] = &owedMsg{msg: Message{Kind: KindReport, To: k.Site, Job: k, Outcome: r.Outcome}, next: a.resendAfter(r.Since, now)}
 	}
 	// The negotiations in flight, in the order the jobs were saved: an
 	// agree is asked again of its peer alone (only its answer settles
