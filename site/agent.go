@@ -622,13 +622,9 @@ func (a *Agent) admit(now int64, jb *job) {
 				return
 			}
 		}
-		a.forget(jb)
-		a.decide(Decision{Kind: DecideReject, Job: jb.key, Placement: pl, Route: jb.route})
-		if jb.key.Site != a.cfg.Name {
-			// A peer's job handed over after its hold ran out (taken): its
-			// origin let it go and awaits its outcome.
-			a.report(now, jb.key, Outcome{Start: now, End: now, Dropped: true})
-		}
+		// A peer's job comes here only when it was handed over after its
+		// hold ran out (taken): its origin let it go and awaits its outcome.
+		a.settle(now, jb, Decision{Kind: DecideReject, Job: jb.key, Placement: pl, Route: jb.route}, dropped(now))
 		return
 	}
 	a.set(jb, stateLocal)
@@ -680,9 +676,7 @@ func (a *Agent) end(now int64, key JobKey, completed, failed bool) bool {
 	a.dirty = true
 	a.site.End(now, jb.pj.ID)
 	ran := now - jb.start
-	if a.adm != nil && failed {
-		a.adm.Forget(jb.pj.ID)
-	} else if a.stats != nil && !failed {
+	if a.stats != nil && !failed {
 		// The node's rule: a job that ended by itself shows its runtime; a
 		// killed one only that it needed more than it ran (censored), never
 		// how much more, which would be an oracle no live site has. A job
@@ -697,14 +691,30 @@ func (a *Agent) end(now int64, key JobKey, completed, failed bool) bool {
 		}
 		a.ready.Learnt = true
 	}
-	a.forget(jb)
 	out := Outcome{Start: jb.start, End: now, Completed: completed, Cancelled: jb.cancelled, Failed: failed}
-	a.decide(Decision{Kind: DecideEnd, Job: key, Outcome: out})
-	if key.Site != a.cfg.Name {
-		a.report(now, key, out)
-	}
+	a.settle(now, jb, Decision{Kind: DecideEnd, Job: key, Outcome: out}, out)
 	return true
 }
+
+// settle forgets jb, which leaves the site by decision d (none if
+// d.Kind is 0: decided already), with its admission entry; the origin of
+// a peer's job is owed its outcome (out). Every way a job accepted here
+// ends or is dropped goes through it.
+func (a *Agent) settle(now int64, jb *job, d Decision, out Outcome) {
+	if a.adm != nil {
+		a.adm.Forget(jb.pj.ID)
+	}
+	a.forget(jb)
+	if d.Kind != 0 {
+		a.decide(d)
+	}
+	if jb.key.Site != a.cfg.Name {
+		a.report(now, jb.key, out)
+	}
+}
+
+// dropped is the outcome of a job dropped at now before it started.
+func dropped(now int64) Outcome { return Outcome{Start: now, End: now, Dropped: true} }
 
 // report owes the origin of a job run here its outcome, until it
 // acknowledges (DecideReport).
@@ -787,13 +797,7 @@ func (a *Agent) cancel(now int64, jb *job, by string) {
 			return
 		}
 		a.site.Cancel(now, jb.pj.ID)
-		if a.adm != nil {
-			a.adm.Forget(jb.pj.ID) // it never ran: nothing to learn
-		}
-		a.forget(jb)
-		if jb.key.Site != a.cfg.Name {
-			a.report(now, jb.key, Outcome{Start: now, End: now, Cancelled: true})
-		}
+		a.settle(now, jb, Decision{}, Outcome{Start: now, End: now, Cancelled: true})
 	case stateAsking:
 		for i, o := range jb.offers {
 			if o != nil {
@@ -1122,11 +1126,7 @@ func (a *Agent) pass(now int64) {
 		case plan.DecideExtend:
 			a.decide(Decision{Kind: DecideExtend, Job: jb.key, Start: d.Start, End: d.End})
 		case plan.DecideExpire:
-			a.forget(jb)
-			a.decide(Decision{Kind: DecideExpire, Job: jb.key, Route: jb.route})
-			if jb.key.Site != a.cfg.Name {
-				a.report(now, jb.key, Outcome{Start: now, End: now, Dropped: true})
-			}
+			a.settle(now, jb, Decision{Kind: DecideExpire, Job: jb.key, Route: jb.route}, dropped(now))
 		}
 	}
 	a.moves()

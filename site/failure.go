@@ -21,12 +21,8 @@ func (a *Agent) NodeDown(now int64, pick int) {
 	hit, lost := a.site.NodeDown(now, pick)
 	if jb := a.byID[hit]; hit != 0 && jb != nil && jb.cancelled {
 		// Being killed for its cancel anyway: it ended now.
-		a.forget(jb)
 		out := Outcome{Start: jb.start, End: now, Cancelled: true}
-		a.decide(Decision{Kind: DecideEnd, Job: jb.key, Outcome: out})
-		if jb.key.Site != a.cfg.Name {
-			a.report(now, jb.key, out)
-		}
+		a.settle(now, jb, Decision{Kind: DecideEnd, Job: jb.key, Outcome: out}, out)
 	} else if hit != 0 && jb != nil {
 		jb.started = false
 		pj := jb.pj
@@ -51,11 +47,7 @@ func (a *Agent) NodeDown(now int64, pick int) {
 // lose gives up a job a failure took away: the driver is told, and the
 // origin of a job delegated here gets its report.
 func (a *Agent) lose(now int64, jb *job, pl plan.Placement) {
-	a.forget(jb)
-	a.decide(Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route})
-	if jb.key.Site != a.cfg.Name {
-		a.report(now, jb.key, Outcome{Start: jb.start, End: now})
-	}
+	a.settle(now, jb, Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route}, Outcome{Start: jb.start, End: now})
 }
 
 // NodeUp returns the longest-failed processor to service at now; it
