@@ -42,7 +42,13 @@ func runInLoop(t testing.TB, n *Node, o *inLoop) {
 // clock (cfg.TimeScale) until the returned stop is called.
 func startSimulated(t *testing.T, cfg config.Config, st store.Store) (*Node, func()) {
 	t.Helper()
-	clk := clock.Scaled(time.Now(), cfg.TimeScale)
+	return startOnClock(t, cfg, st, clock.Scaled(time.Now(), cfg.TimeScale))
+}
+
+// startOnClock runs a node on st with the simulated executor on clk until
+// the returned stop is called.
+func startOnClock(t testing.TB, cfg config.Config, st store.Store, clk clock.Clock) (*Node, func()) {
+	t.Helper()
 	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
 	n, err := New(cfg, Deps{Store: st, Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
 	if err != nil {

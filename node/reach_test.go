@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
-	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
@@ -34,30 +31,11 @@ func walkedReach(n *Node, now int64) int64 {
 // memory store and a clock that stays at t0 until the test ends.
 func startManualNode(tb testing.TB, t0 time.Time, procs int) *Node {
 	tb.Helper()
-	clk := clock.NewManual(t0)
 	cfg := config.Default()
 	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor, cfg.Policy = "t", tb.TempDir(), procs, "simulated", "conservative"
 	cfg.Limits.MaxPendingJobs, cfg.Limits.MaxIdempotencyKeys = 1<<30, 1<<30
-	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
-	n, err := New(cfg, Deps{Store: store.NewMemStore(), Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-	go func() { done <- ex.Run(ctx) }()
-	go func() { done <- n.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		for range 2 {
-			if err := <-done; err != nil {
-				tb.Error(err)
-			}
-		}
-	})
-	for !n.Ready() {
-		time.Sleep(time.Millisecond)
-	}
+	n, stop := startOnClock(tb, cfg, store.NewMemStore(), clock.NewManual(t0))
+	tb.Cleanup(stop)
 	return n
 }
 

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	"math/rand/v2"
 	"os"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
