@@ -587,6 +587,37 @@ func TestTakenAfterItsHoldRanOut(t *testing.T) {
 			t.Fatalf("the origin's Terminate did not cancel the job it handed over: %+v", r.Decisions)
 		}
 	})
+	t.Run("hold forgotten", func(t *testing.T) {
+		// The hold ran out and the tick forgot it (or a restart lost it)
+		// before the hand-over came: the origin let the job go all the
+		// same, and awaits its outcome.
+		cfg := Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF, Peers: staticView{{Site: "o", Procs: 4}}}
+		route := delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}
+		spec := plan.Job{Procs: 2, Estimate: 100, Deadline: plan.Forever}
+		for _, restart := range []bool{false, true} {
+			a, _ := New(cfg)
+			x := &journaled{t: t, a: a, j: NewJournal()}
+			a.Step(0, Message{Kind: KindQueue, From: "o", To: "t", Jobs: []QueuedJob{{Job: origin, Spec: spec, Route: route}}})
+			x.flush(0)
+			at := int64(61)
+			if restart {
+				var err error
+				if a, err = Restore(cfg, 30, x.j.Saved()); err != nil {
+					t.Fatal(err)
+				}
+				at = 40
+			}
+			a.Tick(at)
+			a.Ready()
+			a.Step(at, Message{Kind: KindTaken, From: "o", To: "t", Job: origin, Spec: spec,
+				Route: route.With(delegation.Hop{Site: "t", Action: delegation.ActionDelegated})})
+			a.Tick(at)
+			r := a.Ready()
+			if !slices.ContainsFunc(r.Decisions, func(d Decision) bool { return d.Kind == DecideAccept && d.Job == origin && d.Peer == "o" }) {
+				t.Fatalf("restart %v: the job handed over is not accepted: %+v", restart, r.Decisions)
+			}
+		}
+	})
 	t.Run("no longer placeable", func(t *testing.T) {
 		x, _ := take(t, 120) // a window it no longer fits in by the hand-over
 		if !slices.ContainsFunc(x.out, func(m Message) bool { return m.Kind == KindReport && m.To == "o" && m.Job == origin }) {
