@@ -33,21 +33,22 @@ func (a *Agent) NodeDown(now int64, pick int) {
 			jb.pj.Release, jb.place = now, pl
 			a.decide(Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route, Spec: jb.pj})
 		} else {
-			a.lose(now, jb, pl)
+			a.lose(now, jb, pl, jb.start)
 		}
 	}
 	for _, id := range lost {
 		if jb := a.byID[id]; jb != nil {
-			a.lose(now, jb, plan.Placement{Reason: plan.ReasonRejectedNoGap})
+			a.lose(now, jb, plan.Placement{Reason: plan.ReasonRejectedNoGap}, now) // waiting: it never started
 		}
 	}
 	a.moves() // the reservations placed again, in this batch: a restart before the next pass restores them there
 }
 
 // lose gives up a job a failure took away: the driver is told, and the
-// origin of a job delegated here gets its report.
-func (a *Agent) lose(now int64, jb *job, pl plan.Placement) {
-	a.settle(now, jb, Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route}, Outcome{Start: jb.start, End: now})
+// origin of a job delegated here gets its report (the job ran from start,
+// or never: start is now).
+func (a *Agent) lose(now int64, jb *job, pl plan.Placement, start int64) {
+	a.settle(now, jb, Decision{Kind: DecideFailed, Job: jb.key, Placement: pl, Route: jb.route}, Outcome{Start: start, End: now})
 }
 
 // NodeUp returns the longest-failed processor to service at now; it

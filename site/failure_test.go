@@ -1,6 +1,7 @@
 package site
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/fedsched/fedsched/delegation"
@@ -89,5 +90,30 @@ func TestNodeDownDecidesItsMoves(t *testing.T) {
 	}
 	if got, _ := b.Site().Placement(3); got.Start != want.Start {
 		t.Fatalf("restored job 3 at %d, want %d", got.Start, want.Start)
+	}
+}
+
+// TestNodeDownReportsAWaitingJobLost: a peer's job lost while it waited
+// (it never started) is reported as ending when it was lost, having run
+// for no time, not as running since time 0: the origin learns its
+// history from the report (ObserveOutcome).
+func TestNodeDownReportsAWaitingJobLost(t *testing.T) {
+	a, _ := New(Config{Name: "p", Procs: 2, Policy: plan.Conservative})
+	a.Submit(0, 1, plan.Job{Procs: 2, Estimate: 1000, Deadline: plan.Forever})
+	a.Tick(0)
+	key := JobKey{"o", 1}
+	a.Step(10, Message{Kind: KindQuoteRequest, From: "o", To: "p", Job: key, Spec: plan.Job{Procs: 2, Estimate: 500, Deadline: plan.Forever},
+		Route: delegation.Route{{Site: "o", Action: delegation.ActionSubmitted, At: 10}}})
+	a.Step(10, Message{Kind: KindAgree, From: "o", To: "p", Job: key})
+	a.Tick(10)
+	a.Ready()
+	a.NodeDown(100, 0) // two processors needed, one left: both jobs are lost
+	r := a.Ready()
+	i := slices.IndexFunc(r.Messages, func(m Message) bool { return m.Kind == KindReport && m.Job == key })
+	if i < 0 {
+		t.Fatalf("no report of the lost job: %+v", r.Messages)
+	}
+	if o := r.Messages[i].Outcome; o.Start != 100 || o.End != 100 || o.Completed {
+		t.Fatalf("the lost job's report: %+v, want it never ran (start and end 100)", o)
 	}
 }
