@@ -3,8 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
-	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
@@ -108,28 +105,8 @@ func parityConfig(dir, hpath string) config.Config {
 // driving its site agent, until the test ends.
 func startNodeAt(t testing.TB, cfg config.Config, t0 time.Time, own bool) *Node {
 	t.Helper()
-	clk := clock.NewManual(t0)
-	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
-	n, err := New(cfg, Deps{Store: store.NewMemStore(), Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.ownCore = own
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-	go func() { done <- ex.Run(ctx) }()
-	go func() { done <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		for range 2 {
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-		}
-	})
-	for !n.Ready() {
-		time.Sleep(time.Millisecond)
-	}
+	n, stop := startOnClock(t, cfg, store.NewMemStore(), clock.NewManual(t0), func(n *Node) { n.ownCore = own })
+	t.Cleanup(stop)
 	if (n.agent == nil) != own {
 		t.Fatalf("the node drives an agent: %v, want %v", n.agent != nil, !own)
 	}

@@ -29,7 +29,7 @@ type groupCommit struct {
 	dur    time.Duration // how long those writes took
 }
 
-// turn starts a turn (after gather).
+// turn starts a turn, before its requests are decided and gathered.
 func (g *groupCommit) turn() { g.wrote, g.dur = false, 0 }
 
 // applied records a store commit of the turn that wrote changes.

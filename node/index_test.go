@@ -42,11 +42,21 @@ func runInLoop(t testing.TB, n *Node, o *inLoop) {
 // clock (cfg.TimeScale) until the returned stop is called.
 func startSimulated(t *testing.T, cfg config.Config, st store.Store) (*Node, func()) {
 	t.Helper()
-	clk := clock.Scaled(time.Now(), cfg.TimeScale)
+	return startOnClock(t, cfg, st, clock.Scaled(time.Now(), cfg.TimeScale))
+}
+
+// startOnClock runs a node on st with the simulated executor on clk until
+// the returned stop is called; setup, if any, is called on the node before
+// it runs.
+func startOnClock(t testing.TB, cfg config.Config, st store.Store, clk clock.Clock, setup ...func(*Node)) (*Node, func()) {
+	t.Helper()
 	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
 	n, err := New(cfg, Deps{Store: st, Executor: ex, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)

@@ -7,7 +7,9 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
+	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -32,7 +34,9 @@ func startManualNode(tb testing.TB, t0 time.Time, procs int) *Node {
 	cfg := config.Default()
 	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor, cfg.Policy = "t", tb.TempDir(), procs, "simulated", "conservative"
 	cfg.Limits.MaxPendingJobs, cfg.Limits.MaxIdempotencyKeys = 1<<30, 1<<30
-	return startNodeAt(tb, cfg, t0, false)
+	n, stop := startOnClock(tb, cfg, store.NewMemStore(), clock.NewManual(t0))
+	tb.Cleanup(stop)
+	return n
 }
 
 // TestJobsReachFromThePlan: on a plan that mixes running, frozen and

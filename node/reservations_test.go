@@ -392,23 +392,33 @@ func TestReservationDisplace(t *testing.T) {
 	}
 }
 
-// TestReservationSurvivesCrash crashes a node holding a fixed and a
-// standing reservation with jobs placed around them; the new node has the
-// reservations, the jobs where they were, and places new jobs around them.
-func TestReservationSurvivesCrash(t *testing.T) {
+// startWithMaintenance starts a node on a bolt store in a fresh directory
+// (to crash and start again on), on a manual clock at monday, holding the
+// fixed reservation "maintenance": 8 processors from 2h to 3h.
+func startWithMaintenance(t *testing.T) (string, config.Config, *clock.Manual, *store.BoltStore, *testSite, *fedschedv1.CreateReservationResponse) {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := testConfig(dir)
-	ctx := context.Background()
 	clk := clock.NewManual(monday)
 	st, err := store.OpenBolt(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := startManual(t, cfg, st, clk, 0)
-	fixed, err := s.client.CreateReservation(ctx, &fedschedv1.CreateReservationRequest{Name: "maintenance", Procs: 8, Start: at(2 * time.Hour), End: at(3 * time.Hour)})
+	fixed, err := s.client.CreateReservation(context.Background(), &fedschedv1.CreateReservationRequest{Name: "maintenance", Procs: 8,
+		Start: at(2 * time.Hour), End: at(3 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, cfg, clk, st, s, fixed
+}
+
+// TestReservationSurvivesCrash crashes a node holding a fixed and a
+// standing reservation with jobs placed around them; the new node has the
+// reservations, the jobs where they were, and places new jobs around them.
+func TestReservationSurvivesCrash(t *testing.T) {
+	dir, cfg, clk, st, s, fixed := startWithMaintenance(t)
+	ctx := context.Background()
 	standing, err := s.client.CreateReservation(ctx, &fedschedv1.CreateReservationRequest{Name: "nightly", Procs: 6,
 		Start: at(22 * time.Hour), End: at(24 * time.Hour), EverySeconds: 86400})
 	if err != nil {
@@ -462,19 +472,8 @@ func TestReservationSurvivesCrash(t *testing.T) {
 // node deletes them when it starts, keeps the fixed ones, and the jobs
 // keep their reservations.
 func TestJobReservationRecordsDropped(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig(dir)
+	dir, cfg, clk, st, s, fixed := startWithMaintenance(t)
 	ctx := context.Background()
-	clk := clock.NewManual(monday)
-	st, err := store.OpenBolt(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := startManual(t, cfg, st, clk, 0)
-	fixed, err := s.client.CreateReservation(ctx, &fedschedv1.CreateReservationRequest{Name: "maintenance", Procs: 8, Start: at(2 * time.Hour), End: at(3 * time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a := submitAt(t, s.client, 4, 2*time.Hour, time.Hour, 0)
 	if resSlot(a.GetReservation()) != "[3h0m0s, 5h0m0s) x4" {
 		t.Fatalf("setup: %s", resSlot(a.GetReservation()))
@@ -483,7 +482,7 @@ func TestJobReservationRecordsDropped(t *testing.T) {
 	s.crash()
 
 	// The records an earlier node wrote for its jobs.
-	st, err = store.OpenBolt(dir, nil)
+	st, err := store.OpenBolt(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -350,10 +350,10 @@ func gcBusy() float64 {
 	return s[0].Value.Float64() - s[1].Value.Float64()
 }
 
-// scannableHeap is the heap the last collection found holding pointers,
-// in bytes: what each cycle scans (runtime/metrics /gc/scan/heap:bytes).
-func scannableHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+// uint64Metric is the runtime/metrics value of name, a uint64 metric (0
+// if the runtime has no such metric).
+func uint64Metric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
@@ -372,6 +372,9 @@ type cost struct {
 // startCost notes the process's CPU, GC CPU and allocated bytes now.
 func startCost() cost { return cost{cpu: cpuTime(), gc: gcBusy(), alloc: allocated()} }
 
+// allocated is the bytes allocated on the heap so far.
+func allocated() uint64 { return uint64Metric("/gc/heap/allocs:bytes") }
+
 // report reports, per submission of the n since c: cpu-us/submit (the
 // whole process, clients included), gc-us/submit (the collector's part)
 // and alloc-B/submit (bytes allocated on the heap).
@@ -380,17 +383,6 @@ func (c cost) report(b *testing.B, n int) {
 	b.ReportMetric(float64(cpu)/float64(n)/1e3, "cpu-us/submit")
 	b.ReportMetric(gc*1e6/float64(n), "gc-us/submit")
 	b.ReportMetric(float64(alloc)/float64(n), "alloc-B/submit")
-}
-
-// allocated is the bytes allocated on the heap so far (runtime/metrics
-// /gc/heap/allocs:bytes).
-func allocated() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
 }
 
 // reportLatencies reports submits/s and the p50/p99/max of sorted lats.
@@ -420,8 +412,9 @@ func benchThroughput(b *testing.B, dir string, waiting int) {
 	runtime.ReadMemStats(&ms)
 	heapB, heapObjs := float64(ms.HeapAlloc)/float64(waiting), float64(ms.HeapObjects)/float64(waiting)
 	// Of which the part the collector must scan for pointers at each
-	// cycle (the rest, such as byte slices, it only marks).
-	scanB := float64(scannableHeap()) / float64(waiting)
+	// cycle (the rest, such as byte slices, it only marks): the heap the
+	// last collection found holding pointers.
+	scanB := float64(uint64Metric("/gc/scan/heap:bytes")) / float64(waiting)
 
 	var keys atomic.Int64
 	submit := func(c fedschedv1.SiteServiceClient) (time.Duration, error) {

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"iter"
+	"maps"
 	"sort"
 )
 
@@ -57,15 +58,7 @@ func (p *Plan) Get(id int64) (Reservation, bool) {
 
 // All yields every reservation, in no particular order, without copying
 // the plan. The plan must not change during the walk.
-func (p *Plan) All() iter.Seq[Reservation] {
-	return func(yield func(Reservation) bool) {
-		for _, r := range p.res {
-			if !yield(r) {
-				return
-			}
-		}
-	}
-}
+func (p *Plan) All() iter.Seq[Reservation] { return maps.Values(p.res) }
 
 // Reservations returns a copy of every reservation, ordered by start, then id.
 func (p *Plan) Reservations() []Reservation {

@@ -11,12 +11,12 @@ import (
 // TestReportBeforeSubmission: in a second, a site takes the messages that
 // have reached it (with latency 0, those its peers sent in that second)
 // before that second's submissions, as a node does, whatever the transfer
-// policy. The origin (busy until 1000) delegates job 1 at 1 to b (a is
-// busy until 50); job 1 ends at b at 101, where the origin submits job 2,
+// policy. The origin (busy until 1000) delegates job 2 at 1 to b (a is
+// busy until 50); job 2 ends at b at 101, where the origin submits job 3,
 // which both a and b, idle by then, would start at once. b's outcome
 // report (response ratio 1) raises b above a, which the origin has no
 // outcome of, in the location policy's ranking, which breaks the tie
-// between their quotes: job 2 goes to b. Taking the submission before the
+// between their quotes: job 3 goes to b. Taking the submission before the
 // report, the origin would see two peers without history and send it to a
 // (the first by name).
 func TestReportBeforeSubmission(t *testing.T) {

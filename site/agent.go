@@ -103,7 +103,7 @@ type Config struct {
 	HoldSeconds int64
 	// ReplySeconds is how long the agent waits for a peer's answer before
 	// it decides without it, and how often it resends an unacknowledged
-	// report (default 60).
+	// report or Terminate (default 60).
 	ReplySeconds int64
 	// PullSeconds is RQF's interval: an idle site asks its peers for work
 	// at most once per interval, when something happens to it, and by
@@ -178,7 +178,8 @@ const (
 	// that peer again and no other (the node's intent record).
 	DecideAgree
 	// DecideMove: a waiting job's reservation moved to Placement (the
-	// scheduling pass re-planned it; only with Config.TrackMoves).
+	// scheduling pass or a failure, NodeDown, re-planned it; only with
+	// Config.TrackMoves).
 	DecideMove
 	// DecideExpire: the queue (FCFS, EASY, LIST) could not start the job
 	// before the last start that runs its estimate by its deadline: it is
@@ -222,8 +223,10 @@ type Decision struct {
 	Placement plan.Placement
 	// Start and End are the reservation of Start and Extend.
 	Start, End int64
-	// Peer is the executing site (Delegate) or the site a job was taken
-	// from (Accept under RQF).
+	// Peer is the executing site (Delegate), the site a peer's job came
+	// from (Accept: it asked for the quote or handed the job over), or the
+	// peer the decision concerns (Agree, Terminate, Report, Acked,
+	// Outcome, GaveUp; Cancel: the origin that terminated the job).
 	Peer string
 	// Route is the job's provenance so far.
 	Route delegation.Route
@@ -350,7 +353,7 @@ type Agent struct {
 	// run for peers, and the Terminates of this site's cancelled jobs
 	// (their keys never collide: a report's job is a peer's, a
 	// Terminate's this site's).
-	owed    map[JobKey]*pendingReport
+	owed    map[JobKey]*owedMsg
 	ready   Ready
 	spare   Ready // a batch the driver handed back (Recycle), for the next one
 	dirty   bool  // an event since the last Tick: a pass is due
@@ -365,7 +368,8 @@ type Agent struct {
 	reserved map[int64]plan.FixedSpec
 }
 
-type pendingReport struct {
+// owedMsg is a message owed until acknowledged, and when it is next sent.
+type owedMsg struct {
 	msg  Message
 	next int64
 }
@@ -406,7 +410,7 @@ func New(cfg Config) (*Agent, error) {
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
 	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job),
 		rank: delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
-		owed: make(map[JobKey]*pendingReport), reserved: make(map[int64]plan.FixedSpec), rqfAt: NeverPulled, laidTo: plan.Never}
+		owed: make(map[JobKey]*owedMsg), reserved: make(map[int64]plan.FixedSpec), rqfAt: NeverPulled, laidTo: plan.Never}
 	for i := range cfg.Standing {
 		if err := cfg.Standing[i].Validate(); err != nil {
 			return nil, fmt.Errorf("site agent %s: %w: %w", cfg.Name, err, ErrInvalid)
@@ -618,13 +622,14 @@ func (a *Agent) admit(now int64, jb *job) {
 				return
 			}
 		}
-		a.forget(jb)
-		a.decide(Decision{Kind: DecideReject, Job: jb.key, Placement: pl, Route: jb.route})
+		// A peer's job comes here only when it was handed over after its
+		// hold ran out (taken): its origin let it go and awaits its outcome.
+		a.settle(now, jb, Decision{Kind: DecideReject, Job: jb.key, Placement: pl, Route: jb.route}, dropped(now))
 		return
 	}
 	a.set(jb, stateLocal)
 	jb.place = pl
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: pl, Route: jb.route, Spec: jb.pj})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: pl, Peer: jb.from, Route: jb.route, Spec: jb.pj})
 }
 
 // choose picks among the offers of the round that has ended (Choose):
@@ -671,9 +676,7 @@ func (a *Agent) end(now int64, key JobKey, completed, failed bool) bool {
 	a.dirty = true
 	a.site.End(now, jb.pj.ID)
 	ran := now - jb.start
-	if a.adm != nil && failed {
-		a.adm.Forget(jb.pj.ID)
-	} else if a.stats != nil && !failed {
+	if a.stats != nil && !failed {
 		// The node's rule: a job that ended by itself shows its runtime; a
 		// killed one only that it needed more than it ran (censored), never
 		// how much more, which would be an oracle no live site has. A job
@@ -688,14 +691,30 @@ func (a *Agent) end(now int64, key JobKey, completed, failed bool) bool {
 		}
 		a.ready.Learnt = true
 	}
-	a.forget(jb)
 	out := Outcome{Start: jb.start, End: now, Completed: completed, Cancelled: jb.cancelled, Failed: failed}
-	a.decide(Decision{Kind: DecideEnd, Job: key, Outcome: out})
-	if key.Site != a.cfg.Name {
-		a.report(now, key, out)
-	}
+	a.settle(now, jb, Decision{Kind: DecideEnd, Job: key, Outcome: out}, out)
 	return true
 }
+
+// settle forgets jb, which leaves the site by decision d (none if
+// d.Kind is 0: decided already), with its admission entry; the origin of
+// a peer's job is owed its outcome (out). Every way a job accepted here
+// ends or is dropped goes through it.
+func (a *Agent) settle(now int64, jb *job, d Decision, out Outcome) {
+	if a.adm != nil {
+		a.adm.Forget(jb.pj.ID)
+	}
+	a.forget(jb)
+	if d.Kind != 0 {
+		a.decide(d)
+	}
+	if jb.key.Site != a.cfg.Name {
+		a.report(now, jb.key, out)
+	}
+}
+
+// dropped is the outcome of a job dropped at now before it started.
+func dropped(now int64) Outcome { return Outcome{Start: now, End: now, Dropped: true} }
 
 // report owes the origin of a job run here its outcome, until it
 // acknowledges (DecideReport).
@@ -706,7 +725,7 @@ func (a *Agent) report(now int64, key JobKey, o Outcome) {
 
 // owe sends m, and again every ReplySeconds until its acknowledgement.
 func (a *Agent) owe(now int64, m Message) {
-	a.owed[m.Job] = &pendingReport{msg: m, next: now + a.cfg.ReplySeconds}
+	a.owed[m.Job] = &owedMsg{msg: m, next: now + a.cfg.ReplySeconds}
 	a.send(m)
 }
 
@@ -778,13 +797,7 @@ func (a *Agent) cancel(now int64, jb *job, by string) {
 			return
 		}
 		a.site.Cancel(now, jb.pj.ID)
-		if a.adm != nil {
-			a.adm.Forget(jb.pj.ID) // it never ran: nothing to learn
-		}
-		a.forget(jb)
-		if jb.key.Site != a.cfg.Name {
-			a.report(now, jb.key, Outcome{Start: now, End: now, Cancelled: true})
-		}
+		a.settle(now, jb, Decision{}, Outcome{Start: now, End: now, Cancelled: true})
 	case stateAsking:
 		for i, o := range jb.offers {
 			if o != nil {
@@ -1010,7 +1023,8 @@ func (a *Agent) agree(now int64, m Message) {
 }
 
 // Busy reports whether the agent has anything to do but ask peers for
-// work: a job it holds, runs, plans or negotiates, or a report to resend.
+// work: a job it holds, runs, plans or negotiates, or a report or
+// Terminate to resend.
 // A replay whose sites are none of them busy, with no submission, end or
 // message to come, is over (an idle RQF site would ask forever).
 func (a *Agent) Busy() bool { return len(a.jobs) > 0 || len(a.owed) > 0 }
@@ -1047,8 +1061,8 @@ func (a *Agent) NextWake(now int64) int64 {
 
 // Tick lets time pass to now: holds expire, peers that did not answer in
 // time are given up on (an agree is asked again: only its answer settles
-// where the job is), unacknowledged reports are resent, RQF asks for work
-// if processors stay idle, and the scheduling pass runs.
+// where the job is), unacknowledged reports and Terminates are resent,
+// RQF asks for work if processors stay idle, and the scheduling pass runs.
 func (a *Agent) Tick(now int64) {
 	a.dirty = false
 	keys := make([]JobKey, 0, len(a.waits))
@@ -1112,11 +1126,7 @@ func (a *Agent) pass(now int64) {
 		case plan.DecideExtend:
 			a.decide(Decision{Kind: DecideExtend, Job: jb.key, Start: d.Start, End: d.End})
 		case plan.DecideExpire:
-			a.forget(jb)
-			a.decide(Decision{Kind: DecideExpire, Job: jb.key, Route: jb.route})
-			if jb.key.Site != a.cfg.Name {
-				a.report(now, jb.key, Outcome{Start: now, End: now, Dropped: true})
-			}
+			a.settle(now, jb, Decision{Kind: DecideExpire, Job: jb.key, Route: jb.route}, dropped(now))
 		}
 	}
 	a.moves()

@@ -29,14 +29,22 @@ type view struct {
 }
 
 func (v view) Candidates(now int64) []delegation.Candidate {
+	return peersOf(v.f.agents, v.f.order, v.self, now, func(free, _ int) int { return free })
+}
+
+// peersOf is every agent in order but self as a candidate, with its
+// outlook at now, each figure passed through round (the exact figure, or
+// rounded as gossip rounds it).
+func peersOf(agents map[string]*Agent, order []string, self string, now int64, round func(free, procs int) int) []delegation.Candidate {
 	var out []delegation.Candidate
-	for _, n := range v.f.order {
-		if n == v.self {
+	for _, n := range order {
+		if n == self {
 			continue
 		}
-		a := v.f.agents[n]
+		a := agents[n]
 		o := a.Site().Outlook(now, 3600, 4*3600, 24*3600)
-		out = append(out, delegation.Candidate{Site: n, Procs: a.cfg.Procs, FreeNow: o[0], Free1h: o[1], Free4h: o[2], Free24h: o[3]})
+		p := a.cfg.Procs
+		out = append(out, delegation.Candidate{Site: n, Procs: p, FreeNow: round(o[0], p), Free1h: round(o[1], p), Free4h: round(o[2], p), Free24h: round(o[3], p)})
 	}
 	return out
 }
@@ -538,4 +546,85 @@ func TestRQFTakesAJobItRefused(t *testing.T) {
 	if got := f.starts[JobKey{"a", 2}]; got != "b" {
 		t.Fatalf("a/2 started at %q, want b (it refused the quote, then took the job from a's queue)", got)
 	}
+}
+
+// TestTakenAfterItsHoldRanOut: a job handed over (taken) when the taker's
+// hold has run out in its plan, before its tick forgot the hold, is placed
+// as any other job; the taker still runs it for its origin: the accept
+// names the origin (a restart keeps it, so the origin's Terminate still
+// reaches it), and a job it cannot place any more is reported to the
+// origin, which awaits its outcome.
+func TestTakenAfterItsHoldRanOut(t *testing.T) {
+	origin := JobKey{"o", 1}
+	take := func(t *testing.T, deadline int64) (*journaled, Config) {
+		cfg := Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF, Peers: staticView{{Site: "o", Procs: 4}}}
+		a, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &journaled{t: t, a: a, j: NewJournal()}
+		route := delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}
+		a.Step(0, Message{Kind: KindQueue, From: "o", To: "t", Jobs: []QueuedJob{{Job: origin, Spec: plan.Job{Procs: 2, Estimate: 100, Deadline: deadline}, Route: route}}})
+		x.flush(0)
+		if len(x.out) != 1 || x.out[0].Kind != KindTake {
+			t.Fatalf("no take: %+v", x.out)
+		}
+		// The hand-over comes as the hold runs out (60), before the tick.
+		a.Step(60, Message{Kind: KindTaken, From: "o", To: "t", Job: origin, Spec: plan.Job{Procs: 2, Estimate: 100, Deadline: deadline},
+			Route: route.With(delegation.Hop{Site: "t", Action: delegation.ActionDelegated})})
+		a.Tick(60)
+		x.flush(60)
+		return x, cfg
+	}
+	t.Run("placed", func(t *testing.T) {
+		x, cfg := take(t, plan.Forever)
+		b, err := Restore(cfg, 70, x.j.Saved())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Step(70, Message{Kind: KindTerminate, From: "o", To: "t", Job: origin})
+		if r := b.Ready(); !slices.ContainsFunc(r.Decisions, func(d Decision) bool { return d.Kind == DecideCancel && d.Job == origin }) {
+			t.Fatalf("the origin's Terminate did not cancel the job it handed over: %+v", r.Decisions)
+		}
+	})
+	t.Run("hold forgotten", func(t *testing.T) {
+		// The hold ran out and the tick forgot it (or a restart lost it)
+		// before the hand-over came: the origin let the job go all the
+		// same, and awaits its outcome.
+		cfg := Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF, Peers: staticView{{Site: "o", Procs: 4}}}
+		route := delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}
+		spec := plan.Job{Procs: 2, Estimate: 100, Deadline: plan.Forever}
+		for _, restart := range []bool{false, true} {
+			a, _ := New(cfg)
+			x := &journaled{t: t, a: a, j: NewJournal()}
+			a.Step(0, Message{Kind: KindQueue, From: "o", To: "t", Jobs: []QueuedJob{{Job: origin, Spec: spec, Route: route}}})
+			x.flush(0)
+			at := int64(61)
+			if restart {
+				var err error
+				if a, err = Restore(cfg, 30, x.j.Saved()); err != nil {
+					t.Fatal(err)
+				}
+				at = 40
+			}
+			a.Tick(at)
+			a.Ready()
+			a.Step(at, Message{Kind: KindTaken, From: "o", To: "t", Job: origin, Spec: spec,
+				Route: route.With(delegation.Hop{Site: "t", Action: delegation.ActionDelegated})})
+			a.Tick(at)
+			r := a.Ready()
+			if !slices.ContainsFunc(r.Decisions, func(d Decision) bool { return d.Kind == DecideAccept && d.Job == origin && d.Peer == "o" }) {
+				t.Fatalf("restart %v: the job handed over is not accepted: %+v", restart, r.Decisions)
+			}
+		}
+	})
+	t.Run("no longer placeable", func(t *testing.T) {
+		x, _ := take(t, 120) // a window it no longer fits in by the hand-over
+		if !slices.ContainsFunc(x.out, func(m Message) bool { return m.Kind == KindReport && m.To == "o" && m.Job == origin }) {
+			t.Fatalf("the origin is not told its job was dropped: %+v", x.out)
+		}
+		if !x.a.Busy() {
+			t.Fatal("the report is not owed until acknowledged")
+		}
+	})
 }

@@ -131,9 +131,10 @@ type Outcome struct {
 	// time of the cancel.
 	Cancelled bool
 	// Dropped: the peer dropped it before it started: its queue could not
-	// start it within its window (DecideExpire), or an operator's
-	// reservation took its slot (DecideDisplaced); Start and End are the
-	// time it was dropped.
+	// start it within its window (DecideExpire), an operator's reservation
+	// took its slot (DecideDisplaced), or it could not place it when
+	// handed over after its hold had run out (DecideReject); Start and End
+	// are the time it was dropped.
 	Dropped bool
 	// Failed: it stopped for a reason that says nothing of its runtime
 	// (Agent.Fail).

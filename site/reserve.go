@@ -71,14 +71,7 @@ func (a *Agent) Reserve(now int64, f plan.FixedSpec, displace bool) (int64, erro
 			a.decide(Decision{Kind: DecideDisplaced, Job: jb.key, Placement: d.Placement, Fixed: f})
 			continue
 		}
-		if a.adm != nil {
-			a.adm.Forget(jb.pj.ID)
-		}
-		a.forget(jb)
-		a.decide(Decision{Kind: DecideDisplaced, Job: jb.key, Placement: d.Placement, Fixed: f, Route: jb.route})
-		if jb.key.Site != a.cfg.Name {
-			a.report(now, jb.key, Outcome{Start: now, End: now, Dropped: true})
-		}
+		a.settle(now, jb, Decision{Kind: DecideDisplaced, Job: jb.key, Placement: d.Placement, Fixed: f, Route: jb.route}, dropped(now))
 	}
 	return f.ID, nil
 }

@@ -48,6 +48,9 @@ type SavedJob struct {
 	// Peer is the peer an origin agrees with or delegated to, or the
 	// origin of a job accepted for a peer (the site it came from).
 	Peer string
+	// Price is the price agreed with Peer (Decision.Price): a repeated
+	// agree is answered with it.
+	Price float64
 	// Offer is what a quote had to beat (offering, agreeing).
 	Offer OfferDecision
 	// Cancelled: cancelled while running (its kill decided, its end to
@@ -142,7 +145,7 @@ func (j *Journal) apply(d *Decision, now int64) {
 		sj.Phase, sj.Peer = PhaseAgreeing, d.Peer
 	case DecideAccept:
 		j.order++
-		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseWaiting, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Order: j.order}
+		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseWaiting, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Price: d.Price, Order: j.order}
 	case DecideMove:
 		sj.Placement = d.Placement
 	case DecideStart:
@@ -150,7 +153,7 @@ func (j *Journal) apply(d *Decision, now int64) {
 	case DecideExtend:
 		sj.End = d.End
 	case DecideDelegate:
-		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseDelegated, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer}
+		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseDelegated, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Price: d.Price}
 	case DecideFailed:
 		if !d.Placement.OK() {
 			delete(jobs, d.Job)
@@ -215,19 +218,20 @@ func (j *Journal) Saved() *Saved {
 
 // Restore rebuilds at now the agent of cfg from what its driver kept (s),
 // after a crash: its statistics, its peers' history, its id counter and
-// last RQF round, the operators' reservations, the jobs it accepted (waiting with their reservations,
-// running with their start and kill time, in the order they joined the
-// plan), the jobs it delegated and awaits the reports of (with a
-// Terminate owed, if cancelled), and the reports it owes. What a restart
-// loses (docs/architecture.md, "What a restart loses"): the holds it
-// granted peers (an agree for one is refused, and the origin asks on),
-// the quotes it was waiting for (a job being offered is offered again,
-// from the first round; one whose agree was out asks that peer again),
-// processors a driver had taken out of service (NodeDown), and, in the
-// comprehensive overbooking mode, the end-time distributions of the jobs
-// in the plan. What is owed is resent on its grid (every reply period
-// from when it became owed), as if the site had not stopped.
-// The first batch (Ready) holds what re-offering decided and sent.
+// last RQF round, the operators' reservations, the jobs it accepted
+// (waiting with their reservations, running with their start and kill
+// time, in the order they joined the plan), the jobs it delegated and
+// awaits the reports of (with a Terminate owed, if cancelled), and the
+// reports it owes. What a restart loses (docs/architecture.md, "What a
+// driver persists, and what a restart loses"): the holds it granted peers
+// (an agree for one is refused, and the origin asks on), the quotes it
+// was waiting for (a job being offered is offered again, from the first
+// round; one whose agree was out asks that peer again), processors a
+// driver had taken out of service (NodeDown), and, in the comprehensive
+// overbooking mode, the end-time distributions of the jobs in the plan.
+// What is owed is resent on its grid (every reply period from when it
+// became owed), as if the site had not stopped. The first batch (Ready)
+// holds what re-offering decided and sent.
 func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 	if len(cfg.Standing) > 0 {
 		// The instances laid so far are not saved, and laying them again
@@ -274,7 +278,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 		if sj.Spec.ID <= 0 || sj.Spec.ID > s.Seq {
 			return nil, fmt.Errorf("site agent %s: saved job %v has id %d, outside 1..%d: %w", cfg.Name, sj.Key, sj.Spec.ID, s.Seq, ErrInvalid)
 		}
-		jb := &job{key: sj.Key, pj: sj.Spec, route: sj.Route, place: sj.Placement, cancelled: sj.Cancelled}
+		jb := &job{key: sj.Key, pj: sj.Spec, route: sj.Route, place: sj.Placement, price: sj.Price, cancelled: sj.Cancelled}
 		switch sj.Phase {
 		case PhaseWaiting, PhaseRunning:
 			running := sj.Phase == PhaseRunning
@@ -302,7 +306,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 			a.add(jb)
 			a.set(jb, stateDelegated)
 			if sj.Terminate {
-				a.owed[jb.key] = &pendingReport{msg: Message{Kind: KindTerminate, To: jb.peer, Job: jb.key}, next: a.resendAfter(sj.TerminateSince, now)}
+				a.owed[jb.key] = &owedMsg{msg: Message{Kind: KindTerminate, To: jb.peer, Job: jb.key}, next: a.resendAfter(sj.TerminateSince, now)}
 			}
 		case PhaseOffering, PhaseAgreeing:
 			jb.peer = sj.Peer
@@ -318,7 +322,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(s.Reports), cmpKey) {
 		r := s.Reports[k]
-		a.owed[k] = &pendingReport{msg: Message{Kind: KindReport, To: k.Site, Job: k, Outcome: r.Outcome}, next: a.resendAfter(r.Since, now)}
+		a.owed[k] = &owedMsg{msg: Message{Kind: KindReport, To: k.Site, Job: k, Outcome: r.Outcome}, next: a.resendAfter(r.Since, now)}
 	}
 	// The negotiations in flight, in the order the jobs were saved: an
 	// agree is asked again of its peer alone (only its answer settles

@@ -101,18 +101,7 @@ type replayView struct {
 }
 
 func (v replayView) Candidates(now int64) []delegation.Candidate {
-	var out []delegation.Candidate
-	for _, n := range v.r.order {
-		if n == v.self {
-			continue
-		}
-		a := v.r.agents[n]
-		o := a.Site().Outlook(now, 3600, 4*3600, 24*3600)
-		p := a.cfg.Procs
-		out = append(out, delegation.Candidate{Site: n, Procs: p, FreeNow: delegation.CoarseFree(o[0], p), Free1h: delegation.CoarseFree(o[1], p),
-			Free4h: delegation.CoarseFree(o[2], p), Free24h: delegation.CoarseFree(o[3], p)})
-	}
-	return out
+	return peersOf(v.r.agents, v.r.order, v.self, now, delegation.CoarseFree)
 }
 
 func (r *replay) push(e *event) {
@@ -675,5 +664,37 @@ func TestJournalStartedLate(t *testing.T) {
 	}
 	if len(j.Saved().Jobs) != 0 {
 		t.Fatalf("the journal made up a job: %+v", j.Saved().Jobs)
+	}
+}
+
+// TestRestoreAnswersARepeatedAgreeAsBefore: a peer restarted after it
+// accepted a job answers its origin's repeated agree (the first answer was
+// lost) with the offer it agreed to, price included: the origin's
+// delegation and the peer's accept then name the same price.
+func TestRestoreAnswersARepeatedAgreeAsBefore(t *testing.T) {
+	cfg := Config{Name: "peer", Procs: 8, Policy: plan.Conservative, Pricing: delegation.LibraPlus{PBase: 1, Alpha: 1, Beta: 1}}
+	a, _ := New(cfg)
+	x := &journaled{t: t, a: a, j: NewJournal()}
+	key := JobKey{"origin", 1}
+	a.Step(0, Message{Kind: KindQuoteRequest, From: "origin", To: "peer", Job: key, Spec: plan.Job{Procs: 2, Estimate: 3600, Deadline: 20000},
+		Route: delegation.Route{{Site: "origin", Action: delegation.ActionSubmitted}}})
+	a.Step(1, Message{Kind: KindAgree, From: "origin", To: "peer", Job: key})
+	x.flush(1)
+	first := x.out[len(x.out)-1]
+	if first.Kind != KindAgreed || first.Offer == nil || first.Offer.Price <= 0 {
+		t.Fatalf("no priced agreement: %+v", x.out)
+	}
+	b, err := Restore(cfg, 10, x.j.Saved())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready()
+	b.Step(10, Message{Kind: KindAgree, From: "origin", To: "peer", Job: key})
+	r := b.Ready()
+	if len(r.Messages) != 1 || r.Messages[0].Offer == nil {
+		t.Fatalf("the repeated agree: %+v", r.Messages)
+	}
+	if got, want := r.Messages[0].Offer.Quote, first.Offer.Quote; got.Price != want.Price || got.Start != want.Start || got.End != want.End || got.HoldID != want.HoldID {
+		t.Fatalf("after the restart the agreement is %+v, before it was %+v", got, want)
 	}
 }

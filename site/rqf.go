@@ -98,24 +98,31 @@ func (a *Agent) handOver(now int64, m Message) {
 // taken settles a take request: the job is accepted here, or the hold goes.
 func (a *Agent) taken(now int64, m Message) {
 	jb := a.jobs[m.Job]
-	if jb == nil || jb.state != stateTaking {
+	switch {
+	case jb != nil && jb.state != stateTaking:
+		return
+	case m.Reason != "":
+		if jb != nil {
+			a.site.Unhold(now, jb.pj.ID)
+			a.forget(jb)
+		}
 		return
 	}
-	if m.Reason != "" {
-		a.site.Unhold(now, jb.pj.ID)
+	route := m.Route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
+	if jb != nil {
+		jb.route = route
+		if _, err := a.site.Confirm(now, jb.pj.ID); err == nil {
+			a.set(jb, stateLocal)
+			a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj})
+			return
+		}
 		a.forget(jb)
-		return
 	}
-	jb.route = m.Route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
-	if _, err := a.site.Confirm(now, jb.pj.ID); err != nil {
-		// The hold ran out on the way; the peer has let the job go, so
-		// this site must place it as any other.
-		a.forget(jb)
-		jb.pj.ID = a.nextID()
-		a.add(jb)
-		a.admit(now, jb)
-		return
-	}
-	a.set(jb, stateLocal)
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj})
+	// The hold ran out on the way (a tick may have dropped it already), or
+	// a restart lost it: the peer has let the job go all the same, so this
+	// site places it as any other, and owes the peer its outcome.
+	jb = &job{key: m.Job, pj: m.Spec, route: route, from: m.From}
+	jb.pj.ID = a.nextID()
+	a.add(jb)
+	a.admit(now, jb)
 }
