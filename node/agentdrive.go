@@ -170,8 +170,12 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 }
 
 // agentEnd tells the agent how a job it started ended (the executor's
-// exit e): a lost or provider-failed job, and one whose start failed,
-// teach nothing (Fail); a killed one was cut.
+// exit e): a lost or provider-failed job teaches nothing (Fail); a killed
+// one was cut. The agent takes the end at the turn's now (its plan's
+// time) and measures the run from the planned start: when the loop is
+// late to start a job or to take its exit, it learns a run longer than
+// the node's own core, which measures from the recorded start to the
+// exit (docs/architecture.md, "Where the switch stands").
 func (n *Node) agentEnd(lj *liveJob, e executor.Exit, now int64) {
 	k := n.keyOf(lj)
 	if e.Lost || e.ProviderFailed {

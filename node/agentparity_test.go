@@ -31,7 +31,7 @@ func TestAgentConfigDecidesAsTheNode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	hpath := parityHistory(t, dir, rng)
 	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
-	n := startNodeAt(t, parityConfig(filepath.Join(dir, "data"), hpath), t0, true)
+	n := startNodeAt(t, parityConfig(filepath.Join(dir, "data"), hpath), clock.NewManual(t0), true)
 	past, _, err := pastJobs(hpath)
 	if err != nil {
 		t.Fatal(err)
@@ -101,11 +101,11 @@ func parityConfig(dir, hpath string) config.Config {
 }
 
 // startNodeAt runs a node of cfg (that does not federate) on a memory
-// store and a manual clock standing at t0, on its own core (own) or
-// driving its site agent, until the test ends.
-func startNodeAt(t testing.TB, cfg config.Config, t0 time.Time, own bool) *Node {
+// store and the manual clock clk, on its own core (own) or driving its
+// site agent, until the test ends.
+func startNodeAt(t testing.TB, cfg config.Config, clk *clock.Manual, own bool) *Node {
 	t.Helper()
-	n, stop := startOnClock(t, cfg, store.NewMemStore(), clock.NewManual(t0), func(n *Node) { n.ownCore = own })
+	n, stop := startOnClock(t, cfg, store.NewMemStore(), clk, func(n *Node) { n.ownCore = own })
 	t.Cleanup(stop)
 	if (n.agent == nil) != own {
 		t.Fatalf("the node drives an agent: %v, want %v", n.agent != nil, !own)
@@ -137,12 +137,9 @@ func parityHistory(t *testing.T, dir string, rng *rand.Rand) string {
 // reservations. The clocks stand still; a cancelled running job's kill
 // ends it at once (the test waits for that end before the next op).
 func TestNodeDecidesAsItsAgent(t *testing.T) {
-	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(5, 11))
-	hpath := parityHistory(t, dir, rng)
+	rng, _, sites := parityPair(t, 5, 11)
+	own, agent := sites[0], sites[1]
 	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
-	own := &service{n: startNodeAt(t, parityConfig(filepath.Join(dir, "own"), hpath), t0, true)}
-	agent := &service{n: startNodeAt(t, parityConfig(filepath.Join(dir, "agent"), hpath), t0, false)}
 	ctx := context.Background()
 	at := func(s int64) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(s) * time.Second)) }
 	show := func(m interface{ String() string }, err error) string {
@@ -207,44 +204,12 @@ func TestNodeDecidesAsItsAgent(t *testing.T) {
 		}
 	}
 	t.Logf("ops: %v", kinds)
-	// The kills of cancelled running jobs end them asynchronously.
-	records := func(s *service) string {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			r, err := s.ListJobs(ctx, &fedschedv1.ListJobsRequest{PageSize: 1000})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b strings.Builder
-			ending := false
-			for _, j := range r.GetJobs() {
-				ending = ending || j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED && j.GetStartTime() != nil && j.GetEndTime() == nil
-				j.UpdateTime, j.History = nil, nil
-				fmt.Fprintln(&b, j.String())
-			}
-			if !ending || time.Now().After(deadline) {
-				rr, err := s.ListReservations(ctx, &fedschedv1.ListReservationsRequest{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b.String() + rr.String()
-			}
-		}
-	}
-	if o, a := records(own), records(agent); o != a {
+	if o, a := parityRecords(t, own), parityRecords(t, agent); o != a {
 		t.Fatalf("records differ:\nown core\n%s\nagent\n%s", o, a)
 	}
 	// What each learnt from the cancelled running jobs, as it would store
 	// it.
-	stats := func(s *service) (b []byte) {
-		runInLoop(t, s.n, &inLoop{done: make(chan struct{}), f: func(n *Node) {
-			var err error
-			if b, err = n.stats.MarshalJSON(); err != nil {
-				t.Error(err)
-			}
-		}})
-		return b
-	}
-	if o, a := stats(own), stats(agent); string(o) != string(a) {
+	if o, a := parityStats(t, own), parityStats(t, agent); string(o) != string(a) {
 		t.Fatalf("statistics differ:\nown core %s\nagent    %s", o, a)
 	}
 }
@@ -264,4 +229,216 @@ func waitEnded(t *testing.T, s *service, id string) {
 			t.Fatalf("job %s never ended", id)
 		}
 	}
+}
+
+// parityRecords is every job of s (without its update time and history)
+// and its reservations, as text, after the loop's current turn and once
+// no cancelled job is still running (a kill ends its job in a later
+// turn).
+func parityRecords(t *testing.T, s *service) string {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		// The turn that wrote what the last look saw may commit in two
+		// steps (its starts first, pass): an op of the loop's own comes
+		// after the whole turn.
+		runInLoop(t, s.n, &inLoop{done: make(chan struct{}), f: func(*Node) {}})
+		r, err := s.ListJobs(ctx, &fedschedv1.ListJobsRequest{PageSize: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		ending := false
+		for _, j := range r.GetJobs() {
+			ending = ending || j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED && j.GetStartTime() != nil && j.GetEndTime() == nil
+			j.UpdateTime, j.History = nil, nil
+			fmt.Fprintln(&b, j.String())
+		}
+		if !ending || time.Now().After(deadline) {
+			rr, err := s.ListReservations(ctx, &fedschedv1.ListReservationsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b.String() + rr.String()
+		}
+	}
+}
+
+// parityStats is s's runtime statistics as it would store them.
+func parityStats(t *testing.T, s *service) (b []byte) {
+	t.Helper()
+	runInLoop(t, s.n, &inLoop{done: make(chan struct{}), f: func(n *Node) {
+		var err error
+		if b, err = n.stats.MarshalJSON(); err != nil {
+			t.Error(err)
+		}
+	}})
+	return b
+}
+
+// settled reports whether every job of s that should have started or
+// ended by now has: none is PENDING with a reservation begun, none
+// RUNNING past its simulated runtime or its reservation's kill.
+func settled(t *testing.T, s *service, now int64) bool {
+	t.Helper()
+	r, err := s.ListJobs(context.Background(), &fedschedv1.ListJobsRequest{PageSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range r.GetJobs() {
+		res := j.GetReservation()
+		switch {
+		case j.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && res != nil && res.GetStart().AsTime().Unix() <= now:
+			return false
+		case j.GetEndTime() == nil && j.GetStartTime() != nil &&
+			(j.GetStartTime().AsTime().Unix()+j.GetSpec().GetSimRuntimeSeconds() <= now || res.GetEnd().AsTime().Unix()+1 <= now):
+			return false
+		}
+	}
+	return true
+}
+
+// nextDue is the next time after now at which a job of s starts or ends
+// (by its simulated runtime or its reservation's kill), plan.Forever if
+// none does.
+func nextDue(t *testing.T, s *service, now int64) int64 {
+	t.Helper()
+	r, err := s.ListJobs(context.Background(), &fedschedv1.ListJobsRequest{PageSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := int64(plan.Forever)
+	later := func(at int64) {
+		if at > now {
+			due = min(due, at)
+		}
+	}
+	for _, j := range r.GetJobs() {
+		res := j.GetReservation()
+		switch {
+		case j.GetState() == fedschedv1.JobState_JOB_STATE_PENDING && res != nil:
+			later(res.GetStart().AsTime().Unix())
+		case j.GetEndTime() == nil && j.GetStartTime() != nil:
+			later(j.GetStartTime().AsTime().Unix() + j.GetSpec().GetSimRuntimeSeconds())
+			later(res.GetEnd().AsTime().Unix() + 1)
+		}
+	}
+	return due
+}
+
+// TestNodeRunsAsItsAgent: as TestNodeDecidesAsItsAgent, with time
+// passing: jobs start, are killed at their reservation's end or
+// cancelled, waiting jobs move up, and a node
+// that drives its agent and one on its own core keep the same records and
+// learn the same statistics, step by step (after each step both have
+// started and ended every job due). Time never jumps past a start or an
+// end: a start the loop makes late is measured from the planned start by
+// the agent and from the real one by the node's own core.
+func TestNodeRunsAsItsAgent(t *testing.T) {
+	rng, clks, sites := parityPair(t, 7, 13)
+	ctx := context.Background()
+	var ids []string
+	ended := 0
+	for step := range 200 {
+		now := clks[0].Now().Unix()
+		for range rng.IntN(4) {
+			est := 300 + rng.Int64N(3600)
+			// Every job runs past its estimate and is killed at its
+			// reservation's end (a second after it): a job that ends early
+			// frees processors at the same instant as a timer may start
+			// another, and which of the two the node's loop takes first
+			// (its own core's as much as its agent's) decides the plan.
+			spec := &fedschedv1.JobSpec{Procs: int32(1 + rng.IntN(8)), EstimateSeconds: est, User: "u", App: "x", SimRuntimeSeconds: est + 1 + rng.Int64N(600)}
+			if rng.IntN(2) == 0 {
+				spec.Deadline, spec.Fee, spec.Penalty = timestamppb.New(time.Unix(now+est+rng.Int64N(4*est), 0)), 10, 5
+			}
+			var got [2]string
+			for i, s := range sites {
+				r, err := s.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: spec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[i] = r.String()
+				if i == 0 {
+					ids = append(ids, r.GetJob().GetId())
+				}
+			}
+			if got[0] != got[1] {
+				t.Fatalf("step %d, submit: own core\n%s\nagent\n%s", step, got[0], got[1])
+			}
+		}
+		if len(ids) > 0 && rng.IntN(5) == 0 {
+			id := ids[rng.IntN(len(ids))]
+			var got [2]string
+			for i, s := range sites {
+				r, err := s.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: id})
+				got[i] = fmt.Sprint(r, err)
+				if r.GetJob().GetStartTime() != nil {
+					// Its kill ends it in a later turn, before time moves
+					// on.
+					waitEnded(t, s, id)
+				}
+			}
+			if got[0] != got[1] {
+				t.Fatalf("step %d, cancel: own core\n%s\nagent\n%s", step, got[0], got[1])
+			}
+		}
+		// Time moves to the next start or end at the latest, so that jobs
+		// start and end on time, as on a live node whose loop is not
+		// late (see the report on late starts).
+		d := time.Duration(min(1+rng.Int64N(600), nextDue(t, sites[0], now)-now)) * time.Second
+		for i, s := range sites {
+			clks[i].Advance(d)
+			for deadline := time.Now().Add(10 * time.Second); !settled(t, s, clks[i].Now().Unix()); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("step %d: site %d never settled", step, i)
+				}
+			}
+		}
+		if o, a := parityRecords(t, sites[0]), parityRecords(t, sites[1]); o != a {
+			t.Fatalf("step %d: records differ:\n%s", step, firstDiff(o, a))
+		}
+		if o, a := parityStats(t, sites[0]), parityStats(t, sites[1]); string(o) != string(a) {
+			t.Fatalf("step %d: statistics differ:\nown core %s\nagent    %s", step, o, a)
+		}
+	}
+	r, err := sites[0].ListJobs(ctx, &fedschedv1.ListJobsRequest{PageSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]int{}
+	for _, j := range r.GetJobs() {
+		states[j.GetState().String()+" "+j.GetReason().String()]++
+		if j.GetEndTime() != nil {
+			ended++
+		}
+	}
+	t.Logf("%d jobs, %d ended: %v", len(ids), ended, states)
+}
+
+// firstDiff shows the first line in which the own core's text o and the
+// agent's a differ.
+func firstDiff(o, a string) string {
+	ol, al := strings.Split(o, "\n"), strings.Split(a, "\n")
+	for i := range min(len(ol), len(al)) {
+		if ol[i] != al[i] {
+			return fmt.Sprintf("own core %s\nagent    %s", ol[i], al[i])
+		}
+	}
+	return fmt.Sprintf("own core %d lines, agent %d", len(ol), len(al))
+}
+
+// parityPair starts the two nodes of a differential test on parityConfig,
+// trained on parityHistory, with manual clocks at the same time: the
+// first on its own core, the second driving its agent. rng (seeded with
+// a, b) drew the history and draws the test's work.
+func parityPair(t *testing.T, a, b uint64) (*rand.Rand, [2]*clock.Manual, [2]*service) {
+	t.Helper()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(a, b))
+	hpath := parityHistory(t, dir, rng)
+	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
+	clks := [2]*clock.Manual{clock.NewManual(t0), clock.NewManual(t0)}
+	return rng, clks, [2]*service{{n: startNodeAt(t, parityConfig(filepath.Join(dir, "own"), hpath), clks[0], true)},
+		{n: startNodeAt(t, parityConfig(filepath.Join(dir, "agent"), hpath), clks[1], false)}}
 }
