@@ -173,9 +173,11 @@ const (
 	// takes it (DecideDelegate) or it comes back (DecideAccept,
 	// DecideReject). After a restart it is offered again.
 	DecideOffer
-	// DecideAgree (origin side): the origin agrees to Peer's quote; it is
-	// written ahead of the agree, so that after a restart the origin asks
-	// that peer again and no other (the node's intent record).
+	// DecideAgree (origin side): the origin agrees to Peer's quote
+	// (Placement, Price); it is written ahead of the agree, so that after
+	// a restart the origin asks that peer again and no other (the node's
+	// intent record). If the peer's answer is lost and the job's report
+	// comes first, the report settles the agreement as this quote.
 	DecideAgree
 	// DecideMove: a waiting job's reservation moved to Placement (the
 	// scheduling pass or a failure, NodeDown, re-planned it; only with
@@ -218,8 +220,8 @@ func (k DecisionKind) String() string {
 type Decision struct {
 	Kind DecisionKind
 	Job  JobKey
-	// Placement is the admission answer (Accept, Reject) or the peer's
-	// accepted slot (Delegate).
+	// Placement is the admission answer (Accept, Reject), or the peer's
+	// slot agreed to (Agree) or accepted (Delegate).
 	Placement plan.Placement
 	// Start and End are the reservation of Start and Extend.
 	Start, End int64
@@ -232,8 +234,8 @@ type Decision struct {
 	Route delegation.Route
 	// Outcome is how a delegated job ended (Outcome).
 	Outcome Outcome
-	// Price is the price agreed with Peer (Delegate, and Accept of a
-	// peer's job): the peer's quote (delegation.QuotePrice), 0 when the
+	// Price is the price agreed with Peer (Agree, Delegate, and Accept of
+	// a peer's job): the peer's quote (delegation.QuotePrice), 0 when the
 	// peer does not price.
 	Price float64
 	// Spec is the job as this site knows it (Accept, Delegate, Offer, a
@@ -649,9 +651,26 @@ func (a *Agent) choose(now int64, jb *job) {
 	}
 	a.set(jb, stateAgreeing)
 	jb.peer = jb.asked[win]
+	jb.place, jb.price = offerPlacement(jb.offers[win]), jb.offers[win].Price // what is agreed to
 	jb.deadline = now + a.cfg.ReplySeconds
-	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: jb.peer})
+	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: jb.peer, Placement: jb.place, Price: jb.price})
 	a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
+}
+
+// offerPlacement is the slot a peer's offer promises.
+func offerPlacement(o *Offer) plan.Placement {
+	pl := plan.Placement{Start: o.Start, End: o.End, PoF: o.PoF, Reason: plan.ReasonPlacedInFull}
+	if o.Overbooked {
+		pl.Reason = plan.ReasonOverbooked
+	}
+	return pl
+}
+
+// delegated records that jb's peer took it, in slot pl at price.
+func (a *Agent) delegated(now int64, jb *job, pl plan.Placement, price float64) {
+	jb.route = jb.route.With(delegation.Hop{Site: jb.peer, Action: delegation.ActionDelegated, At: now,
+		Reason: "the peer's quote ends earlier than the local placement"})
+	a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: jb.peer, Route: jb.route, Price: price, Spec: jb.pj})
 }
 
 // End tells the agent that a job it started stopped at now: completed by
@@ -871,17 +890,10 @@ func (a *Agent) Step(now int64, m Message) {
 		if jb.cancelled {
 			// Cancelled while the agree was out: the peer owns the job
 			// now, and is told to stop it.
-			jb.peer = m.From
 			a.terminate(now, jb)
 			return
 		}
-		jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionDelegated, At: now,
-			Reason: "the peer's quote ends earlier than the local placement"})
-		pl := plan.Placement{Start: m.Offer.Start, End: m.Offer.End, PoF: m.Offer.PoF, Reason: plan.ReasonPlacedInFull}
-		if m.Offer.Overbooked {
-			pl.Reason = plan.ReasonOverbooked
-		}
-		a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: m.From, Route: jb.route, Price: m.Offer.Price, Spec: jb.pj})
+		a.delegated(now, jb, offerPlacement(m.Offer), m.Offer.Price)
 	case KindRelease:
 		if jb := a.jobs[m.Job]; jb != nil && jb.state == stateHeld && m.From == jb.from {
 			a.site.Unhold(now, jb.pj.ID)
@@ -890,6 +902,15 @@ func (a *Agent) Step(now int64, m Message) {
 	case KindReport:
 		a.send(Message{Kind: KindReportAck, To: m.From, Job: m.Job})
 		jb := a.jobs[m.Job]
+		if jb != nil && jb.state == stateAgreeing && jb.peer == m.From {
+			// The peer took the job and it ended there before the answer
+			// to the agree came (lost): the report says so. (A retried
+			// agree would find no hold, and the job would run again.)
+			a.set(jb, stateDelegated)
+			if !jb.cancelled {
+				a.delegated(now, jb, jb.place, jb.price)
+			}
+		}
 		if jb == nil || jb.state != stateDelegated || jb.peer != m.From {
 			return // a repeated report
 		}

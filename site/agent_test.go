@@ -242,6 +242,50 @@ func TestLostAgreedIsRetried(t *testing.T) {
 	}
 }
 
+// TestLostAgreedJobEndsBeforeTheRetry: the peer's answer to agree is
+// lost, and the job ends there before the origin asks again: its report,
+// which comes first, tells the origin the peer took it; the job is
+// delegated at the price agreed and settled, never run a second time
+// (the retried agree would find no hold left).
+func TestLostAgreedJobEndsBeforeTheRetry(t *testing.T) {
+	for _, cancelled := range []bool{false, true} {
+		f := newFed(t, Config{Name: "a", Procs: 2, Policy: plan.EASY, Transfer: delegation.ACF},
+			Config{Name: "b", Procs: 8, Policy: plan.EASY, Pricing: delegation.LibraPlus{PBase: 1, Alpha: 1, Beta: 1}})
+		f.submit("a", 1, 2, 1000)
+		f.drop = func(m Message) bool { return m.Kind == KindAgreed }
+		f.agents["a"].Submit(f.now, 2, plan.Job{Procs: 2, Estimate: 1000, Deadline: 50000, Fee: 1e6})
+		f.drain("a")
+		f.settle()
+		job2 := JobKey{"a", 2}
+		if f.starts[job2] != "b" {
+			t.Fatalf("job 2 started at %q, want b", f.starts[job2])
+		}
+		if cancelled && !f.cancel("a", job2) {
+			t.Fatal("cancel failed")
+		}
+		f.now = 20
+		f.end("b", job2, true)
+		f.now = 60
+		f.settle()
+		var agreed float64
+		for _, d := range f.log {
+			if d.Kind == DecideAccept && d.Job == job2 && d.Peer == "a" {
+				agreed = d.Price
+			}
+		}
+		d, ok := f.find(DecideDelegate, job2)
+		if !cancelled && (!ok || d.Peer != "b" || d.Price != agreed || agreed <= 0) {
+			t.Fatalf("not delegated to b at %v: %+v", agreed, d)
+		}
+		if o, ok := f.find(DecideOutcome, job2); !ok || !o.Outcome.Completed || o.Outcome.End != 20 {
+			t.Fatalf("cancelled %v: the outcome: %+v", cancelled, o)
+		}
+		if a := f.agents["a"]; a.jobs[job2] != nil || a.Site().Running() != 1 {
+			t.Fatalf("cancelled %v: the origin keeps job 2, or runs it", cancelled)
+		}
+	}
+}
+
 // TestRQFPullsWaitingJobs: an idle site under RQF takes a job waiting in a
 // peer's queue that it can start now.
 func TestRQFPullsWaitingJobs(t *testing.T) {

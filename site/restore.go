@@ -40,8 +40,8 @@ type SavedJob struct {
 	Spec  plan.Job
 	Route delegation.Route
 	// Placement is a waiting job's reservation, a running job's as
-	// admission gave it (PoF, overbooked) or the peer's slot of a
-	// delegated one.
+	// admission gave it (PoF, overbooked), or the peer's slot agreed to
+	// (agreeing) or accepted (delegated).
 	Placement plan.Placement
 	// Start and End are a running job's start and kill time.
 	Start, End int64
@@ -49,7 +49,7 @@ type SavedJob struct {
 	// origin of a job accepted for a peer (the site it came from).
 	Peer string
 	// Price is the price agreed with Peer (Decision.Price): a repeated
-	// agree is answered with it.
+	// agree is answered with it, and an agreeing job's report settles it.
 	Price float64
 	// Offer is what a quote had to beat (offering, agreeing).
 	Offer OfferDecision
@@ -142,7 +142,7 @@ func (j *Journal) apply(d *Decision, now int64) {
 	case DecideOffer:
 		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseOffering, Spec: d.Spec, Route: d.Route, Offer: d.Offer}
 	case DecideAgree:
-		sj.Phase, sj.Peer = PhaseAgreeing, d.Peer
+		sj.Phase, sj.Peer, sj.Placement, sj.Price = PhaseAgreeing, d.Peer, d.Placement, d.Price
 	case DecideAccept:
 		j.order++
 		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseWaiting, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Price: d.Price, Order: j.order}

@@ -442,6 +442,11 @@ func checkClean(t *testing.T, r *replay) {
 			t.Fatalf("%s is not clean at the end: jobs %v, %d owed, %d holds", n, left, len(a.owed), a.Site().Holds())
 		}
 	}
+	for k, n := range r.starts {
+		if n > 1 {
+			t.Fatalf("job %v started %d times", k, n)
+		}
+	}
 	fate := map[JobKey]bool{}
 	for _, l := range r.log {
 		switch l.d.Kind {
