@@ -13,12 +13,12 @@ import (
 
 // The node as the site agent's driver (docs/architecture.md, "The node as
 // the agent's driver: plan"), its local part: a node that does not
-// federate, has no standing reservations and runs on a fixed number of
-// processors hands every decision about its own jobs and its operators'
-// fixed reservations to a site.Agent it owns, and writes the agent's
-// decisions to its records (applyReady). Everything else (federation,
-// standing rules, an executor that reports capacity) still runs on the
-// node's own core; those parts switch next.
+// federate and has no standing reservations hands every decision about
+// its own jobs, its operators' fixed reservations and the processors its
+// batch system takes out of service to a site.Agent it owns, and writes
+// the agent's decisions to its records (applyReady). Everything else
+// (federation, standing rules) still runs on the node's own core; those
+// parts switch next.
 //
 // In this mode the node's plan is the agent's (n.site is n.agent.Site(),
 // read by the status, explain and reservation-conflict code), and so are
@@ -26,12 +26,10 @@ import (
 // the node's learn does nothing).
 
 // drivesAgent reports whether the node, as recovered, can hand its
-// decisions to a site agent: it does not federate, has no standing rules
-// and no fixed reservation it could not lay, and its capacity does not
-// change.
+// decisions to a site agent: it does not federate and has no standing
+// rules and no fixed reservation it could not lay.
 func (n *Node) drivesAgent() bool {
-	_, capacity := n.deps.Executor.(executor.CapacityReporter)
-	return !n.ownCore && !n.federating() && len(n.resv.rules) == 0 && len(n.resv.unfit) == 0 && !capacity
+	return !n.ownCore && !n.federating() && len(n.resv.rules) == 0 && len(n.resv.unfit) == 0
 }
 
 // startAgent builds the node's agent from what recovery left in the store
@@ -155,6 +153,18 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 					Was: plan.Placement{Start: lj.job().GetReservation().GetStart().AsTime().Unix()}})
 			}
 			reserve = d.Fixed.Name
+		case site.DecideFailed:
+			// Processors taken out of service (agentCapacity) took the
+			// waiting job's slot: placed again, or failed.
+			switch {
+			case lj == nil:
+			case lj.job().GetState() != fedschedv1.JobState_JOB_STATE_PENDING:
+				return fmt.Errorf("site agent: %v failed while %v: %w", d.Job, lj.job().GetState(), ErrInvalidRequest)
+			case d.Placement.OK():
+				n.moved(lj, d.Placement, now)
+			default:
+				n.failNode(lj, now)
+			}
 		case site.DecideEnd, site.DecideCancel, site.DecideKill, site.DecideExtend, site.DecideReserve, site.DecideUnreserve:
 			// Written by the op that called the agent; a running job's
 			// kill time is its supervisor's and never moves

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
+	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
@@ -239,10 +240,12 @@ func parityRecords(t *testing.T, s *service) string {
 	t.Helper()
 	ctx := context.Background()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		// The turn that wrote what the last look saw may commit in two
-		// steps (its starts first, pass): an op of the loop's own comes
-		// after the whole turn.
-		runInLoop(t, s.n, &inLoop{done: make(chan struct{}), f: func(*Node) {}})
+		// A turn may commit in two steps (its starts first, pass) and
+		// answer the ops it took after the first: an op sent after that
+		// answer comes in a later turn, after the whole of this one.
+		for range 2 {
+			runInLoop(t, s.n, &inLoop{done: make(chan struct{}), f: func(*Node) {}})
+		}
 		r, err := s.ListJobs(ctx, &fedschedv1.ListJobsRequest{PageSize: 1000})
 		if err != nil {
 			t.Fatal(err)
@@ -352,20 +355,7 @@ func TestNodeRunsAsItsAgent(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				spec.Deadline, spec.Fee, spec.Penalty = timestamppb.New(time.Unix(now+est+rng.Int64N(4*est), 0)), 10, 5
 			}
-			var got [2]string
-			for i, s := range sites {
-				r, err := s.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: spec})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got[i] = r.String()
-				if i == 0 {
-					ids = append(ids, r.GetJob().GetId())
-				}
-			}
-			if got[0] != got[1] {
-				t.Fatalf("step %d, submit: own core\n%s\nagent\n%s", step, got[0], got[1])
-			}
+			ids = append(ids, submitBoth(t, sites, spec))
 		}
 		if len(ids) > 0 && rng.IntN(5) == 0 {
 			id := ids[rng.IntN(len(ids))]
@@ -441,4 +431,81 @@ func parityPair(t *testing.T, a, b uint64) (*rand.Rand, [2]*clock.Manual, [2]*se
 	clks := [2]*clock.Manual{clock.NewManual(t0), clock.NewManual(t0)}
 	return rng, clks, [2]*service{{n: startNodeAt(t, parityConfig(filepath.Join(dir, "own"), hpath), clks[0], true)},
 		{n: startNodeAt(t, parityConfig(filepath.Join(dir, "agent"), hpath), clks[1], false)}}
+}
+
+// capacityExecutor is an executor whose batch system reports the
+// processors it would start jobs on through c (as Slurm's does).
+type capacityExecutor struct {
+	executor.Executor
+	c chan int
+}
+
+func (e capacityExecutor) Capacity() <-chan int { return e.c }
+
+// TestNodeLosesProcessorsAsItsAgent: as TestNodeDecidesAsItsAgent, for a
+// batch system that takes processors out of service and returns them
+// (capacity): the waiting jobs moved or failed, and the records, are the
+// same on a node that drives its agent and on one on its own core.
+func TestNodeLosesProcessorsAsItsAgent(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(3, 17))
+	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
+	var sites [2]*service
+	var caps [2]chan int
+	for i, own := range []bool{true, false} {
+		caps[i] = make(chan int)
+		cfg := parityConfig(filepath.Join(dir, fmt.Sprint(i)), "")
+		cfg.Overbooking.Enabled = false
+		n, stop := startOnClock(t, cfg, store.NewMemStore(), clock.NewManual(t0), func(n *Node) {
+			n.ownCore, n.deps.Executor = own, capacityExecutor{Executor: n.deps.Executor, c: caps[i]}
+		})
+		t.Cleanup(stop)
+		if (n.agent == nil) != own {
+			t.Fatalf("the node drives an agent: %v, want %v", n.agent != nil, !own)
+		}
+		sites[i] = &service{n: n}
+	}
+	at := func(s int64) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(s) * time.Second)) }
+	failed := 0
+	for round, usable := range []int{10, 4, 16, 2, 12} {
+		for range 12 {
+			est := 600 + rng.Int64N(7200)
+			spec := &fedschedv1.JobSpec{Procs: int32(1 + rng.IntN(6)), EstimateSeconds: est, User: "u", App: "x"}
+			if rng.IntN(2) == 0 {
+				spec.Deadline = at(est + rng.Int64N(3*est))
+			}
+			submitBoth(t, sites, spec)
+		}
+		for i := range sites {
+			caps[i] <- usable
+		}
+		o, a := parityRecords(t, sites[0]), parityRecords(t, sites[1])
+		if o != a {
+			t.Fatalf("round %d (%d usable): records differ:\n%s", round, usable, firstDiff(o, a))
+		}
+		failed = strings.Count(o, "REASON_FAILED_NODE")
+	}
+	t.Logf("%d jobs failed for lost processors", failed)
+	if failed == 0 {
+		t.Fatal("no job failed for lost processors: the test did not exercise NodeDown")
+	}
+}
+
+// submitBoth submits spec to both nodes of a differential test, fails the
+// test unless both answer alike, and returns the job's id.
+func submitBoth(t *testing.T, sites [2]*service, spec *fedschedv1.JobSpec) string {
+	t.Helper()
+	var got [2]string
+	var id string
+	for i, s := range sites {
+		r, err := s.SubmitJob(context.Background(), &fedschedv1.SubmitJobRequest{Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[i], id = r.String(), r.GetJob().GetId()
+	}
+	if got[0] != got[1] {
+		t.Fatalf("submit: %s", firstDiff(got[0], got[1]))
+	}
+	return id
 }

@@ -41,6 +41,10 @@ func newSlurmExecutor(ctx context.Context, cfg config.Config, epoch string, log 
 // SLA violated: the provider lost the processors.
 func (n *Node) capacity(now int64) {
 	want := max(0, n.procs-n.usable)
+	if n.agent != nil {
+		n.agentCapacity(now, want)
+		return
+	}
 	for n.site.Down() > want {
 		if !n.site.NodeUp(now) {
 			break
@@ -50,11 +54,35 @@ func (n *Node) capacity(now int64) {
 		_, lost := n.site.NodeDown(now, n.site.Busy())
 		for _, seq := range lost {
 			if lj := n.live[seq]; lj != nil {
-				n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
-					"processors of the site were lost (a batch-system node drained or failed) and no slot remains in the job's window",
-					fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+				n.failNode(lj, now)
 			}
 		}
+	}
+}
+
+// failNode fails a waiting job the processors lost left no slot for.
+func (n *Node) failNode(lj *liveJob, now int64) {
+	n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
+		"processors of the site were lost (a batch-system node drained or failed) and no slot remains in the job's window",
+		fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
+}
+
+// agentCapacity is capacity for a node that drives its agent: the same
+// processors go out of and back into service through Agent.NodeDown and
+// NodeUp (idle ones only: the pick is the first idle processor), and the
+// agent's decisions about the waiting jobs they displace are written as
+// capacity writes them.
+func (n *Node) agentCapacity(now int64, want int) {
+	changed := false
+	for n.agent.Down() > want && n.agent.NodeUp(now) {
+		changed = true
+	}
+	for n.agent.Down() < want && n.site.Busy()+n.agent.Down() < n.procs {
+		n.agent.NodeDown(now, n.site.Busy())
+		changed = true
+	}
+	if changed {
+		n.applyOwn(now)
 	}
 }
 
