@@ -81,6 +81,11 @@ type Config struct {
 	// instances are laid as placements need them, every placement clear
 	// of them, as a node does (standing.go).
 	Standing []plan.Standing
+	// StandingHorizon is how far ahead, in seconds, the instances of the
+	// standing reservations are laid at least (a node's standing horizon;
+	// 0: 7 days). Placements are clear of every instance whatever it is;
+	// it sets which instances are in the plan (and the outlook) already.
+	StandingHorizon int64
 	// TrackMoves and NoGrowBack are passed to plan.Config (the node sets
 	// both: it stores moved reservations and cannot move a kill time).
 	TrackMoves, NoGrowBack bool
@@ -203,10 +208,16 @@ const (
 	// was owed to it is no longer sent, and a delegated job's report is
 	// no longer awaited (its outcome stays unknown).
 	DecideGaveUp
+	// DecideStanding: the standing reservation Standing was added
+	// (AddStanding).
+	DecideStanding
+	// DecideUnstanding: the standing reservation Standing was removed
+	// (RemoveStanding).
+	DecideUnstanding
 )
 
 var decisionNames = [...]string{"", "accept", "reject", "delegate", "start", "extend", "outcome", "failed",
-	"cancel", "kill", "terminate", "report", "acked", "end", "offer", "agree", "move", "expire", "reserve", "unreserve", "displaced", "gave-up"}
+	"cancel", "kill", "terminate", "report", "acked", "end", "offer", "agree", "move", "expire", "reserve", "unreserve", "displaced", "gave-up", "standing", "unstanding"}
 
 func (k DecisionKind) String() string {
 	if k > 0 && int(k) < len(decisionNames) {
@@ -244,8 +255,11 @@ type Decision struct {
 	Spec plan.Job
 	// Offer is what a peer's quote has to beat (DecideOffer).
 	Offer OfferDecision
-	// Fixed is an operator's reservation (Reserve, Unreserve, Displaced).
+	// Fixed is an operator's reservation (Reserve, Unreserve, Displaced:
+	// or an instance of a standing reservation, named by the rule).
 	Fixed plan.FixedSpec
+	// Standing is a standing reservation (Standing, Unstanding).
+	Standing *plan.Standing
 }
 
 // Ready is everything the agent decided since the last call to Ready: the
@@ -366,6 +380,8 @@ type Agent struct {
 	// is in the plan; fixedID is the last core id given to one, or to an
 	// operator's reservation (Reserve).
 	laidTo, fixedID int64
+	// laid are the standing rules' instances in the plan, by rule name.
+	laid map[string]*standingRule
 	// reserved are the operators' reservations Reserve made.
 	reserved map[int64]plan.FixedSpec
 }
@@ -386,7 +402,7 @@ func New(cfg Config) (*Agent, error) {
 		// would change nothing.
 		return nil, fmt.Errorf("site agent %s: max hops %d: a job is delegated at most once (0 or 1): %w", cfg.Name, cfg.MaxHops, ErrInvalid)
 	}
-	if cfg.MaxHops < 0 || cfg.HoldSeconds < 0 || cfg.ReplySeconds < 0 || cfg.PullSeconds < 0 || !(cfg.CommunityShare >= 0 && cfg.CommunityShare < 1) ||
+	if cfg.MaxHops < 0 || cfg.HoldSeconds < 0 || cfg.ReplySeconds < 0 || cfg.PullSeconds < 0 || cfg.StandingHorizon < 0 || !(cfg.CommunityShare >= 0 && cfg.CommunityShare < 1) ||
 		cfg.Location.MaxCandidates < 0 || math.IsNaN(cfg.Location.Jitter) || math.IsInf(cfg.Location.Jitter, 0) {
 		return nil, fmt.Errorf("site agent %s: negative or non-finite setting: %w", cfg.Name, ErrInvalid)
 	}
@@ -412,8 +428,12 @@ func New(cfg Config) (*Agent, error) {
 	pc := plan.Config{Procs: cfg.Procs, Policy: cfg.Policy, Fixed: cfg.Fixed, TrackMoves: cfg.TrackMoves, NoGrowBack: cfg.NoGrowBack}
 	a := &Agent{cfg: cfg, jobs: make(map[JobKey]*job), byID: make(map[int64]*job), waits: make(map[JobKey]*job),
 		rank: delegation.NewRanker(cfg.Name, cfg.Prefer, cfg.Location),
-		owed: make(map[JobKey]*owedMsg), reserved: make(map[int64]plan.FixedSpec), rqfAt: NeverPulled, laidTo: plan.Never}
+		owed: make(map[JobKey]*owedMsg), reserved: make(map[int64]plan.FixedSpec), rqfAt: NeverPulled, laidTo: plan.Never,
+		laid: make(map[string]*standingRule)}
+	cfg.Standing = slices.Clone(cfg.Standing) // AddStanding and RemoveStanding change it
+	a.cfg.Standing = cfg.Standing
 	for i := range cfg.Standing {
+		a.laid[cfg.Standing[i].Name] = &standingRule{inst: map[int64]plan.Window{}}
 		if err := cfg.Standing[i].Validate(); err != nil {
 			return nil, fmt.Errorf("site agent %s: %w: %w", cfg.Name, err, ErrInvalid)
 		}
@@ -1122,7 +1142,10 @@ func (a *Agent) Tick(now int64) {
 		r.next = now + a.cfg.ReplySeconds
 		a.send(r.msg)
 	}
-	a.layTo(now, now+standingHorizon) // the outlook peers see holds the instances of the next day
+	if len(a.cfg.Standing) > 0 {
+		a.forgetOver(now)
+		a.layTo(now, now) // the outlook peers see holds the instances of the horizon
+	}
 	a.layForQueue(now)
 	a.pass(now)
 	if a.cfg.Transfer == delegation.RQF && a.cfg.Peers != nil {

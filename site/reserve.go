@@ -61,6 +61,13 @@ func (a *Agent) Reserve(now int64, f plan.FixedSpec, displace bool) (int64, erro
 	a.reserved[f.ID] = f
 	a.dirty = true
 	a.decide(Decision{Kind: DecideReserve, Fixed: f})
+	a.displaced(now, f, ds)
+	return f.ID, nil
+}
+
+// displaced decides about the waiting jobs the reservation f displaced:
+// placed again, or dropped.
+func (a *Agent) displaced(now int64, f plan.FixedSpec, ds []plan.Displaced) {
 	for _, d := range ds {
 		jb := a.byID[d.JobID]
 		if jb == nil {
@@ -73,7 +80,6 @@ func (a *Agent) Reserve(now int64, f plan.FixedSpec, displace bool) (int64, erro
 		}
 		a.settle(now, jb, Decision{Kind: DecideDisplaced, Job: jb.key, Placement: d.Placement, Fixed: f, Route: jb.route}, dropped(now))
 	}
-	return f.ID, nil
 }
 
 // conflict names the jobs of a plan conflict.

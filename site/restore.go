@@ -82,6 +82,9 @@ type Saved struct {
 	// id; FixedSeq is the lowest id the agent has given one.
 	Reservations map[int64]plan.FixedSpec
 	FixedSeq     int64
+	// Standing are the standing reservations added at run time
+	// (AddStanding), by name; their instances are laid again at Restore.
+	Standing map[string]plan.Standing
 }
 
 // OwedReport is an outcome report owed since a time: it is resent every
@@ -103,7 +106,7 @@ type Journal struct {
 // NewJournal returns the journal of an agent that has decided nothing.
 func NewJournal() *Journal {
 	return &Journal{s: Saved{PulledAt: NeverPulled, History: map[string]delegation.History{},
-		Jobs: map[JobKey]*SavedJob{}, Reports: map[JobKey]OwedReport{}, Reservations: map[int64]plan.FixedSpec{}}}
+		Jobs: map[JobKey]*SavedJob{}, Reports: map[JobKey]OwedReport{}, Reservations: map[int64]plan.FixedSpec{}, Standing: map[string]plan.Standing{}}}
 }
 
 // Record folds one batch of a, made at now, into the journal.
@@ -186,6 +189,10 @@ func (j *Journal) apply(d *Decision, now int64) {
 		j.s.FixedSeq = min(j.s.FixedSeq, d.Fixed.ID)
 	case DecideUnreserve:
 		delete(j.s.Reservations, d.Fixed.ID)
+	case DecideStanding:
+		j.s.Standing[d.Standing.Name] = *d.Standing
+	case DecideUnstanding:
+		delete(j.s.Standing, d.Standing.Name)
 	case DecideGaveUp:
 		delete(j.s.Reports, d.Job)
 		if sj != nil && sj.Phase == PhaseDelegated {
@@ -207,6 +214,7 @@ func (j *Journal) Saved() *Saved {
 	s.History = maps.Clone(s.History)
 	s.Reports = maps.Clone(s.Reports)
 	s.Reservations = maps.Clone(s.Reservations)
+	s.Standing = maps.Clone(s.Standing)
 	s.Jobs = make(map[JobKey]*SavedJob, len(j.s.Jobs))
 	for k, sj := range j.s.Jobs {
 		c := *sj
@@ -218,7 +226,10 @@ func (j *Journal) Saved() *Saved {
 
 // Restore rebuilds at now the agent of cfg from what its driver kept (s),
 // after a crash: its statistics, its peers' history, its id counter and
-// last RQF round, the operators' reservations, the jobs it accepted
+// last RQF round, the operators' reservations, the standing reservations
+// added at run time (with cfg.Standing's, their instances laid again
+// after the jobs, as far as the jobs reach: one a running job is in is
+// skipped, as AddStanding's laying does), the jobs it accepted
 // (waiting with their reservations, running with their start and kill
 // time, in the order they joined the plan), the jobs it delegated and
 // awaits the reports of (with a Terminate owed, if cancelled), and the
@@ -233,16 +244,23 @@ func (j *Journal) Saved() *Saved {
 // became owed), as if the site had not stopped. The first batch (Ready)
 // holds what re-offering decided and sent.
 func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
-	if len(cfg.Standing) > 0 {
-		// The instances laid so far are not saved, and laying them again
-		// where jobs already are needs the node's displacement.
-		return nil, fmt.Errorf("site agent %s: restore with standing reservations: %w", cfg.Name, ErrInvalid)
-	}
 	a, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	a.seq, a.rqfAt = s.Seq, s.PulledAt
+	for _, name := range slices.Sorted(maps.Keys(s.Standing)) {
+		if _, ok := a.laid[name]; ok {
+			return nil, fmt.Errorf("site agent %s: saved standing reservation %q is in the configuration too: %w", cfg.Name, name, ErrInvalid)
+		}
+		r := s.Standing[name]
+		if err := r.Validate(); err != nil || r.Procs > cfg.Procs || r.Name != name {
+			return nil, fmt.Errorf("site agent %s: saved standing reservation %q (%d of %d processors): %v: %w", cfg.Name, name, r.Procs, cfg.Procs, err, ErrInvalid)
+		}
+		a.cfg.Standing = append(a.cfg.Standing, r)
+		a.laid[name] = &standingRule{inst: map[int64]plan.Window{}}
+		a.rules.Clear = a.clearOfStanding
+	}
 	if st := a.Stats(); st != nil && s.Stats != nil {
 		if err := st.UnmarshalJSON(s.Stats); err != nil {
 			return nil, fmt.Errorf("site agent %s: saved statistics: %w", cfg.Name, err)
@@ -320,6 +338,11 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 			return nil, fmt.Errorf("site agent %s: saved job %v in phase %d: %w", cfg.Name, sj.Key, sj.Phase, ErrInvalid)
 		}
 	}
+	// The standing rules' instances are laid again as far as the jobs
+	// reach: the jobs were kept clear of them, and one a running job (or,
+	// after a rule was added with displace, a waiting one) is in the way
+	// of is skipped (or displaces it), as a rule added now would.
+	a.layTo(now, a.jobsReach(now))
 	for _, k := range slices.SortedFunc(maps.Keys(s.Reports), cmpKey) {
 		r := s.Reports[k]
 		a.owed[k] = &owedMsg{msg: Message{Kind: KindReport, To: k.Site, Job: k, Outcome: r.Outcome}, next: a.resendAfter(r.Since, now)}
