@@ -45,7 +45,7 @@ func (n *Node) agentConfig(history []site.PastJob) site.Config {
 		ob.Mode, ob.Test = n.adm.Mode, n.adm.Test
 	}
 	c := site.Config{Name: n.cfg.Site, Procs: n.procs, Policy: n.pol, Overbooking: ob, Standing: n.standingRules(),
-		TrackMoves: true, NoGrowBack: true}
+		StandingHorizon: n.resv.horizon, TrackMoves: true, NoGrowBack: true}
 	if n.federating() {
 		f := n.fed
 		c.Peers, c.Transfer, c.Prefer = nodeView{n}, f.Transfer, f.Prefer

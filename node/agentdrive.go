@@ -13,12 +13,11 @@ import (
 
 // The node as the site agent's driver (docs/architecture.md, "The node as
 // the agent's driver: plan"), its local part: a node that does not
-// federate and has no standing reservations hands every decision about
-// its own jobs, its operators' fixed reservations and the processors its
-// batch system takes out of service to a site.Agent it owns, and writes
-// the agent's decisions to its records (applyReady). Everything else
-// (federation, standing rules) still runs on the node's own core; those
-// parts switch next.
+// federate hands every decision about its own jobs, its operators' fixed
+// and standing reservations and the processors its batch system takes out
+// of service to a site.Agent it owns, and writes the agent's decisions to
+// its records (applyReady). Federation still runs on the node's own core;
+// it switches next.
 //
 // In this mode the node's plan is the agent's (n.site is n.agent.Site(),
 // read by the status, explain and reservation-conflict code), and so are
@@ -26,10 +25,10 @@ import (
 // the node's learn does nothing).
 
 // drivesAgent reports whether the node, as recovered, can hand its
-// decisions to a site agent: it does not federate and has no standing
-// rules and no fixed reservation it could not lay.
+// decisions to a site agent: it does not federate and has no fixed
+// reservation it could not lay.
 func (n *Node) drivesAgent() bool {
-	return !n.ownCore && !n.federating() && len(n.resv.rules) == 0 && len(n.resv.unfit) == 0
+	return !n.ownCore && !n.federating() && len(n.resv.unfit) == 0
 }
 
 // startAgent builds the node's agent from what recovery left in the store
@@ -45,22 +44,31 @@ func (n *Node) startAgent(ctx context.Context, now int64) error {
 	if saved.Stats, err = n.stats.MarshalJSON(); err != nil {
 		return fmt.Errorf("site agent: statistics: %w", err)
 	}
-	a, err := site.Restore(n.agentConfig(nil), now, saved)
+	// The standing rules come from the store (saved.Standing), as the
+	// ones added at run time: the agent lays their instances again.
+	cfg := n.agentConfig(nil)
+	cfg.Standing = nil
+	a, err := site.Restore(cfg, now, saved)
 	if err != nil {
 		return err
 	}
 	if a.NextID() != int64(n.nextSeq)+1 {
 		return fmt.Errorf("site agent: next id %d, the node's %d: %w", a.NextID(), n.nextSeq+1, ErrInvalidRequest)
 	}
-	// The fixed reservations are the agent's now, under its ids.
+	// The fixed reservations and the rules' instances are the agent's
+	// now, under its ids.
+	clear(n.resv.byCore)
 	for id, f := range saved.Reservations {
 		fr := n.resv.fixed[f.Name]
 		if fr == nil {
 			return fmt.Errorf("site agent: reservation %s not recovered: %w", f.Name, ErrInvalidRequest)
 		}
-		delete(n.resv.byCore, fr.core)
 		fr.core = id
 		n.resv.byCore[id] = f.Name
+	}
+	for _, s := range n.resv.rules {
+		clear(s.inst)
+		s.skipped = 0
 	}
 	n.agent, n.site, n.stats = a, a.Site(), a.Stats()
 	if n.adm != nil {
@@ -165,7 +173,8 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 			default:
 				n.failNode(lj, now)
 			}
-		case site.DecideEnd, site.DecideCancel, site.DecideKill, site.DecideExtend, site.DecideReserve, site.DecideUnreserve:
+		case site.DecideEnd, site.DecideCancel, site.DecideKill, site.DecideExtend, site.DecideReserve, site.DecideUnreserve,
+			site.DecideStanding, site.DecideUnstanding:
 			// Written by the op that called the agent; a running job's
 			// kill time is its supervisor's and never moves
 			// (plan.Config.NoGrowBack).
@@ -176,7 +185,35 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 	if len(displaced) > 0 {
 		n.displacedBy = append(n.displacedBy, n.settleDisplaced(displaced, reserve, now)...)
 	}
+	n.syncStanding()
 	return nil
+}
+
+// syncStanding makes the node's view of its rules' instances (listed, and
+// naming the plan's fixed reservations: byCore) the agent's, which lays
+// them; an instance the agent skipped is logged.
+func (n *Node) syncStanding() {
+	for id, s := range n.resv.rules {
+		inst, skipped, ok := n.agent.Instances(id)
+		if !ok {
+			continue // being created: createReservation adds it
+		}
+		for core := range s.inst {
+			if _, ok := inst[core]; !ok {
+				delete(s.inst, core)
+				delete(n.resv.byCore, core)
+			}
+		}
+		for core, w := range inst {
+			if _, ok := s.inst[core]; !ok {
+				n.addInstance(s, core, w)
+			}
+		}
+		if skipped > s.skipped {
+			n.log.Warn("instances of a standing reservation skipped: a running job or a hold is in their way", "reservation", id, "skipped", skipped-s.skipped)
+		}
+		s.skipped = skipped
+	}
 }
 
 // agentEnd tells the agent how a job it started ended (the executor's

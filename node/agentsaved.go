@@ -36,15 +36,17 @@ import (
 // What a node does not keep is not in it: the peer histories (a node
 // keeps them in memory only), when an owed message became owed (resent
 // from the restart), and the local end an offer had to beat (any quote
-// does, as recoverInflight). Standing rules are refused, as
-// site.Restore refuses them.
+// does, as recoverInflight). The standing rules are the store's, their
+// instances laid again by Restore.
 func savedFromStore(ctx context.Context, st store.Store, self string) (*site.Saved, error) {
 	s := &site.Saved{PulledAt: site.NeverPulled, History: map[string]delegation.History{}, Jobs: map[site.JobKey]*site.SavedJob{},
-		Reports: map[site.JobKey]site.OwedReport{}, Reservations: map[int64]plan.FixedSpec{}}
-	if rules, err := st.ListStanding(ctx); err != nil {
+		Reports: map[site.JobKey]site.OwedReport{}, Reservations: map[int64]plan.FixedSpec{}, Standing: map[string]plan.Standing{}}
+	rules, err := st.ListStanding(ctx)
+	if err != nil {
 		return nil, err
-	} else if len(rules) > 0 {
-		return nil, fmt.Errorf("standing reservations cannot be restored into a site agent yet: %w", ErrInvalidRequest)
+	}
+	for _, rec := range rules {
+		s.Standing[rec.ID] = newStanding(rec).rule
 	}
 	if blob, err := st.GetStats(ctx, statsBlob); err == nil {
 		s.Stats = blob

@@ -297,8 +297,8 @@ func standingRecord(req *fedschedv1.CreateReservationRequest) store.StandingReco
 // horizon beyond.
 func (n *Node) layStanding(now, want int64) {
 	r := &n.resv
-	if len(r.rules) == 0 || max(want, now+r.horizon) <= r.laidTo {
-		return
+	if n.agent != nil || len(r.rules) == 0 || max(want, now+r.horizon) <= r.laidTo {
+		return // the agent lays its rules itself
 	}
 	to := r.target(now, want)
 	if to <= r.laidTo {
@@ -429,8 +429,7 @@ func (n *Node) tickReservations(now int64) {
 				r.tidyAt = min(r.tidyAt, w.End)
 			}
 			if s.over(now) {
-				delete(r.rules, id)
-				n.pending.putStanding(id, nil)
+				n.dropRule(id, now)
 			}
 		}
 	}
@@ -442,14 +441,26 @@ func (n *Node) tickReservations(now int64) {
 	// A rule whose until passed with no instance in the plan is over too.
 	for id, s := range r.rules {
 		if s.over(now) {
-			delete(r.rules, id)
-			n.pending.putStanding(id, nil)
+			n.dropRule(id, now)
 		}
+	}
+}
+
+// dropRule forgets a rule that is over (and deletes its record).
+func (n *Node) dropRule(id string, now int64) {
+	delete(n.resv.rules, id)
+	n.pending.putStanding(id, nil)
+	if n.agent != nil {
+		n.agent.RemoveStanding(now, id)
+		n.applyOwn(now)
 	}
 }
 
 // reservationWake is when the laid range of the rules must grow next.
 func (n *Node) reservationWake() int64 {
+	if n.agent != nil {
+		return n.agent.StandingWake()
+	}
 	if len(n.resv.rules) == 0 {
 		return plan.Forever
 	}
@@ -573,21 +584,25 @@ func (n *Node) createReservation(ctx context.Context, req *fedschedv1.CreateRese
 		to      int64
 	)
 	if req.GetEverySeconds() > 0 {
-		if n.agent != nil {
-			return nil, fmt.Errorf("site %s: standing reservations cannot be created while the site agent decides (this branch's switch has not moved them to it yet): %w", n.cfg.Site, ErrInvalidReservation)
-		}
 		rule = newStanding(standingRecord(req))
-		// Lay the other rules as far as the jobs reach, and the new one as
-		// far, so that every job in its way shows now.
-		want := n.jobsReach(now)
-		n.layStanding(now, want)
-		to = n.resv.laidTo
-		if len(n.resv.rules) == 0 {
-			to = n.resv.target(now, want)
-		}
-		for _, w := range rule.rule.Instances(now, to) {
-			if w.End > now {
-				windows = append(windows, w)
+		if n.agent != nil {
+			// The agent lays the other rules as far as the jobs reach.
+			windows = n.agent.StandingWindows(now, rule.rule)
+			n.applyOwn(now)
+			n.displacedBy = nil // what laying them displaced is not this request's
+		} else {
+			// Lay the other rules as far as the jobs reach, and the new
+			// one as far, so that every job in its way shows now.
+			want := n.jobsReach(now)
+			n.layStanding(now, want)
+			to = n.resv.laidTo
+			if len(n.resv.rules) == 0 {
+				to = n.resv.target(now, want)
+			}
+			for _, w := range rule.rule.Instances(now, to) {
+				if w.End > now {
+					windows = append(windows, w)
+				}
 			}
 		}
 	} else {
@@ -616,10 +631,21 @@ func (n *Node) createReservation(ctx context.Context, req *fedschedv1.CreateRese
 	id := reservationID(n.cfg.Site, seq)
 	var displaced []*fedschedv1.DisplacedJob
 	laid := map[int64]plan.Window{}
+	if n.agent != nil && rule != nil {
+		r := rule.rule
+		r.Name = id
+		if err := n.agent.AddStanding(now, r, displace); err != nil {
+			return nil, fmt.Errorf("standing reservation %s: %w", id, err)
+		}
+		n.applyOwn(now)
+		displaced, n.displacedBy = n.displacedBy, nil
+		laid, _, _ = n.agent.Instances(id)
+		windows = nil
+	}
 	for _, w := range windows {
 		spec := plan.FixedSpec{ID: n.resv.newCore(), Name: id, Procs: procs, Start: w.Start, End: w.End}
 		if n.agent != nil {
-			// Only fixed ones (a standing one is refused above).
+			// A fixed one (a standing one was added above).
 			core, err := n.agent.Reserve(now, spec, displace)
 			if err != nil {
 				return nil, fmt.Errorf("fixed reservation %s over [%s, %s): %w", id, rfc(w.Start), rfc(w.End), err)
@@ -647,7 +673,9 @@ func (n *Node) createReservation(ctx context.Context, req *fedschedv1.CreateRese
 			n.addInstance(rule, core, w)
 		}
 		n.resv.rules[id] = rule
-		n.resv.laidTo = to
+		if n.agent == nil {
+			n.resv.laidTo = to
+		}
 		rec := rule.rec
 		n.pending.putStanding(id, &rec)
 		resp.Reservation = n.standingMsg(rule, now)
@@ -717,8 +745,14 @@ func (n *Node) deleteReservation(id string, now int64) (*fedschedv1.FixedReserva
 	if s, ok := r.rules[id]; ok && !s.over(now) {
 		msg := n.standingMsg(s, now)
 		for core := range s.inst {
-			n.site.RemoveFixed(now, core) //nolint:errcheck // the plan may have dropped it at its end
+			if n.agent == nil {
+				n.site.RemoveFixed(now, core) //nolint:errcheck // the plan may have dropped it at its end
+			}
 			delete(r.byCore, core)
+		}
+		if n.agent != nil {
+			n.agent.RemoveStanding(now, id)
+			n.applyOwn(now)
 		}
 		delete(r.rules, id)
 		n.pending.putStanding(id, nil)

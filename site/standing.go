@@ -231,6 +231,16 @@ func (a *Agent) RemoveStanding(now int64, name string) bool {
 	return true
 }
 
+// StandingWake is when a Tick next lays instances further (plan.Forever:
+// no rules): a driver that ticks only when the agent's NextWake is due
+// also ticks then, to keep the horizon laid.
+func (a *Agent) StandingWake() int64 {
+	if len(a.cfg.Standing) == 0 {
+		return plan.Forever
+	}
+	return a.laidTo - a.horizon() + 1
+}
+
 // Instances are the instances of the standing reservation name in the
 // plan now, by core id (a copy), and how many were skipped because a
 // running job or a hold was in their way; ok is false if there is no such
