@@ -157,8 +157,15 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 			}
 		case site.DecideDisplaced:
 			if lj != nil {
-				displaced = append(displaced, plan.Displaced{JobID: lj.seq, Placement: d.Placement, Rejected: !d.Placement.OK(),
-					Was: plan.Placement{Start: lj.job().GetReservation().GetStart().AsTime().Unix()}})
+				// The slot it was displaced from: its reservation, or
+				// where an earlier instance in this batch placed it.
+				was := plan.Placement{Start: lj.job().GetReservation().GetStart().AsTime().Unix()}
+				for _, e := range displaced {
+					if e.JobID == lj.seq {
+						was = e.Placement
+					}
+				}
+				displaced = append(displaced, plan.Displaced{JobID: lj.seq, Placement: d.Placement, Rejected: !d.Placement.OK(), Was: was})
 			}
 			reserve = d.Fixed.Name
 		case site.DecideFailed:

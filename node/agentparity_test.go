@@ -106,7 +106,9 @@ func parityConfig(dir, hpath string) config.Config {
 // site agent, until the test ends.
 func startNodeAt(t testing.TB, cfg config.Config, clk *clock.Manual, own bool) *Node {
 	t.Helper()
-	n, stop := startOnClock(t, cfg, store.NewMemStore(), clk, func(n *Node) { n.ownCore = own })
+	// A standing horizon of 6 hours: the rules are laid further, and
+	// their instances forgotten, within a test's hours.
+	n, stop := startOnClock(t, cfg, store.NewMemStore(), clk, func(n *Node) { n.ownCore, n.resv.horizon = own, 6*3600 })
 	t.Cleanup(stop)
 	if (n.agent == nil) != own {
 		t.Fatalf("the node drives an agent: %v, want %v", n.agent != nil, !own)
@@ -149,7 +151,7 @@ func TestNodeDecidesAsItsAgent(t *testing.T) {
 		}
 		return m.String()
 	}
-	var ids []string
+	var ids, resIDs []string
 	kinds := map[string]int{}
 	for i := range 160 {
 		var o, a string
@@ -184,17 +186,30 @@ func TestNodeDecidesAsItsAgent(t *testing.T) {
 					waitEnded(t, s, id)
 				}
 			}
+		case k == 9 && len(resIDs) > 0 && rng.IntN(3) == 0:
+			id := resIDs[rng.IntN(len(resIDs))]
+			ro, eo := own.DeleteReservation(ctx, &fedschedv1.DeleteReservationRequest{ReservationId: id})
+			ra, ea := agent.DeleteReservation(ctx, &fedschedv1.DeleteReservationRequest{ReservationId: id})
+			o, a = show(ro, eo), show(ra, ea)
+			kinds[fmt.Sprint("reservation deleted ", eo == nil)]++
 		default:
+			// k == 8: a fixed reservation; k == 9: a standing one (every
+			// 4 to 24 hours, 10 to 70 minutes long).
 			start := rng.Int64N(6 * 3600)
 			req := &fedschedv1.CreateReservationRequest{Name: fmt.Sprint("r", i), Procs: int32(1 + rng.IntN(12)), Start: at(start), End: at(start + 600 + rng.Int64N(3600)),
 				Displace: rng.IntN(2) == 0}
+			what := "fixed"
+			if k == 9 {
+				req.EverySeconds, what = 3600*(4+rng.Int64N(21)), "standing"
+			}
 			ro, eo := own.CreateReservation(ctx, req)
 			ra, ea := agent.CreateReservation(ctx, req)
 			o, a = show(ro, eo), show(ra, ea)
 			if eo != nil {
-				kinds["reservation refused"]++
+				kinds[what+" reservation refused"]++
 			} else {
-				kinds[fmt.Sprint("reservation displacing ", len(ro.GetDisplaced()) > 0)]++
+				resIDs = append(resIDs, ro.GetReservation().GetId())
+				kinds[fmt.Sprint(what, " reservation displacing ", len(ro.GetDisplaced()) > 0)]++
 				for _, d := range ro.GetDisplaced() {
 					kinds["displaced to "+d.GetState().String()]++
 				}
@@ -342,8 +357,43 @@ func TestNodeRunsAsItsAgent(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	ended := 0
+	// Both nodes answer a reservation request alike.
+	both := func(step int, f func(*service) (fmt.Stringer, error)) fmt.Stringer {
+		var got [2]string
+		var r fmt.Stringer
+		for i, s := range sites {
+			var err error
+			r, err = f(s)
+			got[i] = fmt.Sprint(r, err)
+		}
+		if got[0] != got[1] {
+			t.Fatalf("step %d, reservation: own core\n%s\nagent\n%s", step, got[0], got[1])
+		}
+		t.Logf("step %d: %s", step, got[0][:min(len(got[0]), 160)])
+		return r
+	}
+	var rule string
 	for step := range 200 {
 		now := clks[0].Now().Unix()
+		switch step {
+		case 0, 90:
+			// Standing rules: one before any job, one (displacing) among
+			// them; then the first is deleted.
+			req := &fedschedv1.CreateReservationRequest{Name: "every 3h", Procs: 4, Start: timestamppb.New(time.Unix(now+1800, 0)),
+				End: timestamppb.New(time.Unix(now+3000, 0)), EverySeconds: 3 * 3600}
+			if step == 90 {
+				req = &fedschedv1.CreateReservationRequest{Name: "every 5h", Procs: 6, Start: timestamppb.New(time.Unix(now+7200, 0)),
+					End: timestamppb.New(time.Unix(now+9000, 0)), EverySeconds: 5 * 3600, Displace: true}
+			}
+			r := both(step, func(s *service) (fmt.Stringer, error) { return s.CreateReservation(ctx, req) })
+			if step == 0 {
+				rule = r.(*fedschedv1.CreateReservationResponse).GetReservation().GetId()
+			}
+		case 150:
+			both(step, func(s *service) (fmt.Stringer, error) {
+				return s.DeleteReservation(ctx, &fedschedv1.DeleteReservationRequest{ReservationId: rule})
+			})
+		}
 		for range rng.IntN(4) {
 			est := 300 + rng.Int64N(3600)
 			// Every job runs past its estimate and is killed at its
