@@ -441,6 +441,15 @@ func TestNodeRunsAsItsAgent(t *testing.T) {
 		if o, a := parityStats(t, sites[0]), parityStats(t, sites[1]); string(o) != string(a) {
 			t.Fatalf("step %d: statistics differ:\nown core %s\nagent    %s", step, o, a)
 		}
+		// The loop wakes to lay the rules further at the same time (with
+		// no op to wake it, the outlook it gossips depends on it).
+		var wakes [2]int64
+		for i, s := range sites {
+			runInLoop(t, s.n, &inLoop{done: make(chan struct{}), f: func(n *Node) { wakes[i] = n.reservationWake() }})
+		}
+		if wakes[0] != wakes[1] {
+			t.Fatalf("step %d: the standing rules' wake: own core %d, agent %d", step, wakes[0], wakes[1])
+		}
 	}
 	r, err := sites[0].ListJobs(ctx, &fedschedv1.ListJobsRequest{PageSize: 1000})
 	if err != nil {

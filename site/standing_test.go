@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/plan"
 )
 
@@ -37,6 +38,7 @@ func TestAddStanding(t *testing.T) {
 		err      error
 		jobs     []JobKey // of the conflict
 		runs     []JobKey
+		holds    []JobKey
 		// displaced: Placement.OK() of each DecideDisplaced; start: the
 		// waiting job's start after it.
 		displaced []bool
@@ -47,6 +49,8 @@ func TestAddStanding(t *testing.T) {
 		{name: "displaced and placed again", rule: daily("r"), displace: true, displaced: []bool{true}, start: 1300},
 		{name: "running job in the way", rule: plan.Standing{Name: "r", Procs: 4, Start: 500, Every: 86400, Length: 100}, displace: true,
 			err: plan.ErrConflict, jobs: []JobKey{running}, runs: []JobKey{running}, start: 1000},
+		{name: "hold for a peer in the way", rule: plan.Standing{Name: "r", Procs: 4, Start: 2000, Every: 86400, Length: 100}, displace: true,
+			err: plan.ErrConflict, jobs: []JobKey{{"o", 7}}, holds: []JobKey{{"o", 7}}, start: 1000},
 		{name: "fixed reservation in the way", rule: plan.Standing{Name: "r", Procs: 1, Start: 5050, Every: 86400, Length: 10}, displace: true,
 			err: plan.ErrNoFit, start: 1000},
 		{name: "malformed", rule: plan.Standing{Name: "r", Procs: 1, Start: 0, Every: 50, Length: 100}, err: plan.ErrInvalid, start: 1000},
@@ -62,6 +66,11 @@ func TestAddStanding(t *testing.T) {
 			a.Submit(0, 1, plan.Job{Procs: 4, Estimate: 1000, Deadline: plan.Forever}) // runs 0..1000
 			a.Tick(0)
 			a.Submit(0, 2, plan.Job{Procs: 4, Estimate: 500, Deadline: plan.Forever}) // waits 1000..1500
+			if tc.holds != nil {
+				// A hold for a peer's quote, 1500..2500.
+				a.Step(0, Message{Kind: KindQuoteRequest, From: "o", To: "s", Job: JobKey{"o", 7}, Spec: plan.Job{Procs: 4, Estimate: 1000, Deadline: plan.Forever},
+					Route: delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}, HoldSeconds: 60})
+			}
 			a.Ready()
 			err = a.AddStanding(10, tc.rule, tc.displace)
 			r := a.Ready()
@@ -75,7 +84,7 @@ func TestAddStanding(t *testing.T) {
 				if _, _, ok := a.Instances(tc.rule.Name); ok != (tc.rule.Name == "held") {
 					t.Fatalf("a refused rule is held: %v", ok)
 				}
-				if ce, ok := errors.AsType[*ReservationConflict](err); ok && (!slices.Equal(ce.Jobs, tc.jobs) || !slices.Equal(ce.Running, tc.runs)) {
+				if ce, ok := errors.AsType[*ReservationConflict](err); ok && (!slices.Equal(ce.Jobs, tc.jobs) || !slices.Equal(ce.Running, tc.runs) || !slices.Equal(ce.Held, tc.holds)) {
 					t.Fatalf("conflict %+v, want jobs %v running %v", ce, tc.jobs, tc.runs)
 				}
 			} else {
