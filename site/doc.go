@@ -19,7 +19,8 @@
 // The decision rules themselves (rules.go: OfferFirst, OfferRejected,
 // Choose, MayHold, HoldFor, Discloses, PullRanking, ObserveOutcome, ...)
 // are exported functions over a plan.Site and the site's Rules: the agent
-// calls them, and so does the node, which does not drive an Agent yet.
+// calls them, and so does a federating node, which does not drive an
+// Agent yet (a node that does not federate does: node/agentdrive.go).
 //
 // An Agent is not safe for concurrent use: one goroutine owns it.
 package site
