@@ -126,6 +126,9 @@ type agreementRec struct {
 	// encoding, so that Agree can create the job.
 	Spec  []byte `json:"spec,omitempty"`
 	Route []byte `json:"route,omitempty"`
+	// Overbooked: the quoted slot is shorter than the job's estimate (the
+	// peer's admission overbooked it), as the peer's quote said.
+	Overbooked bool `json:"overbooked,omitempty"`
 	// Pending says what must still be sent to the other side: "outcome"
 	// (peer to origin) or "terminate" (origin to peer); "" for nothing.
 	Pending string `json:"pending,omitempty"`
@@ -247,11 +250,11 @@ func (o *delegationResult) run(n *Node, now int64) func(error) {
 		lj.job().Site = a.GetPeerSite()
 		if off := a.GetOffer(); off != nil {
 			lj.job().Reservation = &fedschedv1.Reservation{Start: off.GetStart(), End: off.GetEnd(), Procs: lj.job().GetSpec().GetProcs(), Site: a.GetPeerSite()}
-			lj.job().Pof = off.GetPof()
+			lj.job().Pof, lj.job().Overbooked = off.GetPof(), off.GetOverbooked()
 		}
 		lj.job().Route = append(lj.job().Route, &fedschedv1.RouteHop{Site: a.GetPeerSite(), PeerSite: n.cfg.Site, Reason: fedschedv1.Reason_REASON_RECEIVED_FROM_PEER,
 			Message: "accepted as " + a.GetPeerJobId(), Time: toTime(now)})
-		ag := &agreementRec{Role: roleOrigin, Seq: o.seq, Agreement: delegation.Agreement{ID: a.GetId(), JobID: lj.job().GetId(),
+		ag := &agreementRec{Role: roleOrigin, Seq: o.seq, Overbooked: a.GetOffer().GetOverbooked(), Agreement: delegation.Agreement{ID: a.GetId(), JobID: lj.job().GetId(),
 			PeerJobID: a.GetPeerJobId(), Origin: n.cfg.Site, Peer: a.GetPeerSite(), State: delegation.Observed,
 			Quote: delegation.Quote{Site: a.GetPeerSite(), HoldID: a.GetId(), Start: a.GetOffer().GetStart().AsTime().Unix(),
 				End: a.GetOffer().GetEnd().AsTime().Unix(), PoF: a.GetOffer().GetPof(), Price: a.GetOffer().GetPrice()}}}
@@ -699,7 +702,7 @@ func (n *Node) quote(req *fedschedv1.QuoteRequest, now int64) (*fedschedv1.Quote
 	}
 	specB, _ := proto.Marshal(spec)
 	routeB, _ := proto.Marshal(&fedschedv1.Job{Route: req.GetRoute()})
-	a := &agreementRec{Role: rolePeer, Seq: seq, Spec: specB, Route: routeB, Agreement: delegation.Agreement{
+	a := &agreementRec{Role: rolePeer, Seq: seq, Spec: specB, Route: routeB, Overbooked: pl.Reason == plan.ReasonOverbooked, Agreement: delegation.Agreement{
 		ID: jobID(n.cfg.Site, uint64(seq)), JobID: req.GetOriginJobId(), Origin: req.GetOriginSite(), Peer: n.cfg.Site, State: delegation.Pending,
 		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: jobID(n.cfg.Site, uint64(seq)), Start: pl.Start, End: pl.End, PoF: pl.PoF, Price: price, Expires: until}}}
 	a.Updated = now
@@ -727,7 +730,8 @@ func refusal(r *site.Refusal, pj plan.Job, now int64) *fedschedv1.QuoteResponse 
 
 func offerOf(a *agreementRec, site string) *fedschedv1.Offer {
 	q := a.Quote
-	return &fedschedv1.Offer{HoldId: a.ID, Site: site, Start: toTime(q.Start), End: toTime(q.End), Pof: q.PoF, Price: q.Price, Expires: toTime(q.Expires)}
+	return &fedschedv1.Offer{HoldId: a.ID, Site: site, Start: toTime(q.Start), End: toTime(q.End), Pof: q.PoF, Price: q.Price, Expires: toTime(q.Expires),
+		Overbooked: a.Overbooked}
 }
 
 // planJob is the core's view of a spec submitted (or quoted) at now.

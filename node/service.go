@@ -272,12 +272,13 @@ func (s *service) Explain(ctx context.Context, req *fedschedv1.ExplainRequest) (
 			out.Reasons = append(out.Reasons, r)
 		}
 	}
-	out.Summary = explainSummary(j, s.n.pofMax())
+	out.Summary = explainSummary(j, s.n.cfg.Site, s.n.pofMax())
 	return out, nil
 }
 
-// explainSummary says in a few sentences why a job is where it is.
-func explainSummary(j *fedschedv1.Job, pofMax float64) string {
+// explainSummary says in a few sentences why a job is where it is, as
+// site self tells it (pofMax is its own admission threshold).
+func explainSummary(j *fedschedv1.Job, self string, pofMax float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Job %s is %s at site %s", j.GetId(), stateName(j.GetState()), j.GetSite())
 	if msg := j.GetMessage(); msg != "" {
@@ -305,7 +306,10 @@ func explainSummary(j *fedschedv1.Job, pofMax float64) string {
 		}
 		fmt.Fprintf(&b, " Peers asked: %s.", strings.Join(parts, "; "))
 	}
-	if j.GetOverbooked() {
+	switch {
+	case j.GetOverbooked() && j.GetSite() != self:
+		fmt.Fprintf(&b, " Its reservation is shorter than its estimate: site %s overbooked it with a probability of failure of %.3f, by its own admission test.", j.GetSite(), j.GetPof())
+	case j.GetOverbooked():
 		fmt.Fprintf(&b, " Its reservation is shorter than its estimate: it was overbooked with a probability of failure of %.3f (the site accepts below %.3f).", j.GetPof(), pofMax)
 	}
 	if o := j.GetSlaOutcome(); o != fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED {
