@@ -28,7 +28,7 @@ import (
 // decisions to a site agent: it does not federate and has no fixed
 // reservation it could not lay.
 func (n *Node) drivesAgent() bool {
-	return !n.ownCore && !n.federating() && len(n.resv.unfit) == 0
+	return !n.ownCore && len(n.resv.unfit) == 0
 }
 
 // startAgent builds the node's agent from what recovery left in the store
@@ -71,6 +71,10 @@ func (n *Node) startAgent(ctx context.Context, now int64) error {
 		s.skipped = 0
 	}
 	n.agent, n.site, n.stats = a, a.Site(), a.Stats()
+	// The agent offers again what was being offered, and asks the peer
+	// it was agreeing with again (Restore): nothing is in flight in the
+	// node's own core.
+	clear(n.inflight)
 	if n.adm != nil {
 		n.adm.Stats = a.Stats()
 	}
@@ -78,7 +82,18 @@ func (n *Node) startAgent(ctx context.Context, now int64) error {
 }
 
 // keyOf is the agent's key of one of the site's own jobs.
-func (n *Node) keyOf(lj *liveJob) site.JobKey { return site.JobKey{Site: n.cfg.Site, ID: lj.seq} }
+// A peer's job is known to the agent by its origin's key (its agreement's
+// job).
+func (n *Node) keyOf(lj *liveJob) site.JobKey {
+	if o := lj.peek().GetOriginSite(); o != "" && o != n.cfg.Site {
+		if a := n.peerAgreement(lj.seq); a != nil {
+			if k, err := keyOfID(a.JobID); err == nil {
+				return k
+			}
+		}
+	}
+	return site.JobKey{Site: n.cfg.Site, ID: lj.seq}
+}
 
 // agentSubmit admits a job through the agent: its accept or reject is
 // written as today's admission writes it. lj is not live yet.
@@ -116,29 +131,61 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 	if r.Learnt {
 		n.pending.stats = true
 	}
-	if len(r.Messages) > 0 {
+	if len(r.Messages) > 0 && !n.federating() {
 		return fmt.Errorf("site agent: %d messages from a site that does not federate: %w", len(r.Messages), ErrInvalidRequest)
 	}
+	if n.pending.empty() == false && slices.ContainsFunc(r.Decisions, func(d site.Decision) bool { return d.Kind == site.DecideStart }) {
+		// A start outside the pass (a peer's request passes first): the
+		// batch's records are durable before any process runs.
+		if err := n.commit(ctx); err != nil {
+			return err
+		}
+	}
+	n.gaveUp = n.gaveUp[:0]
+	n.queueOut(now, r.Messages)
 	var displaced []plan.Displaced
 	var reserve string
+	terminated := map[site.JobKey]bool{}
 	for _, d := range r.Decisions {
-		lj := n.live[d.Job.ID]
-		if d.Job.Site != n.cfg.Site {
-			lj = nil
-		}
+		lj := n.liveOf(d.Job)
 		if b := n.born; b != nil && d.Job == n.keyOf(b) {
 			lj = b
 		}
+		if fed, err := n.applyFed(d, lj, now); fed {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		switch d.Kind {
 		case site.DecideAccept:
+			if d.Job.Site != n.cfg.Site {
+				if err := n.peerAccepted(d, now); err != nil {
+					return err
+				}
+				continue
+			}
 			if lj == nil {
 				return fmt.Errorf("site agent: accept of unknown job %v: %w", d.Job, ErrInvalidRequest)
+			}
+			if offering(lj) {
+				n.offerEnded(lj, d, now)
+				continue
 			}
 			lj.job().OverbookSamples, lj.job().TooFewSamples = d.Placement.Samples, d.Placement.TooFewSamples
 			n.acceptLocal(lj, d.Placement, now)
 		case site.DecideReject:
+			if d.Job.Site != n.cfg.Site {
+				// A peer's job handed over after its hold ran out, that
+				// this site could not place: its origin gets a report.
+				continue
+			}
 			if lj == nil {
 				return fmt.Errorf("site agent: reject of unknown job %v: %w", d.Job, ErrInvalidRequest)
+			}
+			if offering(lj) {
+				n.offerEnded(lj, d, now)
+				continue
 			}
 			lj.job().OverbookSamples, lj.job().TooFewSamples = d.Placement.Samples, d.Placement.TooFewSamples
 			reason, msg := rejectReason(d.Placement, lj.pj, n.cfg.Site, now)
@@ -180,7 +227,18 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 			default:
 				n.failNode(lj, now)
 			}
-		case site.DecideEnd, site.DecideCancel, site.DecideKill, site.DecideExtend, site.DecideReserve, site.DecideUnreserve,
+		case site.DecideCancel:
+			// A cancel at this site is written by its op; a peer's job
+			// its origin terminated, here.
+			if d.Peer != "" && lj != nil {
+				terminated[d.Job] = true
+				n.terminated(lj, d.Peer, now)
+			}
+		case site.DecideKill:
+			if terminated[d.Job] && lj != nil {
+				n.kill(lj, now)
+			}
+		case site.DecideEnd, site.DecideExtend, site.DecideReserve, site.DecideUnreserve,
 			site.DecideStanding, site.DecideUnstanding:
 			// Written by the op that called the agent; a running job's
 			// kill time is its supervisor's and never moves
@@ -193,6 +251,18 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 		n.displacedBy = append(n.displacedBy, n.settleDisplaced(displaced, reserve, now)...)
 	}
 	n.syncStanding()
+	return nil
+}
+
+// liveOf is the live job the agent's key names: one of the site's own
+// jobs, or a peer's it runs (by its agreement), nil if none.
+func (n *Node) liveOf(k site.JobKey) *liveJob {
+	if k.Site == n.cfg.Site {
+		return n.live[k.ID]
+	}
+	if a := n.agreementOfKey(k); a != nil && a.Role == rolePeer {
+		return n.live[a.Seq]
+	}
 	return nil
 }
 

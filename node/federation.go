@@ -943,6 +943,13 @@ func (n *Node) applyReport(req *fedschedv1.ReportOutcomeRequest, now int64) erro
 	if a.State == delegation.Complete || a.State == delegation.Terminated {
 		return nil // a retried report
 	}
+	return n.settleReport(a, req.GetJob(), now, true)
+}
+
+// settleReport settles the delegated job of the origin agreement a from
+// the executing site's final record of it, pj; learn: the peer's history
+// learns from it here (a site agent learns by itself).
+func (n *Node) settleReport(a *agreementRec, pj *fedschedv1.Job, now int64, learn bool) error {
 	// This turn's writes first: the agreement may have been recorded
 	// in this very turn, its job's record not yet committed.
 	rec, ok := n.pending.jobs[a.JobID]
@@ -952,7 +959,6 @@ func (n *Node) applyReport(req *fedschedv1.ReportOutcomeRequest, now int64) erro
 			return fmt.Errorf("job %s: %w: %w", a.JobID, ErrUnavailable, err)
 		}
 	}
-	pj := req.GetJob()
 	j := rec.Job
 	j.StartTime, j.EndTime, j.ExitCode = pj.GetStartTime(), pj.GetEndTime(), pj.ExitCode
 	if pj.GetReservation() != nil {
@@ -975,7 +981,7 @@ func (n *Node) applyReport(req *fedschedv1.ReportOutcomeRequest, now int64) erro
 	a.Settled = true
 	n.putAgreement(a, now)
 	if j.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED {
-		if pj.GetStartTime() != nil && pj.GetEndTime() != nil {
+		if learn && pj.GetStartTime() != nil && pj.GetEndTime() != nil {
 			n.histMu.Lock()
 			h := n.history[a.Peer]
 			site.ObserveOutcome(&h, int(j.GetSpec().GetProcs()), j.GetSpec().GetEstimateSeconds(), j.GetSubmitTime().AsTime().Unix(),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/fedsched/fedsched/discovery"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -35,6 +37,9 @@ func (s *fedService) Quote(ctx context.Context, req *fedschedv1.QuoteRequest) (*
 	if err := noUnknownFields(req); err != nil {
 		return nil, ToStatus(err)
 	}
+	if s.n.agent != nil {
+		return stepAs[*fedschedv1.QuoteResponse](ctx, s, req)
+	}
 	o := &quoteOp{req: req, reply: make(chan quoteResult, 1)}
 	if err := s.n.send(ctx, o); err != nil {
 		return nil, ToStatus(err)
@@ -52,6 +57,9 @@ func (s *fedService) Quote(ctx context.Context, req *fedschedv1.QuoteRequest) (*
 func (s *fedService) Agree(ctx context.Context, req *fedschedv1.AgreeRequest) (*fedschedv1.AgreeResponse, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
+	}
+	if s.n.agent != nil {
+		return stepAs[*fedschedv1.AgreeResponse](ctx, s, req)
 	}
 	o := &agreeOp{req: req, reply: make(chan agreeResult, 1)}
 	r, err := s.roundTrip(ctx, o, o.reply)
@@ -79,6 +87,9 @@ func (s *fedService) Release(ctx context.Context, req *fedschedv1.ReleaseRequest
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
+	if s.n.agent != nil {
+		return stepAs[*fedschedv1.ReleaseResponse](ctx, s, req)
+	}
 	o := &releaseOp{id: req.GetHoldId(), reply: make(chan error, 1)}
 	if err := s.n.send(ctx, o); err != nil {
 		return nil, ToStatus(err)
@@ -87,6 +98,25 @@ func (s *fedService) Release(ctx context.Context, req *fedschedv1.ReleaseRequest
 		return nil, ToStatus(fmt.Errorf("%w: %w", ErrUnavailable, firstErr(werr, err)))
 	}
 	return &fedschedv1.ReleaseResponse{}, nil
+}
+
+// stepAs sends a peer's request to the loop, which Steps it into the site
+// agent (stepOp), and returns the answer as the RPC's response.
+func stepAs[T proto.Message](ctx context.Context, s *fedService, req proto.Message) (T, error) {
+	var zero T
+	o := &stepOp{req: req, reply: make(chan stepResult, 1)}
+	if err := s.n.send(ctx, o); err != nil {
+		return zero, ToStatus(err)
+	}
+	r, err := await(ctx, s.n, (<-chan stepResult)(o.reply))
+	if e := firstErr(err, r.err); e != nil {
+		return zero, ToStatus(e)
+	}
+	resp, ok := r.resp.(T)
+	if !ok {
+		return zero, ToStatus(fmt.Errorf("site %s answered %T, not %T: %w", s.n.cfg.Site, r.resp, zero, ErrUnavailable))
+	}
+	return resp, nil
 }
 
 func firstErr(errs ...error) error {
@@ -114,6 +144,9 @@ func (s *fedService) Terminate(ctx context.Context, req *fedschedv1.TerminateReq
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
+	if s.n.agent != nil {
+		return stepAs[*fedschedv1.TerminateResponse](ctx, s, req)
+	}
 	o := &terminateOp{req: req, reply: make(chan agreeResult, 1)}
 	r, err := s.roundTrip(ctx, o, o.reply)
 	if err != nil {
@@ -128,6 +161,9 @@ func (s *fedService) ReportOutcome(ctx context.Context, req *fedschedv1.ReportOu
 	}
 	if err := validateReport(req); err != nil {
 		return nil, ToStatus(err)
+	}
+	if s.n.agent != nil {
+		return stepAs[*fedschedv1.ReportOutcomeResponse](ctx, s, req)
 	}
 	o := &reportOp{req: req, reply: make(chan error, 1)}
 	if err := s.n.send(ctx, o); err != nil {

@@ -86,6 +86,10 @@ func (n *Node) addHold(a *agreementRec) {
 // expireAgreements marks agreements whose hold ran out as rejected (the
 // core already dropped the holds in its pass): O(log n) per hold.
 func (n *Node) expireAgreements(now int64) {
+	if n.agent != nil {
+		n.forgetHeld(now) // the agent's holds expire in the agent
+		return
+	}
 	for len(n.holds) > 0 && n.holds[0].Quote.Expires <= now {
 		a := heap.Pop(&n.holds).(*agreementRec)
 		if n.agreements[a.ID] == a && a.Role == rolePeer && a.State == delegation.Pending {

@@ -139,6 +139,21 @@ type Node struct {
 	agent       *site.Agent
 	born        *liveJob
 	displacedBy []*fedschedv1.DisplacedJob
+	// The federation through the agent (agentfed.go), owned by the loop
+	// but for sendq: held are the full specs of peers' jobs held here;
+	// stepReq and stepResp the RPC request or response being Stepped;
+	// outq the messages to send after the next commit, by sendq's
+	// goroutines; settled the replies that wait for that commit; deferred
+	// the submissions whose reply waits for the end of their offer; gaveUp
+	// the jobs whose owed message the node gave up in this batch.
+	held     map[site.JobKey]heldJob
+	stepReq  proto.Message
+	stepResp proto.Message
+	outq     []site.Message
+	sendq    chan outCall
+	settled  []func(error)
+	deferred map[int64]func(submitResult)
+	gaveUp   []site.JobKey
 	// ownCore keeps the node's own core where it could drive its agent
 	// (set by tests before Run: the switch's differential tests compare
 	// the two).
@@ -189,7 +204,8 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), killRetry: make(map[int64]int64), watchers: make(map[int]*watcher),
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
 		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), rqf: newRQFState(),
-		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait}}
+		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait},
+		held: make(map[site.JobKey]heldJob), deferred: make(map[int64]func(submitResult)), sendq: make(chan outCall, sendQueue)}
 	n.scaled, _ = deps.Clock.(interface{ Factor() float64 })
 	n.fed.defaults()
 	n.metrics = newMetrics(n)
@@ -260,7 +276,17 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.bg.Wait()
 	n.bg.Add(1)
 	go func() { defer n.bg.Done(); n.pruneKeys(ctx) }()
-	if n.federating() {
+	if n.federating() && n.agent != nil {
+		// The agent's messages: sent by the node's goroutines, its
+		// resends its own (agentfed.go).
+		for range sendWorkers {
+			n.bg.Add(1)
+			go func() { defer n.bg.Done(); n.sendLoop(ctx) }()
+		}
+		n.bg.Add(1)
+		go func() { defer n.bg.Done(); n.rememberMembers(ctx, 2*time.Second) }()
+		n.flushOut() // what the restore sent, committed with it
+	} else if n.federating() {
 		n.bg.Add(1)
 		go func() { defer n.bg.Done(); n.report(ctx) }()
 		n.bg.Add(1)
@@ -555,6 +581,7 @@ func (n *Node) commit(ctx context.Context) error {
 	c := &n.pending
 	if c.empty() {
 		n.publishPending()
+		n.afterCommit(nil)
 		return nil
 	}
 	var ch store.Changes
@@ -610,6 +637,7 @@ func (n *Node) commit(ctx context.Context) error {
 	if err == nil {
 		n.publishPending()
 	}
+	n.afterCommit(err)
 	return err
 }
 

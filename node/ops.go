@@ -51,6 +51,13 @@ type submitResult struct {
 func (o *submitOp) run(n *Node, now int64) func(error) {
 	res := n.submit(o.ctx, o.req, o.hash, now)
 	return func(err error) {
+		if res.deferred != 0 && err == nil && n.agent != nil {
+			if lj := n.live[res.deferred]; lj != nil && offering(lj) {
+				n.deferred[res.deferred] = func(r submitResult) { o.reply <- r }
+				return
+			}
+			res = n.jobResult(res.deferred)
+		}
 		if res.deferred != 0 && err == nil {
 			if fl := n.inflight[res.deferred]; fl != nil {
 				fl.reply = func(r submitResult) { o.reply <- r }
@@ -63,6 +70,23 @@ func (o *submitOp) run(n *Node, now int64) func(error) {
 		}
 		o.reply <- res
 	}
+}
+
+// jobResult is the reply with job seq's record as it stands (this turn's
+// writes first).
+func (n *Node) jobResult(seq int64) submitResult {
+	id := jobID(n.cfg.Site, uint64(seq))
+	if lj := n.live[seq]; lj != nil {
+		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
+	}
+	if rec, ok := n.pending.jobs[id]; ok {
+		return submitResult{job: proto.Clone(rec.Job).(*fedschedv1.Job)}
+	}
+	rec, err := n.deps.Store.GetJob(context.Background(), id)
+	if err != nil {
+		return submitResult{err: fmt.Errorf("job %s: %w: %w", id, ErrUnavailable, err)}
+	}
+	return submitResult{job: proto.Clone(rec.Job).(*fedschedv1.Job)}
 }
 
 // userKey is the stored form of a submission's idempotency key, "" if it
@@ -122,6 +146,18 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		SubmitTime: toTime(now)}
 	job.Route = []*fedschedv1.RouteHop{{Site: n.cfg.Site, Reason: fedschedv1.Reason_REASON_UNSPECIFIED, Message: "submitted", Time: toTime(now)}}
 	rec := store.JobRecord{Job: job, IdempotencyKey: key, BodyHash: hash}
+	if n.agent != nil {
+		lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
+		if err := n.agentSubmit(lj, now); err != nil {
+			return submitResult{err: err}
+		}
+		if offering(lj) {
+			// Offered to peers: the reply waits for the offer's end
+			// (the agent's reply period bounds it).
+			return submitResult{deferred: lj.seq}
+		}
+		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
+	}
 	if n.federating() {
 		// The transfer policy before admission, the site agent's rule
 		// (site.OfferFirst): under ACF a job the site would accept but its
@@ -135,13 +171,6 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 			n.inflight[lj.seq] = &inflight{seq: lj.seq, job: job, acf: true, offer: d}
 			return submitResult{deferred: lj.seq}
 		}
-	}
-	if n.agent != nil {
-		lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
-		if err := n.agentSubmit(lj, now); err != nil {
-			return submitResult{err: err}
-		}
-		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
 	}
 	pl := n.site.Submit(now, pj)
 	pl = n.clearOfStanding(now, pj, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
@@ -267,6 +296,11 @@ func (o *cancelOp) run(n *Node, now int64) func(error) {
 func (n *Node) cancel(id, note string, now int64) submitResult {
 	seq, ok := seqOf(n.cfg.Site, id)
 	lj := n.live[int64(seq)]
+	if n.agent != nil && ok {
+		if res, done := n.agentCancelAway(id, int64(seq), lj, note, now); done {
+			return res
+		}
+	}
 	if ok && lj == nil {
 		if rec, err := n.deps.Store.GetJob(context.Background(), id); err == nil && rec.Job.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED {
 			msg := "cancelled by the user"

@@ -53,7 +53,7 @@ func (n *Node) pullEvery() int64 { return max(int64(n.fed.PullInterval/time.Seco
 // scaled or held clock (the stepped replay) triggers it, as the agent's
 // NextWake does in the simulator.
 func (n *Node) pullWake(now int64) int64 {
-	if n.fed.Transfer != delegation.RQF || !n.federating() || n.rqf.pulling {
+	if n.fed.Transfer != delegation.RQF || !n.federating() || n.rqf.pulling || n.agent != nil {
 		return plan.Forever
 	}
 	every := n.pullEvery()
@@ -77,7 +77,7 @@ func (n *Node) nextPullTime() *timestamppb.Timestamp {
 // round runs beside the loop; until it is over the site starts no other
 // (and reports it, GetSite's pulling).
 func (n *Node) pull(ctx context.Context, now int64, event bool) {
-	if !event || n.fed.Transfer != delegation.RQF || !n.federating() || n.rqf.pulling {
+	if !event || n.fed.Transfer != delegation.RQF || !n.federating() || n.rqf.pulling || n.agent != nil {
 		return
 	}
 	free := n.idle(now)
@@ -375,6 +375,9 @@ func (s *fedService) PeerQueue(ctx context.Context, req *fedschedv1.PeerQueueReq
 	if req.GetSite() == "" || req.GetFreeProcs() < 0 {
 		return nil, ToStatus(fmt.Errorf("site is required and free_procs must be >= 0: %w", ErrInvalidRequest))
 	}
+	if s.n.agent != nil {
+		return stepAs[*fedschedv1.PeerQueueResponse](ctx, s, req)
+	}
 	o := &queueOp{req: req, reply: make(chan queueResult, 1)}
 	if err := s.n.send(ctx, o); err != nil {
 		return nil, ToStatus(err)
@@ -392,6 +395,9 @@ func (s *fedService) Take(ctx context.Context, req *fedschedv1.TakeRequest) (*fe
 	}
 	if req.GetSite() == "" || req.GetJobId() == "" || req.GetHoldId() == "" {
 		return nil, ToStatus(fmt.Errorf("site, job_id and hold_id are required: %w", ErrInvalidRequest))
+	}
+	if s.n.agent != nil {
+		return stepAs[*fedschedv1.TakeResponse](ctx, s, req)
 	}
 	o := &takeOp{req: req, reply: make(chan error, 1)}
 	if err := s.n.send(ctx, o); err != nil {
