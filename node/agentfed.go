@@ -46,6 +46,9 @@ type heldJob struct {
 	spec  *fedschedv1.JobSpec
 	route []*fedschedv1.RouteHop
 	until int64
+	// offer is the quote this site answered with (nil: none yet), for
+	// GetAgreement's pending agreement.
+	offer *fedschedv1.Offer
 }
 
 // outCall is one of the agent's messages as the RPC a sending goroutine
@@ -141,9 +144,17 @@ func (n *Node) stepPeer(req proto.Message, now int64) (proto.Message, error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	switch resp.(type) {
+	switch r := resp.(type) {
 	case *fedschedv1.QuoteResponse:
-		n.metrics.quotesGiven.WithLabelValues(m.From, quoteAnswer(resp.(*fedschedv1.QuoteResponse), nil)).Inc()
+		n.metrics.quotesGiven.WithLabelValues(m.From, quoteAnswer(r, nil)).Inc()
+		if h, ok := n.held[m.Job]; ok && r.GetOffer() != nil {
+			h.offer, h.until = r.GetOffer(), r.GetOffer().GetExpires().AsTime().Unix()
+			n.held[m.Job] = h
+		} else if ok && h.offer == nil {
+			delete(n.held, m.Job)
+		}
+	case *fedschedv1.ReleaseResponse:
+		delete(n.held, m.Job)
 	case *fedschedv1.AgreeResponse:
 		// Today's answer: the agreement as this site keeps it (its id
 		// and the job's id here).
@@ -686,4 +697,19 @@ func (n *Node) agentCancelAway(id string, seq int64, lj *liveJob, note string, n
 		return submitResult{job: proto.Clone(rec.Job).(*fedschedv1.Job)}, true
 	}
 	return submitResult{}, false
+}
+
+// heldAgreement is the pending agreement of a hold this site's agent gave
+// the origin job's quote (GetAgreement), nil if none.
+func (n *Node) heldAgreement(originSite, originJob string, now int64) *fedschedv1.Agreement {
+	k, err := keyOfID(originJob)
+	if err != nil || k.Site != originSite {
+		return nil
+	}
+	h, ok := n.held[k]
+	if !ok || h.offer == nil || h.until <= now {
+		return nil
+	}
+	return &fedschedv1.Agreement{Id: k.String(), OriginSite: k.Site, OriginJobId: originJob, PeerSite: n.cfg.Site,
+		State: fedschedv1.AgreementState_AGREEMENT_STATE_PENDING, Offer: h.offer, UpdateTime: toTime(now)}
 }

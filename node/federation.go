@@ -864,16 +864,20 @@ type getAgreementOp struct {
 	reply chan agreeResult
 }
 
-func (o *getAgreementOp) run(n *Node, _ int64) func(error) {
+func (o *getAgreementOp) run(n *Node, now int64) func(error) {
 	id := o.req.GetAgreementId()
 	if id == "" {
 		id = n.byOrigin[originKey(o.req.GetOriginSite(), o.req.GetOriginJobId())]
 	}
 	a := n.agreements[id]
 	var res agreeResult
-	if a == nil {
+	switch {
+	case a == nil && n.agent != nil && o.req.GetAgreementId() == "" && n.heldAgreement(o.req.GetOriginSite(), o.req.GetOriginJobId(), now) != nil:
+		// A hold of the site agent's: memory only, as the node's holds.
+		res.a = n.heldAgreement(o.req.GetOriginSite(), o.req.GetOriginJobId(), now)
+	case a == nil:
 		res.err = fmt.Errorf("no agreement %q at %s: %w", id, n.cfg.Site, ErrJobNotFound)
-	} else {
+	default:
 		res.a = n.agreementMsg(a)
 	}
 	return func(error) { o.reply <- res }
