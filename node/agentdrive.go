@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/plan"
@@ -31,6 +32,10 @@ func (n *Node) drivesAgent() bool {
 	return !n.ownCore && len(n.resv.unfit) == 0
 }
 
+// restoreWait bounds how long a restarting node waits for gossip to know
+// a peer before it restores offers in flight (awaitPeers).
+const restoreWait = 10 * time.Second
+
 // startAgent builds the node's agent from what recovery left in the store
 // (savedFromStore, site.Restore) and makes its plan and statistics the
 // node's. Recovery's own changes are committed before.
@@ -38,6 +43,9 @@ func (n *Node) startAgent(ctx context.Context, now int64) error {
 	saved, err := savedFromStore(ctx, n.deps.Store, n.cfg.Site)
 	if err != nil {
 		return fmt.Errorf("site agent: %w", err)
+	}
+	if n.federating() && inFlight(saved) {
+		n.awaitPeers(ctx, restoreWait)
 	}
 	// The statistics as recovery left them: a first start has trained
 	// them on overbooking.history without storing them yet.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fedsched/fedsched/delegation"
@@ -124,6 +125,20 @@ func (n *Node) stepPeer(req proto.Message, now int64) (proto.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What the node's records settle without the agent, which forgets a
+	// job once it has ended here: an agree asked again (a restarted
+	// origin) is answered with the agreement, a quote for a job this
+	// site took is refused.
+	if a := n.agreementOfKey(m.Job); a != nil && a.Role == rolePeer && m.From == a.Origin {
+		switch req.(type) {
+		case *fedschedv1.AgreeRequest:
+			if agreedState(fedschedv1.AgreementState(a.State)) {
+				return &fedschedv1.AgreeResponse{Agreement: n.agreementMsg(a)}, nil
+			}
+		case *fedschedv1.QuoteRequest:
+			return refuse(fedschedv1.Reason_REASON_RECEIVED_FROM_PEER, "this site already runs the job under agreement "+a.ID), nil
+		}
+	}
 	if r, ok := req.(*fedschedv1.QuoteRequest); ok {
 		if _, known := n.held[m.Job]; !known {
 			n.held[m.Job] = heldJob{spec: r.GetSpec(), route: r.GetRoute(), until: now + max(n.fed.HoldSeconds, r.GetHoldSeconds()) + 1}
@@ -140,6 +155,12 @@ func (n *Node) stepPeer(req proto.Message, now int64) (proto.Message, error) {
 	n.stepReq = nil
 	if err != nil {
 		n.log.Error("site agent decision not applied", "err", err)
+	}
+	if _, held := n.held[m.Job]; rerr != nil && m.Kind == site.KindAgree && !held {
+		// The hold is not known here at all (this site restarted
+		// since it quoted, or never quoted): NotFound, as the node's
+		// Agree answers; the origin then has nothing to release.
+		rerr = fmt.Errorf("no hold %q for job %s of %s at %s: %w", m.Job.String(), wireID(m.Job), m.From, n.cfg.Site, ErrJobNotFound)
 	}
 	if rerr != nil {
 		return nil, rerr
@@ -219,7 +240,40 @@ func (o *answerOp) run(n *Node, now int64) func(error) {
 	n.agent.Step(now, a)
 	n.applyOwn(now)
 	n.stepResp = nil
+	if a.Kind == site.KindAgreed && a.Offer == nil && CodeOf(FromStatus(o.err)) != codes.NotFound {
+		// A peer that did not confirm may still hold the slot (it did
+		// not say it has no hold): let it go rather than keep it held
+		// until it expires, as the node's own core did.
+		n.outq = append(n.outq, site.Message{Kind: site.KindRelease, From: n.cfg.Site, To: peer, Job: o.m.Job})
+	}
 	return nil
+}
+
+// awaitPeers waits, before the agent is restored with offers or agrees in
+// flight, until gossip knows a peer to ask, at most wait (wall time): an
+// offer restored before the membership is known would find no peer and
+// fall back to the site at once, as the node's own core avoided by
+// waiting for the membership.
+func (n *Node) awaitPeers(ctx context.Context, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for len(n.peerCandidates()) == 0 && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	n.log.Info("restoring offers in flight", "peers_known", len(n.peerCandidates()))
+}
+
+// inFlight reports whether a saved agent has offers or agrees in flight.
+func inFlight(s *site.Saved) bool {
+	for _, sj := range s.Jobs {
+		if sj.Phase == site.PhaseOffering || sj.Phase == site.PhaseAgreeing {
+			return true
+		}
+	}
+	return false
 }
 
 // agentReply is the agent's reply period in the site's clock.
