@@ -118,6 +118,12 @@ func (n *Node) agentSubmit(lj *liveJob, now int64) error {
 // agentTick is the scheduling pass of a node that drives its agent: the
 // agent's Tick, its starts made durable first (as pass does).
 func (n *Node) agentTick(ctx context.Context, now int64, replies func(error)) error {
+	if !n.agent.Stepped() && n.coreWake > now {
+		// Nothing happened to the site and nothing is due: a turn that
+		// only read (a status, a listing) is no event, as in the
+		// simulator (an idle RQF site would ask for work at it).
+		return nil
+	}
 	n.agent.Tick(now)
 	r := n.agent.Ready()
 	if slices.ContainsFunc(r.Decisions, func(d site.Decision) bool { return d.Kind == site.DecideStart }) {
@@ -150,6 +156,7 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 		}
 	}
 	n.gaveUp = n.gaveUp[:0]
+	n.rqf.last = r.PulledAt
 	n.queueOut(now, r.Messages)
 	var displaced []plan.Displaced
 	var reserve string

@@ -209,6 +209,9 @@ func (o *answerOp) run(n *Node, now int64) func(error) {
 		return nil
 	}
 	peer := o.m.To
+	if rqfRound(o.m.Kind) {
+		n.rqf.out--
+	}
 	if o.m.Kind == site.KindQuoteRequest {
 		qr, _ := o.resp.(*fedschedv1.QuoteResponse)
 		n.metrics.quotesAsked.WithLabelValues(peer, quoteAnswer(qr, o.err)).Inc()
@@ -276,6 +279,9 @@ func inFlight(s *site.Saved) bool {
 	return false
 }
 
+// rqfRound tells the messages of an RQF round (GetSite's pulling).
+func rqfRound(k site.Kind) bool { return k == site.KindQueueRequest || k == site.KindTake }
+
 // agentReply is the agent's reply period in the site's clock.
 func (n *Node) agentReply() int64 { return n.siteSeconds(n.fed.QuoteTimeout.Seconds()) }
 
@@ -293,6 +299,9 @@ func (n *Node) queueOut(now int64, ms []site.Message) {
 		}
 		m.Route = slices.Clone(m.Route)
 		m.Jobs = slices.Clone(m.Jobs)
+		if rqfRound(m.Kind) {
+			n.rqf.out++
+		}
 		n.outq = append(n.outq, m)
 	}
 }
@@ -342,6 +351,9 @@ func (n *Node) flushOut() {
 		method, req, err := w.request(m)
 		if err != nil {
 			n.log.Warn("site agent message not sent", "kind", m.Kind.String(), "to", m.To, "err", err)
+			if rqfRound(m.Kind) {
+				n.rqf.out--
+			}
 			continue
 		}
 		if r, ok := req.(*fedschedv1.ReportOutcomeRequest); ok {
@@ -359,6 +371,9 @@ func (n *Node) flushOut() {
 		case n.sendq <- outCall{m: m, method: method, req: req, addr: n.addrOf(m.To)}:
 		default:
 			n.log.Warn("federation message dropped: the send queue is full", "kind", m.Kind.String(), "to", m.To, "job", m.Job.String())
+			if rqfRound(m.Kind) {
+				n.rqf.out--
+			}
 		}
 	}
 	clear(n.outq)

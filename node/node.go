@@ -154,6 +154,10 @@ type Node struct {
 	settled  []func(error)
 	deferred map[int64]func(submitResult)
 	gaveUp   []site.JobKey
+	// coreWake is when the core next has work without a new event, as of
+	// the last pass: the agent Ticks only then or after an event, as the
+	// simulator ticks it.
+	coreWake int64
 	// ownCore keeps the node's own core where it could drive its agent
 	// (set by tests before Run: the switch's differential tests compare
 	// the two).
@@ -320,7 +324,8 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		var tick <-chan time.Time
 		n.rqf.wake = n.pullWake(passed)
-		wake := min(n.nextWake(passed), n.reservationWake(), n.killRetryWake(), n.rqf.wake)
+		n.coreWake = n.nextWake(passed)
+		wake := min(n.coreWake, n.reservationWake(), n.killRetryWake(), n.rqf.wake)
 		if wake < plan.Forever {
 			timer = n.deps.Clock.NewTimer(max(time.Unix(wake, 0).Sub(n.deps.Clock.Now()), 0))
 			tick = timer.C()

@@ -362,7 +362,7 @@ func (n *Node) siteInfo(now int64) *fedschedv1.Site {
 	return &fedschedv1.Site{Name: n.cfg.Site, Procs: int32(n.procs), Policy: n.pol.String(), FreeProcs: int32(n.site.Plan().Free(now)),
 		RunningJobs: int32(n.site.Running()), PendingJobs: int32(n.site.Waiting()), Version: n.deps.Version, Executor: n.cfg.Executor,
 		TimeScale: n.cfg.TimeScale, Now: timestamppb.New(time.Unix(now, 0)), Overbooking: n.adm != nil, PofMax: n.pofMax(),
-		NextPull: n.nextPullTime(), Pulling: n.rqf.pulling}
+		NextPull: n.nextPullTime(), Pulling: n.pulling()}
 }
 
 // pofMax is the site's PoF threshold, 0 when it does not overbook.

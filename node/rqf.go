@@ -41,6 +41,9 @@ type rqfState struct {
 	last    int64 // site.NeverPulled: never
 	pulling bool
 	wake    int64 // pullWake as of the last pass (plan.Forever: none)
+	// out counts the site agent's queue requests and takes whose answer
+	// has not come back (agentfed.go).
+	out int
 }
 
 func newRQFState() rqfState { return rqfState{last: site.NeverPulled, wake: plan.Forever} }
@@ -53,12 +56,16 @@ func (n *Node) pullEvery() int64 { return max(int64(n.fed.PullInterval/time.Seco
 // scaled or held clock (the stepped replay) triggers it, as the agent's
 // NextWake does in the simulator.
 func (n *Node) pullWake(now int64) int64 {
-	if n.fed.Transfer != delegation.RQF || !n.federating() || n.rqf.pulling || n.agent != nil {
+	if n.fed.Transfer != delegation.RQF || !n.federating() || n.pulling() {
 		return plan.Forever
 	}
 	every := n.pullEvery()
 	return site.NextPull(n.idle(now), n.rqf.last, now, every, site.PullOffset(n.cfg.Site, every))
 }
+
+// pulling reports whether an RQF round is on its way: the node's own
+// round, or the agent's queue requests and takes not answered yet.
+func (n *Node) pulling() bool { return n.rqf.pulling || n.rqf.out > 0 }
 
 // nextPullTime is the loop's pull wake for GetSite (at or before now: the
 // site asks at the end of this turn): nil when the site does not ask by
