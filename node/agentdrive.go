@@ -118,7 +118,7 @@ func (n *Node) agentSubmit(lj *liveJob, now int64) error {
 // agentTick is the scheduling pass of a node that drives its agent: the
 // agent's Tick, its starts made durable first (as pass does).
 func (n *Node) agentTick(ctx context.Context, now int64, replies func(error)) error {
-	if !n.agent.Stepped() && n.coreWake > now {
+	if !n.agent.Stepped() && n.coreWake > now && n.agent.StandingWake() > now {
 		// Nothing happened to the site and nothing is due: a turn that
 		// only read (a status, a listing) is no event, as in the
 		// simulator (an idle RQF site would ask for work at it).
