@@ -699,7 +699,7 @@ func offerPlacement(o *Offer) plan.Placement {
 func (a *Agent) delegated(now int64, jb *job, pl plan.Placement, price float64) {
 	why := "the peer's quote ends earlier than the local placement"
 	if jb.handOver {
-		why = "taken from the queue by a peer that could start it now (RQF)"
+		why = reasonTaken
 	}
 	jb.route = jb.route.With(delegation.Hop{Site: jb.peer, Action: delegation.ActionDelegated, At: now, Reason: why})
 	a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: jb.peer, Route: jb.route, Price: price, Spec: jb.pj})
@@ -1088,7 +1088,7 @@ func (a *Agent) agree(now int64, m Message) {
 	a.set(jb, stateLocal)
 	if taken {
 		jb.route = jb.route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionDelegated, At: now,
-			Reason: "taken from the queue by a peer that could start it now (RQF)"})
+			Reason: reasonTaken})
 	}
 	jb.route = jb.route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
 	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj, Price: jb.price})

@@ -90,8 +90,9 @@ type Message struct {
 	Kind     Kind
 	From, To string
 	Job      JobKey
-	// Spec is the job as the origin describes it (quote requests, taken
-	// jobs); its ID is the sender's and means nothing to the receiver.
+	// Spec is the job as the origin describes it (quote requests; a
+	// queue request's Procs are the asker's free processors); its ID is
+	// the sender's and means nothing to the receiver.
 	Spec  plan.Job
 	Route delegation.Route
 	// StartNow asks for a quote only if the peer's own policy would start

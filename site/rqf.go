@@ -69,6 +69,9 @@ func (a *Agent) pick(now int64, m Message) {
 	}
 }
 
+// reasonTaken is the route's reason for a job handed over under RQF.
+const reasonTaken = "taken from the queue by a peer that could start it now (RQF)"
+
 // handOver answers a peer's take, the first phase of RQF's hand-over: a
 // job that waits here and that the taker may see leaves the plan, and
 // this site agrees to the taker's hold, written ahead (DecideAgree with
