@@ -207,8 +207,9 @@ const (
 	// it); the origin of a peer's job gets a report.
 	DecideDisplaced
 	// DecideGaveUp: the driver gave up on Peer for the job (GiveUp): what
-	// was owed to it is no longer sent, and a delegated job's report is
-	// no longer awaited (its outcome stays unknown).
+	// was owed to it is no longer sent, and a delegated job's report, or
+	// the answer to an agreeing job's agree, is no longer awaited (its
+	// outcome stays unknown).
 	DecideGaveUp
 	// DecideStanding: the standing reservation Standing was added
 	// (AddStanding).
@@ -787,15 +788,19 @@ func (a *Agent) owe(now int64, m Message) {
 func (a *Agent) NextID() int64 { return a.seq + 1 }
 
 // GiveUp tells the agent that its driver gives up on the peer it owes a
-// report or a Terminate for key, or whose report of the delegated job key
-// it awaits (a node gives up on a peer that has not been an alive member
-// for outbox_give_up): nothing more is sent about the job, and a
-// delegated job is forgotten, its outcome unknown (DecideGaveUp). It
-// reports false if nothing is owed or awaited for key.
+// report or a Terminate for key, whose report of the delegated job key it
+// awaits, or whose answer to the agree for key it awaits (its quote's, or
+// the hold of an RQF taker the job is handed over to): a node gives up on
+// a peer that has not been an alive member for outbox_give_up. Nothing
+// more is sent about the job, and a delegated or agreeing job is
+// forgotten, its outcome unknown (DecideGaveUp): an agreeing job may have
+// been accepted and run by the peer, so it is not placed here (that could
+// run it twice), as a delegated job's is not. It reports false if nothing
+// is owed or awaited for key.
 func (a *Agent) GiveUp(now int64, key JobKey) bool {
 	r, owed := a.owed[key]
 	jb := a.jobs[key]
-	delegated := jb != nil && jb.state == stateDelegated
+	delegated := jb != nil && (jb.state == stateDelegated || jb.state == stateAgreeing)
 	if !owed && !delegated {
 		return false
 	}

@@ -199,7 +199,7 @@ func (j *Journal) apply(d *Decision, now int64) {
 		delete(j.s.Standing, d.Standing.Name)
 	case DecideGaveUp:
 		delete(j.s.Reports, d.Job)
-		if sj != nil && sj.Phase == PhaseDelegated {
+		if sj != nil && (sj.Phase == PhaseDelegated || sj.Phase == PhaseAgreeing) {
 			delete(jobs, d.Job)
 		}
 	case DecideDisplaced:
