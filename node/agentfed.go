@@ -500,6 +500,17 @@ func (n *Node) applyFed(d site.Decision, lj *liveJob, now int64) (bool, error) {
 		}
 		// Written ahead: after a crash the origin asks this peer again,
 		// and no other.
+		if d.HandOver {
+			// RQF's hand-over: the job has left the plan; the taker's
+			// answer makes it its own, or brings it back.
+			msg := fmt.Sprintf("%s %s, which would start it now: agreeing to its hold %s", rqfHandingOver, d.Peer, d.Job.String())
+			j := lj.job()
+			j.Reservation, j.Pof, j.Overbooked = nil, 0, false
+			j.Route = append(j.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: d.Peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
+				Message: msg, Time: toTime(now), Taken: true})
+			lj.rec = n.setState(j, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, msg, now)
+			break
+		}
 		lj.job().Route = append(lj.job().Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: d.Peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
 			Message: "agreeing to the quote of " + d.Peer + " (hold " + d.Job.String() + ")", Time: toTime(now)})
 		lj.rec.Job = lj.job()
@@ -560,11 +571,8 @@ func (n *Node) delegatedTo(lj *liveJob, d site.Decision, now int64) {
 	if r, ok := n.stepResp.(*fedschedv1.AgreeResponse); ok && r.GetAgreement().GetId() != "" {
 		peerJob, id = r.GetAgreement().GetPeerJobId(), r.GetAgreement().GetId()
 	}
-	taken := false
-	if r, ok := n.stepReq.(*fedschedv1.TakeRequest); ok {
-		taken = true
-		id = r.GetHoldId()
-	}
+	// Taken from the queue (RQF): the hand-over's hop, written ahead.
+	taken := handedOver(lj.job(), d.Peer)
 	delete(n.live, lj.seq)
 	n.noteQueued(lj.seq, lj.pj.Estimate)
 	j := lj.job()
@@ -578,10 +586,6 @@ func (n *Node) delegatedTo(lj *liveJob, d site.Decision, now int64) {
 	as := " as " + peerJob
 	if peerJob == "" {
 		as = ""
-	}
-	if taken {
-		j.Route = append(j.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: d.Peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
-			Message: fmt.Sprintf("%s %s, which would start it now", rqfHandingOver, d.Peer), Time: toTime(now), Taken: true})
 	}
 	j.Route = append(j.Route, &fedschedv1.RouteHop{Site: d.Peer, PeerSite: n.cfg.Site, Reason: fedschedv1.Reason_REASON_RECEIVED_FROM_PEER,
 		Message: "accepted" + as, Time: toTime(now)})
@@ -601,6 +605,18 @@ func (n *Node) delegatedTo(lj *liveJob, d site.Decision, now int64) {
 	}
 	lj.rec = n.setState(j, lj.rec, fedschedv1.JobState_JOB_STATE_DELEGATED, fedschedv1.Reason_REASON_DELEGATED, msg, now)
 	n.replyDelegation(lj)
+}
+
+// handedOver reports whether j's last agree is the hand-over to peer, which
+// took it from this site's queue (RQF): its hop is marked taken.
+func handedOver(j *fedschedv1.Job, peer string) bool {
+	r := j.GetRoute()
+	for i := len(r) - 1; i >= 0; i-- {
+		if h := r[i]; h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
+			return h.GetTaken() && h.GetPeerSite() == peer
+		}
+	}
+	return false
 }
 
 func compareStr(a, b string) int {

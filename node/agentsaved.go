@@ -130,7 +130,9 @@ func savedFromStore(ctx context.Context, st store.Store, self string) (*site.Sav
 			sj.Offer = site.OfferDecision{Offer: true, LocalEnd: plan.Forever, StartNow: j.GetMessage() == acfOffering}
 			for _, h := range j.GetRoute() {
 				if h.GetSite() == self && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
-					sj.Phase, sj.Peer = site.PhaseAgreeing, h.GetPeerSite()
+					// An agree written ahead: to a quote, or to the hold
+					// of an RQF taker (the hop marked taken).
+					sj.Phase, sj.Peer, sj.HandOver = site.PhaseAgreeing, h.GetPeerSite(), h.GetTaken()
 				}
 			}
 		case state == fedschedv1.JobState_JOB_STATE_PENDING:
