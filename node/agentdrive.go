@@ -157,6 +157,9 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 	}
 	n.gaveUp = n.gaveUp[:0]
 	n.rqf.last = r.PulledAt
+	// One counter names the site's jobs, its peers' jobs and its holds:
+	// the agent's (a hold given a quote takes an id too).
+	n.nextSeq = max(n.nextSeq, uint64(r.Seq))
 	n.queueOut(now, r.Messages)
 	var displaced []plan.Displaced
 	var reserve string
