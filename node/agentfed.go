@@ -209,8 +209,13 @@ func (o *answerOp) run(n *Node, now int64) func(error) {
 		return nil
 	}
 	peer := o.m.To
-	if rqfRound(o.m.Kind) {
+	switch o.m.Kind {
+	case site.KindQueueRequest:
 		n.rqf.out--
+		n.metrics.queuesAsked.WithLabelValues(peer, queueAnswer(o.err)).Inc()
+	case site.KindTake:
+		n.rqf.out--
+		n.metrics.takes.WithLabelValues(peer, queueAnswer(o.err)).Inc()
 	}
 	if o.m.Kind == site.KindQuoteRequest {
 		qr, _ := o.resp.(*fedschedv1.QuoteResponse)
