@@ -164,31 +164,8 @@ func readLog(dir string, after uint64) (logScan, error) {
 		if err != nil {
 			return out, fmt.Errorf("write-ahead log: %w", err)
 		}
-		for off := 0; off < len(data); {
-			seq, payload, size, err := decodeFrame(data[off:])
-			if err != nil {
-				if i == len(segs)-1 && !goodFrameAfter(data, off+1, out.last) {
-					out.torn = fmt.Sprintf("%s: %d bytes from offset %d (%v)", sg.path, len(data)-off, off, err)
-					break
-				}
-				return out, fmt.Errorf("write-ahead log %s: record at offset %d, after record %d: %w, and good records follow: %w",
-					sg.path, off, out.last, err, ErrCorrupt)
-			}
-			// Records the file holds are skipped whatever their order (a
-			// crash can keep some of the segments a checkpoint deleted);
-			// the others must follow one another.
-			if n := len(out.recs); seq > after && n > 0 && seq != out.recs[n-1].seq+1 {
-				return out, fmt.Errorf("write-ahead log %s: record %d at offset %d follows record %d: %w", sg.path, seq, off, out.recs[n-1].seq, ErrCorrupt)
-			}
-			out.last = max(out.last, seq)
-			if seq > after {
-				e, err := decodeEncChanges(payload)
-				if err != nil {
-					return out, fmt.Errorf("write-ahead log %s: record %d at offset %d: %w", sg.path, seq, off, err)
-				}
-				out.recs = append(out.recs, logRecord{seq: seq, e: e, size: size})
-			}
-			off += size
+		if err := out.scan(data, sg.path, i == len(segs)-1, after); err != nil {
+			return out, err
 		}
 	}
 	if len(out.recs) > 0 && out.recs[0].seq != after+1 {
@@ -196,6 +173,38 @@ func readLog(dir string, after uint64) (logScan, error) {
 			dir, after, out.recs[0].seq, after+1, out.recs[0].seq-1, ErrCorrupt)
 	}
 	return out, nil
+}
+
+// scan reads the records of one segment into out (see readLog); last says
+// it is the last segment, where a torn tail may be.
+func (out *logScan) scan(data []byte, path string, last bool, after uint64) error {
+	for off := 0; off < len(data); {
+		seq, payload, size, err := decodeFrame(data[off:])
+		if err != nil {
+			if last && !goodFrameAfter(data, off+1, out.last) {
+				out.torn = fmt.Sprintf("%s: %d bytes from offset %d (%v)", path, len(data)-off, off, err)
+				break
+			}
+			return fmt.Errorf("write-ahead log %s: record at offset %d, after record %d: %w, and good records follow: %w",
+				path, off, out.last, err, ErrCorrupt)
+		}
+		// Records the file holds are skipped whatever their order (a
+		// crash can keep some of the segments a checkpoint deleted);
+		// the others must follow one another.
+		if n := len(out.recs); seq > after && n > 0 && seq != out.recs[n-1].seq+1 {
+			return fmt.Errorf("write-ahead log %s: record %d at offset %d follows record %d: %w", path, seq, off, out.recs[n-1].seq, ErrCorrupt)
+		}
+		out.last = max(out.last, seq)
+		if seq > after {
+			e, err := decodeEncChanges(payload)
+			if err != nil {
+				return fmt.Errorf("write-ahead log %s: record %d at offset %d: %w", path, seq, off, err)
+			}
+			out.recs = append(out.recs, logRecord{seq: seq, e: e, size: size})
+		}
+		off += size
+	}
+	return nil
 }
 
 // appendTo appends the log payload of e to b: each list as a uvarint count
