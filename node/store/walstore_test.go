@@ -168,7 +168,9 @@ func workload() (first, rest []Changes, jobIDs, keys []string) {
 		r.IdempotencyKey, r.BodyHash = key, []byte("h-"+key)
 		return r
 	}
-	clock := func(h int) *SiteClock { return &SiteClock{Site: t0.Add(time.Duration(h) * time.Hour), Wall: t0, Scale: 2} }
+	clock := func(h int) *SiteClock {
+		return &SiteClock{Site: t0.Add(time.Duration(h) * time.Hour), Wall: t0, Scale: 2}
+	}
 	for i := range 12 {
 		jobIDs = append(jobIDs, fmt.Sprintf("j-%02d", i))
 	}
@@ -178,8 +180,8 @@ func workload() (first, rest []Changes, jobIDs, keys []string) {
 			PutReservations: []ReservationRecord{{ID: "r-1", Procs: 2, Start: t0, End: t0.Add(time.Hour), Fixed: true}},
 			PutStats:        map[string][]byte{"runtimes": []byte("v1")}, SiteClock: clock(1)},
 		{PutJobs: []JobRecord{job("j-03", "bob", running), keyed("j-04", "bob", pending, "bob/k2"), job("j-05", "alice", pending)},
-			PutStanding:   []StandingRecord{{ID: "s-1", Procs: 1, Start: t0, End: t0.Add(time.Hour), EverySeconds: 86400}},
-			PutAgreements: []AgreementRecord{{ID: "a-1", Body: []byte("one")}},
+			PutStanding:    []StandingRecord{{ID: "s-1", Procs: 1, Start: t0, End: t0.Add(time.Hour), EverySeconds: 86400}},
+			PutAgreements:  []AgreementRecord{{ID: "a-1", Body: []byte("one")}},
 			PutSLAOutcomes: []SLARecord{{JobID: "j-03", Fee: 3, Penalty: 1}}},
 		{PutJobs: []JobRecord{job("j-00", "alice", running)}, DeleteJobs: []string{"j-02"}},
 	}
