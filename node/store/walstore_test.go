@@ -514,7 +514,14 @@ func TestWALCheckpointSettings(t *testing.T) {
 		}
 	})
 	t.Run("bytes", func(t *testing.T) {
-		w := openWAL(t, t.TempDir(), &Options{CheckpointRecords: 1 << 30, CheckpointBytes: 1, CheckpointInterval: time.Hour})
+		// One record passes the threshold but not logHardFactor of it:
+		// the checkpointer, not Apply, must write it.
+		e, err := encodeChanges(Changes{PutJobs: []JobRecord{job("s-0", "alice", fedschedv1.JobState_JOB_STATE_PENDING)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := int64(len(appendFrame(nil, 1, e.appendTo(nil))))
+		w := openWAL(t, t.TempDir(), &Options{CheckpointRecords: 1 << 30, CheckpointBytes: size - 1, CheckpointInterval: time.Hour})
 		put(w, 1)
 		waitEmpty(w)
 	})
