@@ -245,8 +245,9 @@ func logIsEmpty(dataDir string) error {
 		return err
 	}
 	for _, sg := range segs {
-		if fi, err := os.Stat(sg.path); err != nil || fi.Size() > 0 {
-			return fmt.Errorf("the write-ahead log %s holds changes the file does not have yet: open the store with its log (store.log: true) to replay them", dir)
+		b, err := os.ReadFile(sg.path)
+		if err != nil || slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+			return fmt.Errorf("the write-ahead log %s may hold changes the file does not have yet: open the store with its log (store.log: true) to replay them", dir)
 		}
 	}
 	return nil

@@ -13,9 +13,13 @@ import (
 )
 
 // The write-ahead log of a WALStore is a directory of segment files,
-// LogDirName in the data directory. A segment is named by the sequence
-// number of its first record (16 hex digits, ".log") and holds records one
-// after the other, each framed as
+// LogDirName in the data directory, named by a generation number that
+// grows by one per segment (16 hex digits, ".log"). A segment is made
+// ahead of use and filled with zeros (preallocated), so that an append
+// overwrites blocks the file already has: fdatasync then writes the data
+// alone, not the file's size as well (an ext4 journal commit each time;
+// docs/PERFORMANCE.md). It holds records one after the other, then zeros,
+// each record framed as
 //
 //	[0:4]   payload length n, little-endian uint32
 //	[4:8]   CRC-32C (Castagnoli) of bytes [0:4] and [8:16+n]
@@ -25,9 +29,11 @@ import (
 //
 // Each record is written with one write and made durable with one
 // fdatasync before Apply returns, so a crash can damage only the last
-// record: a torn tail, never acknowledged, which Open drops. A bad record
-// followed by a good one is damage of the disk or of the file, not a tear,
-// and Open refuses to guess.
+// record: a torn tail, never acknowledged, which Open drops. A header of
+// zeros ends a segment. A bad record followed by a good one (in its
+// segment or a later one), or zeros followed by a good record in the same
+// segment, is damage of the disk or of the file, not a tear, and Open
+// refuses to guess.
 
 // LogDirName is the directory of the write-ahead log in a data directory.
 const LogDirName = "wal"
@@ -88,13 +94,13 @@ func goodFrameAfter(b []byte, from int, prev uint64) bool {
 	return false
 }
 
-// segmentName is the file name of the segment whose first record is seq.
-func segmentName(seq uint64) string { return fmt.Sprintf("%016x%s", seq, logSuffix) }
+// segmentName is the file name of segment gen.
+func segmentName(gen uint64) string { return fmt.Sprintf("%016x%s", gen, logSuffix) }
 
 // segment is one segment file.
 type segment struct {
-	path  string
-	first uint64
+	path string
+	gen  uint64
 }
 
 // listSegments returns the segments of a log directory in order (none if
@@ -111,13 +117,13 @@ func listSegments(dir string) ([]segment, error) {
 	var segs []segment
 	for _, e := range ents {
 		name := e.Name()
-		first, err := strconv.ParseUint(strings.TrimSuffix(name, logSuffix), 16, 64)
-		if !strings.HasSuffix(name, logSuffix) || err != nil || segmentName(first) != name {
+		gen, err := strconv.ParseUint(strings.TrimSuffix(name, logSuffix), 16, 64)
+		if !strings.HasSuffix(name, logSuffix) || err != nil || segmentName(gen) != name {
 			return nil, fmt.Errorf("write-ahead log %s: unexpected file %q: %w", dir, name, ErrCorrupt)
 		}
-		segs = append(segs, segment{path: filepath.Join(dir, name), first: first})
+		segs = append(segs, segment{path: filepath.Join(dir, name), gen: gen})
 	}
-	slices.SortFunc(segs, func(a, b segment) int { return compareUint(a.first, b.first) })
+	slices.SortFunc(segs, func(a, b segment) int { return compareUint(a.gen, b.gen) })
 	return segs, nil
 }
 
@@ -150,21 +156,23 @@ type logScan struct {
 
 // readLog reads every segment of dir and returns the records whose
 // sequence number is above after (the last one bbolt holds). A bad record
-// is dropped as a torn tail if it is the last thing in the last segment;
-// anywhere else, or a record that is missing, is an error wrapping
-// ErrCorrupt.
+// is dropped as a torn tail if no good record follows it, in its segment
+// or a later one; otherwise, or if a record is missing, it is an error
+// wrapping ErrCorrupt.
 func readLog(dir string, after uint64) (logScan, error) {
 	var out logScan
 	segs, err := listSegments(dir)
 	if err != nil {
 		return out, err
 	}
+	data := make([][]byte, len(segs))
 	for i, sg := range segs {
-		data, err := os.ReadFile(sg.path)
-		if err != nil {
+		if data[i], err = os.ReadFile(sg.path); err != nil {
 			return out, fmt.Errorf("write-ahead log: %w", err)
 		}
-		if err := out.scan(data, sg.path, i == len(segs)-1, after); err != nil {
+	}
+	for i, sg := range segs {
+		if err := out.scan(data[i], sg.path, data[i+1:], after); err != nil {
 			return out, err
 		}
 	}
@@ -175,15 +183,40 @@ func readLog(dir string, after uint64) (logScan, error) {
 	return out, nil
 }
 
-// scan reads the records of one segment into out (see readLog); last says
-// it is the last segment, where a torn tail may be.
-func (out *logScan) scan(data []byte, path string, last bool, after uint64) error {
+// scan reads the records of one segment into out (see readLog); later are
+// the segments after it.
+func (out *logScan) scan(data []byte, path string, later [][]byte, after uint64) error {
+	// A bad record is a torn tail if no good record follows it; zeros
+	// end a segment (the rest of its preallocation) if no good record
+	// follows in it (a later segment's records must then continue the
+	// sequence).
+	goodAfter := func(off int, inLater bool) bool {
+		if goodFrameAfter(data, off+1, out.last) {
+			return true
+		}
+		if !inLater {
+			return false
+		}
+		for _, d := range later {
+			if goodFrameAfter(d, 0, out.last) {
+				return true
+			}
+		}
+		return false
+	}
 	for off := 0; off < len(data); {
+		if zeroHeader(data[off:]) {
+			if goodAfter(off, false) {
+				return fmt.Errorf("write-ahead log %s: a header of zeros at offset %d, after record %d, and good records follow: %w",
+					path, off, out.last, ErrCorrupt)
+			}
+			return nil // the segment's end
+		}
 		seq, payload, size, err := decodeFrame(data[off:])
 		if err != nil {
-			if last && !goodFrameAfter(data, off+1, out.last) {
-				out.torn = fmt.Sprintf("%s: %d bytes from offset %d (%v)", path, len(data)-off, off, err)
-				break
+			if !goodAfter(off, true) {
+				out.torn = fmt.Sprintf("%s: record at offset %d (%v)", path, off, err)
+				return nil
 			}
 			return fmt.Errorf("write-ahead log %s: record at offset %d, after record %d: %w, and good records follow: %w",
 				path, off, out.last, err, ErrCorrupt)
@@ -205,6 +238,17 @@ func (out *logScan) scan(data []byte, path string, last bool, after uint64) erro
 		off += size
 	}
 	return nil
+}
+
+// zeroHeader reports whether b starts with a header of zeros (or fewer
+// bytes, all zeros): the preallocated rest of a segment.
+func zeroHeader(b []byte) bool {
+	for _, c := range b[:min(len(b), frameHeader)] {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // appendTo appends the log payload of e to b: each list as a uvarint count

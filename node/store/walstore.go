@@ -69,11 +69,21 @@ type WALStore struct {
 	// Under wmu: the open segment, its path, the segments before it that
 	// a checkpoint has not yet covered, the next record's sequence number,
 	// and the frame buffer.
-	f       *os.File
-	current string
-	older   []string
-	nextSeq uint64
-	buf     []byte
+	f        *os.File
+	current  string
+	older    []string
+	nextSeq  uint64
+	buf      []byte
+	segBytes int64 // written to f
+
+	// Under cmu: the last segment generation made, and the next segment,
+	// made and preallocated ahead of its use (nil: none yet).
+	gen       uint64
+	spare     *os.File
+	sparePath string
+	// lastSegBytes is what the last full segment held (under cmu; rotate
+	// holds both).
+	lastSegBytes int64
 
 	// mu guards the overlay and pending (readers take it shared).
 	mu sync.RWMutex
@@ -161,7 +171,7 @@ func OpenWAL(dataDir string, opts *Options) (*WALStore, error) {
 	w.b = b
 	fail := func(err error) (*WALStore, error) {
 		b.Close()
-		return nil, fmt.Errorf("open store %s: %w", w.dir, err)
+		return nil, fmt.Errorf("open store: %w", err)
 	}
 	after, err := w.fileLogSeq()
 	if err != nil {
@@ -170,7 +180,8 @@ func OpenWAL(dataDir string, opts *Options) (*WALStore, error) {
 	scan, err := readLog(w.dir, after)
 	if err != nil {
 		if !o.ReadOnly {
-			return fail(fmt.Errorf("%w; %s", err, corruptAdvice(dataDir)))
+			return fail(fmt.Errorf("%w; %s; or, to keep %s as it is and lose the changes logged since its last checkpoint, move %s away",
+				err, corruptAdvice(dataDir), FileName, w.dir))
 		}
 		w.problems = append(w.problems, err.Error())
 	}
@@ -208,6 +219,7 @@ func OpenWAL(dataDir string, opts *Options) (*WALStore, error) {
 		return fail(err)
 	}
 	for _, sg := range segs {
+		w.gen = max(w.gen, sg.gen)
 		if err := os.Remove(sg.path); err != nil {
 			return fail(err)
 		}
@@ -266,7 +278,7 @@ func (w *WALStore) Replayed() int { return w.replayed }
 func (w *WALStore) Check(ctx context.Context) ([]string, error) {
 	problems, err := w.b.Check(ctx)
 	for _, p := range w.problems {
-		problems = append(problems, "write-ahead log: "+p)
+		problems = append(problems, p)
 	}
 	return problems, err
 }
@@ -288,6 +300,10 @@ func (w *WALStore) Close() error {
 	w.wmu.Lock()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
+	}
+	if w.spare != nil {
+		w.spare.Close()
+		os.Remove(w.sparePath) // it holds no record
 	}
 	if err == nil && w.failed.Load() == nil {
 		err = os.Remove(w.current)
@@ -373,6 +389,7 @@ func (w *WALStore) appendLocked(e encChanges) error {
 		return w.fail(fmt.Errorf("write-ahead log %s: sync: %w", w.current, err))
 	}
 	w.nextSeq++
+	w.segBytes += int64(len(w.buf))
 	w.mu.Lock()
 	w.overlayApply(seq, e)
 	w.pending = append(w.pending, logRecord{seq: seq, e: e, size: len(w.buf)})
@@ -494,6 +511,15 @@ func (w *WALStore) checkpointLocked() error {
 	if p := w.failed.Load(); p != nil {
 		return *p
 	}
+	// The next segment is made before the appends are held up.
+	w.mu.RLock()
+	some := len(w.pending) > 0
+	w.mu.RUnlock()
+	if some && w.spare == nil {
+		if err := w.prepareSpare(); err != nil {
+			return w.fail(err)
+		}
+	}
 	w.wmu.Lock()
 	w.mu.Lock()
 	recs := w.pending
@@ -564,25 +590,64 @@ func (w *WALStore) dropUpTo(last uint64) {
 	}
 }
 
-// rotate closes the open segment (every record in it is synced) and opens
-// a new one for the next record; its directory entry is synced, so the
-// segment exists after a crash. wmu is held.
+// rotate closes the open segment (every record in it is synced) and
+// continues in the next one, made ahead by prepareSpare (or now, if there
+// is none). wmu and cmu are held.
 func (w *WALStore) rotate() error {
-	path := filepath.Join(w.dir, segmentName(w.nextSeq))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("write-ahead log: %w", err)
-	}
-	if err := syncDir(w.dir); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("write-ahead log: sync %s: %w", w.dir, err)
+	if w.spare == nil {
+		if err := w.prepareSpare(); err != nil {
+			return err
+		}
 	}
 	if w.f != nil {
 		w.f.Close() // its records are synced
 		w.older = append(w.older, w.current)
+		w.lastSegBytes = w.segBytes
 	}
-	w.f, w.current = f, path
+	w.f, w.current, w.segBytes = w.spare, w.sparePath, 0
+	w.spare, w.sparePath = nil, ""
+	return nil
+}
+
+// Preallocation of a segment: twice what the last one held, within these
+// bounds (and at most the bytes threshold, if it is higher than the floor).
+const (
+	minSegmentBytes = 1 << 20
+	maxSegmentBytes = 64 << 20
+)
+
+// prepareSpare makes the next segment: a new file of zeros, synced, its
+// directory entry synced. An append then overwrites blocks the file has,
+// so its fdatasync need not write the file's size too. cmu is held.
+func (w *WALStore) prepareSpare() error {
+	size := min(max(2*w.lastSegBytes, minSegmentBytes), max(min(w.ckBytes, maxSegmentBytes), minSegmentBytes))
+	w.gen++
+	path := filepath.Join(w.dir, segmentName(w.gen))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write-ahead log: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("write-ahead log: new segment %s: %w", path, err)
+	}
+	zeros := make([]byte, 1<<20)
+	for left := size; left > 0; left -= int64(len(zeros)) {
+		if _, err := f.Write(zeros[:min(left, int64(len(zeros)))]); err != nil {
+			return fail(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(w.dir); err != nil {
+		return fail(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fail(err)
+	}
+	w.spare, w.sparePath = f, path
 	return nil
 }
 

@@ -296,7 +296,7 @@ func TestWALTornTail(t *testing.T) {
 		cases[fmt.Sprintf("cut to %d bytes", cut)] = slices.Clone(data[:lastStart+cut])
 	}
 	flipped := slices.Clone(data)
-	flipped[len(flipped)-1] ^= 0x40
+	flipped[lastStart+size-1] ^= 0x40
 	cases["bad checksum"] = flipped
 	cases["zeros"] = append(slices.Clone(data[:lastStart]), make([]byte, size)...)
 	for name, content := range cases {
@@ -304,6 +304,10 @@ func TestWALTornTail(t *testing.T) {
 			dir := t.TempDir()
 			copyStore(t, src, dir)
 			if err := os.WriteFile(filepath.Join(dir, LogDirName, filepath.Base(seg)), content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// The next segment, made ahead, is there too: zeros.
+			if err := os.WriteFile(filepath.Join(dir, LogDirName, segmentName(1<<20)), make([]byte, 4096), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			w := openWAL(t, dir, noCheckpoints)
@@ -378,6 +382,9 @@ func TestWALDamageBeforeGoodRecords(t *testing.T) {
 	middle[size+frameHeader+1] ^= 0x01
 	damaged["the second record"] = middle
 	damaged["the first record missing"] = slices.Clone(data[size:])
+	zeroed := slices.Clone(data)
+	clear(zeroed[:size])
+	damaged["the first record zeroed"] = zeroed
 	for name, content := range damaged {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
