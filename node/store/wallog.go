@@ -156,9 +156,8 @@ type logScan struct {
 
 // readLog reads every segment of dir and returns the records whose
 // sequence number is above after (the last one bbolt holds). A bad record
-// is dropped as a torn tail if no good record follows it, in its segment
-// or a later one; otherwise, or if a record is missing, it is an error
-// wrapping ErrCorrupt.
+// is dropped as a torn tail if no good record follows it; otherwise, or
+// if a record is missing, it is an error wrapping ErrCorrupt.
 func readLog(dir string, after uint64) (logScan, error) {
 	var out logScan
 	segs, err := listSegments(dir)
@@ -172,7 +171,7 @@ func readLog(dir string, after uint64) (logScan, error) {
 		}
 	}
 	for i, sg := range segs {
-		if err := out.scan(data[i], sg.path, data[i+1:], after); err != nil {
+		if err := out.scan(data[i], sg.path, after); err != nil {
 			return out, err
 		}
 	}
@@ -183,30 +182,16 @@ func readLog(dir string, after uint64) (logScan, error) {
 	return out, nil
 }
 
-// scan reads the records of one segment into out (see readLog); later are
-// the segments after it.
-func (out *logScan) scan(data []byte, path string, later [][]byte, after uint64) error {
-	// A bad record is a torn tail if no good record follows it; zeros
-	// end a segment (the rest of its preallocation) if no good record
-	// follows in it (a later segment's records must then continue the
-	// sequence).
-	goodAfter := func(off int, inLater bool) bool {
-		if goodFrameAfter(data, off+1, out.last) {
-			return true
-		}
-		if !inLater {
-			return false
-		}
-		for _, d := range later {
-			if goodFrameAfter(d, 0, out.last) {
-				return true
-			}
-		}
-		return false
-	}
+// scan reads the records of one segment into out (see readLog).
+func (out *logScan) scan(data []byte, path string, after uint64) error {
+	// A bad record is a torn tail, and zeros the rest of the segment's
+	// preallocation, if no good record follows in the segment. A later
+	// segment's records must continue the sequence (below), so damage
+	// at the end of a segment before another is caught there.
+	goodAfter := func(off int) bool { return goodFrameAfter(data, off+1, out.last) }
 	for off := 0; off < len(data); {
 		if zeroHeader(data[off:]) {
-			if goodAfter(off, false) {
+			if goodAfter(off) {
 				return fmt.Errorf("write-ahead log %s: a header of zeros at offset %d, after record %d, and good records follow: %w",
 					path, off, out.last, ErrCorrupt)
 			}
@@ -214,7 +199,7 @@ func (out *logScan) scan(data []byte, path string, later [][]byte, after uint64)
 		}
 		seq, payload, size, err := decodeFrame(data[off:])
 		if err != nil {
-			if !goodAfter(off, true) {
+			if !goodAfter(off) {
 				out.torn = fmt.Sprintf("%s: record at offset %d (%v)", path, off, err)
 				return nil
 			}

@@ -42,6 +42,6 @@ func FuzzLogRecord(f *testing.F) {
 			}
 		}
 		var scan logScan
-		scan.scan(b, "fuzz", nil, 0) //nolint:errcheck // must not panic
+		scan.scan(b, "fuzz", 0) //nolint:errcheck // must not panic
 	})
 }

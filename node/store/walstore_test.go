@@ -385,12 +385,22 @@ func TestWALDamageBeforeGoodRecords(t *testing.T) {
 	zeroed := slices.Clone(data)
 	clear(zeroed[:size])
 	damaged["the first record zeroed"] = zeroed
+	// Records 1 and 2 in one segment, 3 in the next, and 2 damaged: not
+	// a tear, whatever segment the good record is in.
+	split := slices.Clone(data[:2*size])
+	split[2*size-1] ^= 0x01
+	damaged["the end of a segment before a good one"] = split
 	for name, content := range damaged {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			copyStore(t, src, dir)
 			if err := os.WriteFile(filepath.Join(dir, LogDirName, filepath.Base(seg)), content, 0o600); err != nil {
 				t.Fatal(err)
+			}
+			if name == "the end of a segment before a good one" {
+				if err := os.WriteFile(filepath.Join(dir, LogDirName, segmentName(1<<20)), data[2*size:], 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if w, err := OpenWAL(dir, noCheckpoints); !errors.Is(err, ErrCorrupt) {
 				if err == nil {
