@@ -25,7 +25,7 @@ import (
 //	report        -> ReportOutcome -> report-ack
 //	terminate     -> Terminate     -> terminated
 //	queue-request -> PeerQueue     -> queue
-//	take          -> Take          -> taken
+//	take          -> Take          -> taken (a refusal), or none
 //
 // The origin's driver sends a request message as its RPC (request) and
 // turns the response, or the RPC's error, into the answer message it
@@ -37,9 +37,11 @@ import (
 //
 // A refused quote's reason code is the node's (refusal, from the agent's
 // site.Refusal); an offer carries the agent's Overbooked and Queued flags
-// (Offer.overbooked, queued), and a take's response the job handed over
-// (TakeResponse.spec, route: today's node answers it empty and agrees
-// through Agree).
+// (Offer.overbooked, queued). RQF's hand-over is two-phase, as a node's: a
+// take the origin accepts is answered by an agree to the taker's hold
+// (the agent's agree, sent as its own Agree RPC and resent until
+// answered), so the Take's response is empty and Steps nothing; only a
+// refused take has an answer (taken, as the RPC's error).
 
 // agentWire converts one site's messages.
 type agentWire struct {
@@ -279,7 +281,8 @@ func answerKind(k site.Kind) site.Kind {
 // response is the RPC response to req, from the messages the Step of req
 // put in Ready (the answer is the one to req's sender, of req's answer
 // kind, about its job). A refused agree or take is an error (its reason,
-// ErrJobFinished), as the node's RPCs answer today.
+// ErrJobFinished), as the node's RPCs answer today; a take answered by an
+// agree to the taker's hold (the hand-over) is an empty TakeResponse.
 func (w agentWire) response(req site.Message, out []site.Message, now int64) (proto.Message, error) {
 	want := answerKind(req.Kind)
 	if want == 0 {
@@ -290,6 +293,9 @@ func (w agentWire) response(req site.Message, out []site.Message, now int64) (pr
 		if m.Kind == want && m.To == req.From && (m.Job == req.Job || want == site.KindQueue) {
 			i = k
 			break
+		}
+		if req.Kind == site.KindTake && m.Kind == site.KindAgree && m.To == req.From && m.Job == req.Job {
+			return &fedschedv1.TakeResponse{}, nil
 		}
 	}
 	if i < 0 {
@@ -323,10 +329,7 @@ func (w agentWire) response(req site.Message, out []site.Message, now int64) (pr
 		}
 		return resp, nil
 	case site.KindTaken:
-		if a.Reason != "" {
-			return nil, fmt.Errorf("%s: %w", a.Reason, ErrJobFinished)
-		}
-		return &fedschedv1.TakeResponse{Spec: w.wireSpec(a.Job, a.Spec), Route: wireRoute(a.Route)}, nil
+		return nil, fmt.Errorf("%s: %w", a.Reason, ErrJobFinished)
 	}
 	return nil, fmt.Errorf("answer %v: %w", a.Kind, ErrInvalidRequest)
 }
@@ -340,8 +343,9 @@ func responseOf(k site.Kind) proto.Message {
 
 // answer is the message the origin Steps for the RPC of req that gave
 // resp or err; false when there is none to Step: a transport failure (the
-// agent gives up on the peer after its reply period, or resends), or a
-// request that has no answer (release). A refused agree or take is an
+// agent gives up on the peer after its reply period, or resends), a
+// request that has no answer (release), or a take the peer accepted (its
+// agree to the hold comes as its own RPC). A refused agree or take is an
 // answer with its reason; a report or Terminate the peer no longer knows
 // is acknowledged (the node's reporter does the same).
 func (w agentWire) answer(req site.Message, peer string, resp proto.Message, err error) (site.Message, bool) {
@@ -369,7 +373,7 @@ func (w agentWire) answer(req site.Message, peer string, resp proto.Message, err
 	case *fedschedv1.AgreeResponse:
 		a.Offer = agentOffer(r.GetAgreement().GetOffer())
 	case *fedschedv1.TakeResponse:
-		a.Spec, a.Route = planJob(r.GetSpec(), 0, 0), agentRoute(r.GetRoute())
+		return site.Message{}, false
 	case *fedschedv1.PeerQueueResponse:
 		for _, q := range r.GetJobs() {
 			k, kerr := keyOfID(q.GetJobId())

@@ -290,8 +290,11 @@ func TestAgentWireRefusal(t *testing.T) {
 }
 
 // TestAgentWireRQF: an idle peer takes a waiting job from the origin's
-// queue over the wire (queue request, queue, take, taken); the job's
-// route comes with it in the take's response.
+// queue over the wire (queue request, queue, take), and the hand-over is
+// two-phase as a node's: the Take's response is empty, and the origin
+// agrees to the taker's hold with its own Agree RPC, whose agreed makes
+// the job the taker's. A refused take comes back as the Take's error
+// (taken, with its reason), and the taker's hold goes.
 func TestAgentWireRQF(t *testing.T) {
 	f := newWireFed(t, delegation.RQF)
 	o := f.agents["o"]
@@ -303,13 +306,40 @@ func TestAgentWireRQF(t *testing.T) {
 	f.tick(w) // the idle peer's round, on its grid
 	f.tick(w) // its pass starts what it took
 	k2 := site.JobKey{Site: "o", ID: 2}
-	f.want(t, k2, "[o:accept o:delegate p:accept p:start]")
+	f.want(t, k2, "[o:accept o:agree p:accept o:delegate p:start]")
 	for _, d := range f.log {
 		if d.Kind == site.DecideAccept && d.Job == k2 && d.Peer == "o" {
 			if len(d.Route) < 3 || d.Route[0].Action != delegation.ActionSubmitted || d.Route.Hops() != 1 || !d.Route.WasAt("p") {
 				t.Fatalf("the taker's route: %+v", d.Route)
 			}
 		}
+	}
+
+	// The take's response and its answer, alone.
+	take := site.Message{Kind: site.KindTake, From: "p", To: "o", Job: k2}
+	agree := site.Message{Kind: site.KindAgree, From: "o", To: "p", Job: k2}
+	resp, err := f.wires["o"].response(take, []site.Message{agree}, w)
+	if r, ok := resp.(*fedschedv1.TakeResponse); err != nil || !ok || r.GetSpec() != nil || len(r.GetRoute()) != 0 {
+		t.Fatalf("a take answered by an agree: %v, %v; want an empty TakeResponse", resp, err)
+	}
+	if a, ok := f.wires["p"].answer(take, "o", reencode(t, resp), nil); ok {
+		t.Fatalf("an accepted take Steps %+v; its answer is the agree", a)
+	}
+	if method, req, err := f.wires["o"].request(agree); err != nil || method != "Agree" || req.(*fedschedv1.AgreeRequest).GetHoldId() != k2.String() {
+		t.Fatalf("the hand-over's agree goes as %s %v (%v), want Agree to hold %s", method, req, err, k2)
+	}
+
+	// A take of a job that does not wait at the origin.
+	p := f.agents["p"]
+	k9 := site.JobKey{Site: "o", ID: 9}
+	p.Step(w, site.Message{Kind: site.KindQueue, From: "o", To: "p", Jobs: []site.QueuedJob{{Job: k9,
+		Spec: plan.Job{Procs: 2, Estimate: 100, Deadline: plan.Forever}, Route: delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}}}})
+	if p.Site().Holds() != 1 {
+		t.Fatalf("the taker holds %d slots, want 1", p.Site().Holds())
+	}
+	f.flush("p", w) // the take, refused over the wire
+	if p.Site().Holds() != 0 {
+		t.Fatal("the refused take's hold stays at the taker")
 	}
 }
 

@@ -315,14 +315,23 @@ func explainSummary(j *fedschedv1.Job, self string, pofMax float64) string {
 	if o := j.GetSlaOutcome(); o != fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED {
 		fmt.Fprintf(&b, " SLA: %s.", strings.ToLower(strings.TrimPrefix(o.String(), "SLA_OUTCOME_")))
 	}
-	if len(j.GetRoute()) > 1 {
-		var hops []string
-		for _, h := range j.GetRoute() {
-			hops = append(hops, h.GetSite())
-		}
-		fmt.Fprintf(&b, " Route: %s.", strings.Join(hops, " → "))
+	if sites := routeSites(j.GetRoute()); len(sites) > 1 {
+		fmt.Fprintf(&b, " Route: %s.", strings.Join(sites, " → "))
 	}
 	return b.String()
+}
+
+// routeSites is the sites a job was at, in order: the route's hops by the
+// site that recorded them, a site's consecutive hops (submitted, then
+// delegated from it) counted once.
+func routeSites(route []*fedschedv1.RouteHop) []string {
+	var sites []string
+	for _, h := range route {
+		if len(sites) == 0 || sites[len(sites)-1] != h.GetSite() {
+			sites = append(sites, h.GetSite())
+		}
+	}
+	return sites
 }
 
 func stateName(s fedschedv1.JobState) string {

@@ -444,13 +444,7 @@ func jobView(j *fedschedv1.Job) JobView {
 	if en := j.GetEndTime(); en != nil {
 		v.End = en.GetSeconds()
 	}
-	var hops []string
-	for _, h := range j.GetRoute() {
-		if len(hops) == 0 || hops[len(hops)-1] != h.GetSite() {
-			hops = append(hops, h.GetSite())
-		}
-	}
-	v.Route = strings.Join(hops, " → ")
+	v.Route = strings.Join(routeSites(j.GetRoute()), " → ")
 	return v
 }
 

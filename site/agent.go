@@ -179,10 +179,12 @@ const (
 	// DecideReject). After a restart it is offered again.
 	DecideOffer
 	// DecideAgree (origin side): the origin agrees to Peer's quote
-	// (Placement, Price); it is written ahead of the agree, so that after
-	// a restart the origin asks that peer again and no other (the node's
-	// intent record). If the peer's answer is lost and the job's report
-	// comes first, the report settles the agreement as this quote.
+	// (Placement, Price), or, with HandOver, to the hold of Peer, which
+	// takes the job from this site's queue (RQF): the job has left the
+	// plan. It is written ahead of the agree, so that after a restart the
+	// origin asks that peer again and no other (the node's intent record).
+	// If the peer's answer is lost and the job's report comes first, the
+	// report settles the agreement as this quote.
 	DecideAgree
 	// DecideMove: a waiting job's reservation moved to Placement (the
 	// scheduling pass or a failure, NodeDown, re-planned it; only with
@@ -205,8 +207,9 @@ const (
 	// it); the origin of a peer's job gets a report.
 	DecideDisplaced
 	// DecideGaveUp: the driver gave up on Peer for the job (GiveUp): what
-	// was owed to it is no longer sent, and a delegated job's report is
-	// no longer awaited (its outcome stays unknown).
+	// was owed to it is no longer sent, and a delegated job's report, or
+	// the answer to an agreeing job's agree, is no longer awaited (its
+	// outcome stays unknown).
 	DecideGaveUp
 	// DecideStanding: the standing reservation Standing was added
 	// (AddStanding).
@@ -260,6 +263,10 @@ type Decision struct {
 	Fixed plan.FixedSpec
 	// Standing is a standing reservation (Standing, Unstanding).
 	Standing *plan.Standing
+	// HandOver (Agree): the agree hands a job waiting here over to Peer,
+	// which took it from the queue (RQF) under its hold; Peer refusing it
+	// brings the job back here, to be placed again.
+	HandOver bool
 }
 
 // Ready is everything the agent decided since the last call to Ready: the
@@ -322,6 +329,9 @@ type job struct {
 	cancelled bool
 	queued    bool  // EFS: taken into the queue at agree, no hold
 	at        int64 // EFS: when the peer's transfer policy took it
+	// handOver (origin, agreeing): the agree hands the job over to peer,
+	// which took it from this site's queue (RQF).
+	handOver bool
 }
 
 // awaits reports whether peer's answer to the job's quote requests is
@@ -644,8 +654,8 @@ func (a *Agent) admit(now int64, jb *job) {
 				return
 			}
 		}
-		// A peer's job comes here only when it was handed over after its
-		// hold ran out (taken): its origin let it go and awaits its outcome.
+		// Only this site's own jobs come here (a peer's is accepted by
+		// agree, under its hold); settle reports none.
 		a.settle(now, jb, Decision{Kind: DecideReject, Job: jb.key, Placement: pl, Route: jb.route}, dropped(now))
 		return
 	}
@@ -688,8 +698,11 @@ func offerPlacement(o *Offer) plan.Placement {
 
 // delegated records that jb's peer took it, in slot pl at price.
 func (a *Agent) delegated(now int64, jb *job, pl plan.Placement, price float64) {
-	jb.route = jb.route.With(delegation.Hop{Site: jb.peer, Action: delegation.ActionDelegated, At: now,
-		Reason: "the peer's quote ends earlier than the local placement"})
+	why := "the peer's quote ends earlier than the local placement"
+	if jb.handOver {
+		why = reasonTaken
+	}
+	jb.route = jb.route.With(delegation.Hop{Site: jb.peer, Action: delegation.ActionDelegated, At: now, Reason: why})
 	a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: pl, Peer: jb.peer, Route: jb.route, Price: price, Spec: jb.pj})
 }
 
@@ -775,15 +788,19 @@ func (a *Agent) owe(now int64, m Message) {
 func (a *Agent) NextID() int64 { return a.seq + 1 }
 
 // GiveUp tells the agent that its driver gives up on the peer it owes a
-// report or a Terminate for key, or whose report of the delegated job key
-// it awaits (a node gives up on a peer that has not been an alive member
-// for outbox_give_up): nothing more is sent about the job, and a
-// delegated job is forgotten, its outcome unknown (DecideGaveUp). It
-// reports false if nothing is owed or awaited for key.
+// report or a Terminate for key, whose report of the delegated job key it
+// awaits, or whose answer to the agree for key it awaits (its quote's, or
+// the hold of an RQF taker the job is handed over to): a node gives up on
+// a peer that has not been an alive member for outbox_give_up. Nothing
+// more is sent about the job, and a delegated or agreeing job is
+// forgotten, its outcome unknown (DecideGaveUp): an agreeing job may have
+// been accepted and run by the peer, so it is not placed here (that could
+// run it twice), as a delegated job's is not. It reports false if nothing
+// is owed or awaited for key.
 func (a *Agent) GiveUp(now int64, key JobKey) bool {
 	r, owed := a.owed[key]
 	jb := a.jobs[key]
-	delegated := jb != nil && jb.state == stateDelegated
+	delegated := jb != nil && (jb.state == stateDelegated || jb.state == stateAgreeing)
 	if !owed && !delegated {
 		return false
 	}
@@ -901,6 +918,9 @@ func (a *Agent) Step(now int64, m Message) {
 				return
 			}
 			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionRefused, Reason: m.Reason, At: now})
+			// A job handed over (RQF) has no round left: it comes back
+			// to this site's plan.
+			jb.handOver = false
 			if !a.ask(now, jb) {
 				a.admit(now, jb)
 			}
@@ -913,7 +933,9 @@ func (a *Agent) Step(now int64, m Message) {
 			a.terminate(now, jb)
 			return
 		}
-		a.delegated(now, jb, offerPlacement(m.Offer), m.Offer.Price)
+		// The price is the one agreed to (the peer's answer repeats its
+		// quote's; one that answers for a job it ran already has none).
+		a.delegated(now, jb, offerPlacement(m.Offer), jb.price)
 	case KindRelease:
 		if jb := a.jobs[m.Job]; jb != nil && jb.state == stateHeld && m.From == jb.from {
 			a.site.Unhold(now, jb.pj.ID)
@@ -1030,17 +1052,28 @@ func (a *Agent) offerOf(jb *job) *Offer {
 		PoF: jb.place.PoF, Price: jb.price, Expires: jb.expires}, Overbooked: jb.place.Reason == plan.ReasonOverbooked}
 }
 
-// agree confirms a hold: the job is accepted here.
+// agree confirms a hold: the hold backing a quote, or the one backing an
+// RQF take (the origin hands the job over); the job is accepted here.
 func (a *Agent) agree(now int64, m Message) {
 	jb := a.jobs[m.Job]
 	switch {
 	case jb != nil && jb.state == stateLocal && m.From == jb.from:
 		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: a.offerOf(jb)}) // a repeated agree
 		return
-	case jb == nil || jb.state != stateHeld:
+	case jb == nil && a.ranFor(m.From, m.Job):
+		// The job was agreed, ran here and ended, and its report is on
+		// its way: the answer to the first agree was lost. The origin
+		// settles it as delegated, and the report follows (a refusal
+		// would run the job a second time).
+		o := a.owed[m.Job].msg.Outcome
+		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: m.Job.String(),
+			Start: o.Start, End: o.End, Expires: now}}})
+		return
+	case jb == nil || jb.state != stateHeld && jb.state != stateTaking:
 		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Reason: "no hold for the job (expired or released)"})
 		return
 	}
+	taken := jb.state == stateTaking
 	if jb.queued {
 		// EFS took the job into the queue: the site's policy places it
 		// now, as a local submission.
@@ -1058,9 +1091,20 @@ func (a *Agent) agree(now int64, m Message) {
 		return
 	}
 	a.set(jb, stateLocal)
+	if taken {
+		jb.route = jb.route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionDelegated, At: now,
+			Reason: reasonTaken})
+	}
 	jb.route = jb.route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
 	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj, Price: jb.price})
 	a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
+}
+
+// ranFor reports whether the job key, agreed with origin, ran here and
+// ended and its outcome report is owed to origin still.
+func (a *Agent) ranFor(origin string, key JobKey) bool {
+	r := a.owed[key]
+	return r != nil && r.msg.Kind == KindReport && r.msg.To == origin
 }
 
 // Busy reports whether the agent has anything to do but ask peers for

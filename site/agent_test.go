@@ -592,58 +592,203 @@ func TestRQFTakesAJobItRefused(t *testing.T) {
 	}
 }
 
-// TestTakenAfterItsHoldRanOut: a job handed over (taken) when the taker's
-// hold has run out in its plan, before its tick forgot the hold, is placed
-// as any other job; the taker still runs it for its origin: the accept
-// names the origin (a restart keeps it, so the origin's Terminate still
-// reaches it), and a job it cannot place any more is reported to the
-// origin, which awaits its outcome.
-func TestTakenAfterItsHoldRanOut(t *testing.T) {
-	origin := JobKey{"o", 1}
-	take := func(t *testing.T, deadline int64) (*journaled, Config) {
-		cfg := Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF, Peers: staticView{{Site: "o", Procs: 4}}}
-		a, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := &journaled{t: t, a: a, j: NewJournal()}
-		route := delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}
-		a.Step(0, Message{Kind: KindQueue, From: "o", To: "t", Jobs: []QueuedJob{{Job: origin, Spec: plan.Job{Procs: 2, Estimate: 100, Deadline: deadline}, Route: route}}})
-		x.flush(0)
-		if len(x.out) != 1 || x.out[0].Kind != KindTake {
-			t.Fatalf("no take: %+v", x.out)
-		}
-		// The hand-over comes as the hold runs out (60), before the tick.
-		a.Step(60, Message{Kind: KindTaken, From: "o", To: "t", Job: origin, Spec: plan.Job{Procs: 2, Estimate: 100, Deadline: deadline},
-			Route: route.With(delegation.Hop{Site: "t", Action: delegation.ActionDelegated})})
-		a.Tick(60)
-		x.flush(60)
-		return x, cfg
+// rqfPair is an origin o whose job o/2 waits behind o/1 and an idle
+// taker t (at 100, when t/1 ends), both under RQF: t takes o/2 from o's
+// queue at 100, unless drop loses a message on the way.
+func rqfPair(t *testing.T, drop func(Message) bool) *fed {
+	f := newFed(t, Config{Name: "o", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF},
+		Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF})
+	f.submit("t", 1, 4, 100)
+	f.submit("o", 1, 4, 1000)
+	f.submit("o", 2, 2, 30) // runs 30 s wherever it runs (ended by hand)
+	f.drop = drop
+	f.now = 100
+	if !f.agents["t"].End(100, JobKey{"t", 1}, true) {
+		t.Fatal("t/1 did not end")
 	}
-	t.Run("placed", func(t *testing.T) {
-		x, cfg := take(t, plan.Forever)
-		b, err := Restore(cfg, 70, x.j.Saved())
-		if err != nil {
-			t.Fatal(err)
+	f.drain("t")
+	f.settle()
+	return f
+}
+
+// dropNth loses the n-th message of kind from one site to another.
+func dropNth(kind Kind, from string, n int) func(Message) bool {
+	seen := 0
+	return func(m Message) bool {
+		if m.Kind != kind || m.From != from {
+			return false
 		}
-		b.Step(70, Message{Kind: KindTerminate, From: "o", To: "t", Job: origin})
-		if r := b.Ready(); !slices.ContainsFunc(r.Decisions, func(d Decision) bool { return d.Kind == DecideCancel && d.Job == origin }) {
-			t.Fatalf("the origin's Terminate did not cancel the job it handed over: %+v", r.Decisions)
+		seen++
+		return seen == n
+	}
+}
+
+// count is how many decisions of kind about key the federation made.
+func (f *fed) count(kind DecisionKind, key JobKey) int {
+	n := 0
+	for _, d := range f.log {
+		if d.Kind == kind && d.Job == key {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHandOverIsTwoPhase: RQF's hand-over is an agree to the taker's hold,
+// resent until answered: the origin's job is the taker's only once it
+// answers agreed. A message lost at either step leaves the job at exactly
+// one site: it runs once, and its origin learns its outcome.
+func TestHandOverIsTwoPhase(t *testing.T) {
+	o2 := JobKey{"o", 2}
+	end := func(f *fed, at int64) {
+		f.now = at
+		if !f.agents[f.starts[o2]].End(at, o2, true) {
+			f.t.Fatalf("o/2 did not end at %s", f.starts[o2])
+		}
+		f.drain(f.starts[o2])
+		f.settle()
+	}
+	t.Run("no loss", func(t *testing.T) {
+		f := rqfPair(t, nil)
+		ag, ok := f.find(DecideAgree, o2)
+		if !ok || !ag.HandOver || ag.Peer != "t" {
+			t.Fatalf("no agree to t's hold written ahead: %+v", f.log)
+		}
+		if d, ok := f.find(DecideDelegate, o2); !ok || d.Peer != "t" || f.starts[o2] != "t" {
+			t.Fatalf("o/2 not handed over to t: %+v, started at %q", d, f.starts[o2])
+		} else if h := d.Route[len(d.Route)-1]; h.Action != delegation.ActionDelegated || h.Reason != "taken from the queue by a peer that could start it now (RQF)" {
+			t.Fatalf("the origin's route: %+v", d.Route)
+		}
+		if i := slices.IndexFunc(f.log, func(d Decision) bool { return d.Kind == DecideAccept && d.Job == o2 && d.Peer == "o" }); i < 0 ||
+			!f.log[i].Route.WasAt("t") || f.log[i].Route.Hops() != 1 {
+			t.Fatalf("t's accept: %+v", f.log)
+		} else if d := f.log[i]; false {
+			t.Fatalf("t's accept: %+v", d)
+		}
+		end(f, 130)
+		if _, ok := f.find(DecideOutcome, o2); !ok || f.agents["o"].Busy() && len(f.agents["o"].jobs) > 1 {
+			t.Fatal("o did not learn o/2's outcome")
 		}
 	})
-	t.Run("hold forgotten", func(t *testing.T) {
-		// The hold ran out and the tick forgot it (or a restart lost it)
-		// before the hand-over came: the origin let the job go all the
-		// same, and awaits its outcome.
-		cfg := Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF, Peers: staticView{{Site: "o", Procs: 4}}}
-		route := delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}
-		spec := plan.Job{Procs: 2, Estimate: 100, Deadline: plan.Forever}
-		for _, restart := range []bool{false, true} {
+	t.Run("agree lost", func(t *testing.T) {
+		// The resend comes when t's hold has run out: t refuses, and the
+		// job comes back to o's queue, where t takes it again.
+		f := rqfPair(t, dropNth(KindAgree, "o", 1))
+		if _, ok := f.find(DecideDelegate, o2); ok || f.starts[o2] != "" {
+			t.Fatalf("o/2 moved without an agree: %+v", f.log)
+		}
+		f.now = 160
+		f.settle()
+		if n := f.count(DecideAccept, o2); n < 2 {
+			t.Fatalf("o/2 did not come back to o's plan after t refused the late agree: %d accepts", n)
+		}
+		for f.starts[o2] == "" && f.now < 1200 {
+			f.now = min(f.agents["o"].NextWake(f.now+1), f.agents["t"].NextWake(f.now+1))
+			f.settle()
+		}
+		if f.starts[o2] == "" {
+			t.Fatalf("o/2 never started: %+v", f.log)
+		}
+		end(f, f.now+30)
+		if _, ok := f.find(DecideOutcome, o2); f.starts[o2] == "t" && !ok {
+			t.Fatal("o did not learn o/2's outcome")
+		}
+	})
+	t.Run("agreed lost", func(t *testing.T) {
+		// t runs the job; o asks again and is answered as before.
+		f := rqfPair(t, dropNth(KindAgreed, "t", 1))
+		if f.starts[o2] != "t" {
+			t.Fatalf("o/2 started at %q, want t", f.starts[o2])
+		}
+		if _, ok := f.find(DecideDelegate, o2); ok {
+			t.Fatal("o delegated without the answer")
+		}
+		f.now = 160
+		f.settle()
+		if d, ok := f.find(DecideDelegate, o2); !ok || d.Peer != "t" {
+			t.Fatalf("the resent agree did not settle the hand-over: %+v", f.log)
+		}
+		end(f, 190)
+		if _, ok := f.find(DecideOutcome, o2); !ok {
+			t.Fatal("o did not learn o/2's outcome")
+		}
+	})
+	t.Run("agreed and report lost", func(t *testing.T) {
+		// t runs the job and it ends before o asks again, its report lost
+		// too: t answers the resent agree for the job it ran (a refusal
+		// would have o run it again), and the resent report settles it.
+		drops := []func(Message) bool{dropNth(KindAgreed, "t", 1), dropNth(KindReport, "t", 1)}
+		f := rqfPair(t, func(m Message) bool { return drops[0](m) || drops[1](m) })
+		end(f, 130)
+		f.now = 160
+		f.settle()
+		if d, ok := f.find(DecideDelegate, o2); !ok || d.Peer != "t" || d.Placement.Start != 100 || d.Placement.End != 130 {
+			t.Fatalf("the resent agree after the run: %+v", d)
+		}
+		f.now = 190
+		f.settle()
+		if _, ok := f.find(DecideOutcome, o2); !ok || f.agents["o"].Busy() && len(f.agents["o"].jobs) > 1 || f.agents["t"].Busy() {
+			t.Fatalf("the resent report did not settle o/2: %+v", f.log)
+		}
+		if f.count(DecideStart, o2) != 1 {
+			t.Fatal("o/2 did not run exactly once")
+		}
+	})
+	t.Run("take refused", func(t *testing.T) {
+		// The job no longer waits at its origin: the taker's hold goes at
+		// once.
+		a, _ := New(Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF, Peers: staticView{{Site: "o", Procs: 4}}})
+		key := JobKey{"o", 1}
+		a.Step(0, Message{Kind: KindQueue, From: "o", To: "t", Jobs: []QueuedJob{{Job: key, Spec: plan.Job{Procs: 2, Estimate: 100, Deadline: plan.Forever},
+			Route: delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}}}})
+		if r := a.Ready(); len(r.Messages) != 1 || r.Messages[0].Kind != KindTake || a.Site().Holds() != 1 {
+			t.Fatalf("no take under a hold: %+v", r.Messages)
+		}
+		a.Step(1, Message{Kind: KindTaken, From: "o", To: "t", Job: key, Reason: "the job no longer waits here"})
+		if a.Site().Holds() != 0 || a.Busy() {
+			t.Fatal("the refused take's hold stays")
+		}
+	})
+}
+
+// TestHandOverAfterItsHoldRanOut: the taker answers an agree that comes
+// after its hold ran out (its tick forgot it, or a restart lost it) with
+// a refusal, and the origin places the job again itself: no job is lost.
+// (The one-message hand-over, taken, used to make the taker place such a
+// job as any other: the origin had let it go already.) A job the taker
+// accepted keeps its origin across a restart: the origin's Terminate still
+// reaches it.
+func TestHandOverAfterItsHoldRanOut(t *testing.T) {
+	origin := JobKey{"o", 1}
+	cfg := Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF, Peers: staticView{{Site: "o", Procs: 4}}}
+	queue := Message{Kind: KindQueue, From: "o", To: "t", Jobs: []QueuedJob{{Job: origin, Spec: plan.Job{Procs: 2, Estimate: 100, Deadline: plan.Forever},
+		Route: delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}}}}
+	t.Run("accepted, then restarted", func(t *testing.T) {
+		a, _ := New(cfg)
+		x := &journaled{t: t, a: a, j: NewJournal()}
+		a.Step(0, queue)
+		x.flush(0)
+		a.Step(4, Message{Kind: KindAgree, From: "o", To: "t", Job: origin})
+		x.flush(4)
+		if len(x.out) != 1 || x.out[0].Kind != KindAgreed || x.out[0].Offer == nil {
+			t.Fatalf("the hand-over is not agreed: %+v", x.out)
+		}
+		b, err := Restore(cfg, 10, x.j.Saved())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Step(10, Message{Kind: KindTerminate, From: "o", To: "t", Job: origin})
+		if r := b.Ready(); !slices.ContainsFunc(r.Decisions, func(d Decision) bool { return d.Kind == DecideCancel && d.Job == origin }) {
+			t.Fatalf("the origin's Terminate did not cancel the job handed over: %+v", r.Decisions)
+		}
+	})
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("late, restart %v", restart), func(t *testing.T) {
 			a, _ := New(cfg)
 			x := &journaled{t: t, a: a, j: NewJournal()}
-			a.Step(0, Message{Kind: KindQueue, From: "o", To: "t", Jobs: []QueuedJob{{Job: origin, Spec: spec, Route: route}}})
+			a.Step(0, queue)
 			x.flush(0)
-			at := int64(61)
+			at := int64(60) // the hold runs out at 60
 			if restart {
 				var err error
 				if a, err = Restore(cfg, 30, x.j.Saved()); err != nil {
@@ -653,22 +798,59 @@ func TestTakenAfterItsHoldRanOut(t *testing.T) {
 			}
 			a.Tick(at)
 			a.Ready()
-			a.Step(at, Message{Kind: KindTaken, From: "o", To: "t", Job: origin, Spec: spec,
-				Route: route.With(delegation.Hop{Site: "t", Action: delegation.ActionDelegated})})
+			a.Step(at, Message{Kind: KindAgree, From: "o", To: "t", Job: origin})
 			a.Tick(at)
 			r := a.Ready()
-			if !slices.ContainsFunc(r.Decisions, func(d Decision) bool { return d.Kind == DecideAccept && d.Job == origin && d.Peer == "o" }) {
-				t.Fatalf("restart %v: the job handed over is not accepted: %+v", restart, r.Decisions)
+			if len(r.Decisions) != 0 || len(r.Messages) != 1 || r.Messages[0].Kind != KindAgreed || r.Messages[0].Offer != nil {
+				t.Fatalf("the late agree is not refused: %+v %+v", r.Decisions, r.Messages)
 			}
-		}
-	})
-	t.Run("no longer placeable", func(t *testing.T) {
-		x, _ := take(t, 120) // a window it no longer fits in by the hand-over
-		if !slices.ContainsFunc(x.out, func(m Message) bool { return m.Kind == KindReport && m.To == "o" && m.Job == origin }) {
-			t.Fatalf("the origin is not told its job was dropped: %+v", x.out)
-		}
-		if !x.a.Busy() {
-			t.Fatal("the report is not owed until acknowledged")
+			if a.Busy() || a.Site().Holds() != 0 {
+				t.Fatal("the taker keeps something of the job")
+			}
+		})
+	}
+	t.Run("origin", func(t *testing.T) {
+		// The origin's side, across a restart: the agree to the hold is
+		// asked again of the taker alone; its refusal brings the job back
+		// into the plan, its agreed makes it delegated.
+		ocfg := Config{Name: "o", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF, Peers: staticView{{Site: "t", Procs: 4}}}
+		for _, agreed := range []bool{false, true} {
+			a, _ := New(ocfg)
+			x := &journaled{t: t, a: a, j: NewJournal()}
+			a.Submit(0, 1, plan.Job{Procs: 4, Estimate: 1000, Deadline: plan.Forever})
+			a.Submit(0, 2, plan.Job{Procs: 2, Estimate: 100, Deadline: plan.Forever})
+			a.Tick(0)
+			x.flush(0)
+			key := JobKey{"o", 2}
+			a.Step(5, Message{Kind: KindTake, From: "t", To: "o", Job: key})
+			x.flush(5)
+			if len(x.out) != 1 || x.out[0].Kind != KindAgree || x.out[0].To != "t" || a.Site().Plan().Len() != 1 {
+				t.Fatalf("the take is not agreed to with the job out of the plan: %+v", x.out)
+			}
+			b, err := Restore(ocfg, 20, x.j.Saved())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := b.Ready(); len(r.Messages) != 1 || r.Messages[0].Kind != KindAgree || r.Messages[0].To != "t" || r.Messages[0].Job != key {
+				t.Fatalf("the restored origin does not agree to t's hold again: %+v", r.Messages)
+			}
+			ans := Message{Kind: KindAgreed, From: "t", To: "o", Job: key, Reason: "no hold for the job (expired or released)"}
+			if agreed {
+				ans = Message{Kind: KindAgreed, From: "t", To: "o", Job: key, Offer: &Offer{Quote: delegation.Quote{Site: "t", HoldID: key.String(), Start: 5, End: 105}}}
+			}
+			b.Step(21, ans)
+			b.Tick(21)
+			r := b.Ready()
+			want := DecideAccept
+			if agreed {
+				want = DecideDelegate
+			}
+			if len(r.Decisions) != 1 || r.Decisions[0].Kind != want || r.Decisions[0].Job != key {
+				t.Fatalf("agreed %v: %+v, want %v", agreed, r.Decisions, want)
+			}
+			if !agreed && (r.Decisions[0].Peer != "" || !r.Decisions[0].Placement.OK()) {
+				t.Fatalf("the job refused is not placed again at its origin: %+v", r.Decisions[0])
+			}
 		}
 	})
 }

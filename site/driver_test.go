@@ -73,6 +73,78 @@ func TestGiveUp(t *testing.T) {
 	}
 }
 
+// TestGiveUpAgreeing: an origin whose agree goes unanswered (the peer
+// died after it quoted, or the taker after it asked to take a job) asks
+// again every reply period until its driver gives up on the peer (a
+// node's outbox_give_up); then nothing more is sent, the job is forgotten
+// with its outcome unknown (it may have run at the peer: it is not placed
+// at the origin), and a restart does not bring it back.
+func TestGiveUpAgreeing(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fed      func(t *testing.T) (*fed, JobKey, string, string)
+		handOver bool
+	}{
+		{name: "quote", fed: func(t *testing.T) (*fed, JobKey, string, string) {
+			f := acfPair(t)
+			f.drop = func(m Message) bool { return m.Kind == KindAgree } // the peer is gone
+			f.submit("small", 2, 2, 1000)
+			return f, JobKey{"small", 2}, "small", "big"
+		}},
+		{name: "hand-over", handOver: true, fed: func(t *testing.T) (*fed, JobKey, string, string) {
+			return rqfPair(t, func(m Message) bool { return m.Kind == KindAgree }), JobKey{"o", 2}, "o", "t"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, key, origin, peer := tc.fed(t)
+			a := f.agents[origin]
+			if d, ok := f.find(DecideAgree, key); !ok || d.Peer != peer || d.HandOver != tc.handOver {
+				t.Fatalf("no agree written ahead to %s: %+v", peer, f.log)
+			}
+			agrees := 0
+			f.drop = func(m Message) bool {
+				if m.Kind == KindAgree {
+					agrees++
+				}
+				return m.Kind == KindAgree
+			}
+			for range 3 {
+				f.now = a.NextWake(f.now)
+				f.settle()
+			}
+			if agrees != 3 {
+				t.Fatalf("%d agrees resent in three reply periods, want 3", agrees)
+			}
+			j := NewJournal()
+			j.s.Jobs[key] = &SavedJob{Key: key, Phase: PhaseAgreeing, Peer: peer, HandOver: tc.handOver, Spec: plan.Job{ID: 2}}
+			if !a.GiveUp(f.now, key) || a.GiveUp(f.now, key) {
+				t.Fatal("GiveUp did not give up once")
+			}
+			r := a.Ready()
+			if len(r.Decisions) != 1 || r.Decisions[0].Kind != DecideGaveUp || r.Decisions[0].Peer != peer || len(r.Messages) != 0 {
+				t.Fatalf("giving up: %+v %+v", r.Decisions, r.Messages)
+			}
+			if err := j.Record(a, r, f.now); err != nil {
+				t.Fatal(err)
+			}
+			if s := j.Saved(); len(s.Jobs) != 0 {
+				t.Fatalf("the journal keeps %v", s.Jobs)
+			}
+			if a.jobs[key] != nil || len(a.waits) != 0 {
+				t.Fatal("the origin keeps the job")
+			}
+			agrees = 0
+			for range 3 {
+				f.now += a.cfg.ReplySeconds
+				f.settle()
+			}
+			if agrees != 0 || f.count(DecideStart, key) != 0 {
+				t.Fatalf("after giving up: %d agrees sent, %d starts", agrees, f.count(DecideStart, key))
+			}
+		})
+	}
+}
+
 // TestNextIDNamesTheJob: a driver that submits under NextID names its
 // jobs by the agent's own ids; a peer's job takes an id too.
 func TestNextIDNamesTheJob(t *testing.T) {

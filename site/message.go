@@ -21,16 +21,19 @@ func (k JobKey) String() string { return k.Site + "/" + strconv.FormatInt(k.ID, 
 type Kind int
 
 // Message kinds. Every exchange is two-phase (quote with a hold, then agree
-// or release) and every message is idempotent, so a driver may retry.
+// or release; under RQF, take with a hold, then agree or taken) and every
+// message is idempotent, so a driver may retry.
 const (
 	// KindQuoteRequest asks a peer to quote for a job (origin to peer).
 	KindQuoteRequest Kind = iota + 1
 	// KindQuote answers a quote request: Offer set when the peer holds a
 	// slot, nil with Reason when it refuses.
 	KindQuote
-	// KindAgree confirms a quote (origin to peer).
+	// KindAgree confirms a quote (origin to peer), or the hold behind an
+	// RQF take (the origin hands the job over); resent until answered.
 	KindAgree
-	// KindAgreed answers Agree: Offer set when the peer now owns the job.
+	// KindAgreed answers Agree: Offer set when the peer now owns the job,
+	// Reason when it no longer holds a slot for it.
 	KindAgreed
 	// KindRelease drops a hold the origin will not use.
 	KindRelease
@@ -45,10 +48,12 @@ const (
 	KindQueueRequest
 	// KindQueue answers with the waiting jobs (Jobs), in queue order.
 	KindQueue
-	// KindTake (RQF) asks the peer to hand over one of its waiting jobs.
+	// KindTake (RQF) asks the peer to hand over one of its waiting jobs,
+	// under a hold the asker made for it (the hold's id is the job's key).
+	// The peer answers with an agree to that hold (the hand-over: the job
+	// is the asker's once it answers agreed) or with KindTaken.
 	KindTake
-	// KindTaken answers Take: Spec and Route set when the job was handed
-	// over, Reason when it no longer waits there.
+	// KindTaken refuses a Take (Reason): the job no longer waits there.
 	KindTaken
 	// KindTerminate asks the executing site to stop a job its origin
 	// cancelled (origin to peer; the node's Terminate RPC). The origin
@@ -85,8 +90,9 @@ type Message struct {
 	Kind     Kind
 	From, To string
 	Job      JobKey
-	// Spec is the job as the origin describes it (quote requests, taken
-	// jobs); its ID is the sender's and means nothing to the receiver.
+	// Spec is the job as the origin describes it (quote requests; a
+	// queue request's Procs are the asker's free processors); its ID is
+	// the sender's and means nothing to the receiver.
 	Spec  plan.Job
 	Route delegation.Route
 	// StartNow asks for a quote only if the peer's own policy would start

@@ -19,7 +19,8 @@ const (
 	// PhaseOffering (origin): offered to peers, out of the plan
 	// (DecideOffer).
 	PhaseOffering Phase = iota + 1
-	// PhaseAgreeing (origin): the agree to Peer's quote was written ahead
+	// PhaseAgreeing (origin): the agree to Peer's quote, or to the hold of
+	// Peer that takes the job from the queue (HandOver), was written ahead
 	// (DecideAgree).
 	PhaseAgreeing
 	// PhaseWaiting: accepted here, not started (DecideAccept, DecideMove,
@@ -53,6 +54,9 @@ type SavedJob struct {
 	Price float64
 	// Offer is what a quote had to beat (offering, agreeing).
 	Offer OfferDecision
+	// HandOver (agreeing): the agree hands the job over to Peer, which
+	// took it from the queue (RQF); a refusal brings it back to the plan.
+	HandOver bool
 	// Cancelled: cancelled while running (its kill decided, its end to
 	// come), agreeing or delegated.
 	Cancelled bool
@@ -145,7 +149,7 @@ func (j *Journal) apply(d *Decision, now int64) {
 	case DecideOffer:
 		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseOffering, Spec: d.Spec, Route: d.Route, Offer: d.Offer}
 	case DecideAgree:
-		sj.Phase, sj.Peer, sj.Placement, sj.Price = PhaseAgreeing, d.Peer, d.Placement, d.Price
+		sj.Phase, sj.Peer, sj.Placement, sj.Price, sj.HandOver = PhaseAgreeing, d.Peer, d.Placement, d.Price, d.HandOver
 	case DecideAccept:
 		j.order++
 		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseWaiting, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Price: d.Price, Order: j.order}
@@ -195,7 +199,7 @@ func (j *Journal) apply(d *Decision, now int64) {
 		delete(j.s.Standing, d.Standing.Name)
 	case DecideGaveUp:
 		delete(j.s.Reports, d.Job)
-		if sj != nil && sj.Phase == PhaseDelegated {
+		if sj != nil && (sj.Phase == PhaseDelegated || sj.Phase == PhaseAgreeing) {
 			delete(jobs, d.Job)
 		}
 	case DecideDisplaced:
@@ -237,7 +241,8 @@ func (j *Journal) Saved() *Saved {
 // driver persists, and what a restart loses"): the holds it granted peers
 // (an agree for one is refused, and the origin asks on), the quotes it
 // was waiting for (a job being offered is offered again, from the first
-// round; one whose agree was out asks that peer again), processors a
+// round; one whose agree was out asks that peer again, and one being
+// handed over to an RQF taker agrees to its hold again), processors a
 // driver had taken out of service (NodeDown), and, in the comprehensive
 // overbooking mode, the end-time distributions of the jobs in the plan.
 // What is owed is resent on its grid (every reply period from when it
@@ -327,8 +332,10 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 				a.owed[jb.key] = &owedMsg{msg: Message{Kind: KindTerminate, To: jb.peer, Job: jb.key}, next: a.resendAfter(sj.TerminateSince, now)}
 			}
 		case PhaseOffering, PhaseAgreeing:
-			jb.peer = sj.Peer
-			jb.offered, jb.offer = true, sj.Offer
+			jb.peer, jb.handOver = sj.Peer, sj.HandOver
+			if !sj.HandOver {
+				jb.offered, jb.offer = true, sj.Offer
+			}
 			a.add(jb)
 			if sj.Phase == PhaseAgreeing {
 				a.set(jb, stateAgreeing)
@@ -352,7 +359,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 	// where the job is); an offer starts over.
 	for _, jb := range redrive {
 		if jb.state == stateAgreeing {
-			if a.cfg.Peers != nil {
+			if a.cfg.Peers != nil && !jb.handOver {
 				jb.rounds = a.rounds(now, jb)
 			}
 			jb.deadline = now + a.cfg.ReplySeconds

@@ -1,7 +1,6 @@
 package site
 
 import (
-	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/plan"
 )
 
@@ -46,8 +45,9 @@ func (a *Agent) disclose(now int64, m Message) {
 }
 
 // pick takes, from a peer's queue, every job this site's own policy would
-// start now, holding its slot until the peer hands it over: the quote rule
-// with start-now (MayHold, HoldFor), as the node's pick.
+// start now, holding its slot until the peer agrees to the hold (agree) or
+// refuses the take (taken): the quote rule with start-now (MayHold,
+// HoldFor), as the node's pick.
 func (a *Agent) pick(now int64, m Message) {
 	for _, q := range m.Jobs {
 		if a.jobs[q.Job] != nil || a.site.Plan().Free(now) == 0 {
@@ -69,10 +69,27 @@ func (a *Agent) pick(now int64, m Message) {
 	}
 }
 
-// handOver gives a waiting job to the peer that asks to take it.
+// reasonTaken is the route's reason for a job handed over under RQF.
+const reasonTaken = "taken from the queue by a peer that could start it now (RQF)"
+
+// handOver answers a peer's take, the first phase of RQF's hand-over: a
+// job that waits here and that the taker may see leaves the plan, and
+// this site agrees to the taker's hold, written ahead (DecideAgree with
+// HandOver) and resent until the taker answers, as any agree. Only the
+// taker's agreed makes the job its own (DecideDelegate); its refusal (the
+// hold ran out, or a restart lost it) brings the job back here, to be
+// placed again (KindAgreed). A lost message at either step leaves the job
+// at one site: a lost take or refusal lets the hold run out; a lost agree
+// or agreed is resent; and a report that comes first settles the agree
+// (the lost-agreed race, as under ACF). A job that no longer waits here is
+// refused (taken, with its reason).
 func (a *Agent) handOver(now int64, m Message) {
 	a.pass(now)
 	jb := a.jobs[m.Job]
+	if jb != nil && jb.state == stateAgreeing && jb.handOver && jb.peer == m.From {
+		a.send(Message{Kind: KindAgree, To: m.From, Job: m.Job}) // a repeated take
+		return
+	}
 	// The disclosure rule again: only a job the taker may see may be
 	// taken (its free processors are its hold's business).
 	if jb == nil || jb.state != stateLocal || jb.started || !Discloses(&a.rules, jb.key.Site, jb.route, jb.pj.Procs, m.From, jb.pj.Procs) ||
@@ -83,46 +100,21 @@ func (a *Agent) handOver(now int64, m Message) {
 	if a.adm != nil {
 		a.adm.Forget(jb.pj.ID) // it never ran here: nothing to learn
 	}
-	delete(a.byID, jb.pj.ID)
-	a.set(jb, stateDelegated)
-	jb.peer = m.From
-	jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionDelegated, At: now,
-		Reason: "taken from the queue by a peer that could start it now (RQF)"})
-	a.decide(Decision{Kind: DecideDelegate, Job: jb.key, Placement: plan.Placement{Start: now, End: now + jb.pj.Estimate, Reason: plan.ReasonPlacedInFull},
-		Peer: m.From, Route: jb.route, Spec: jb.pj})
-	spec := jb.pj
-	spec.ID = 0
-	a.send(Message{Kind: KindTaken, To: m.From, Job: m.Job, Spec: spec, Route: jb.route})
+	// What is agreed to: a slot that starts now at the taker (its hold
+	// was made with start-now); RQF does not price.
+	jb.handOver, jb.peer, jb.rounds = true, m.From, nil
+	jb.place, jb.price = plan.Placement{Start: now, End: now + jb.pj.Estimate, Reason: plan.ReasonPlacedInFull}, 0
+	jb.deadline = now + a.cfg.ReplySeconds
+	a.set(jb, stateAgreeing)
+	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: m.From, Placement: jb.place, HandOver: true})
+	a.send(Message{Kind: KindAgree, To: m.From, Job: m.Job})
 }
 
-// taken settles a take request: the job is accepted here, or the hold goes.
+// taken is the origin's refusal of a take (the job no longer waits
+// there): the hold goes. (The hand-over itself comes as an agree.)
 func (a *Agent) taken(now int64, m Message) {
-	jb := a.jobs[m.Job]
-	switch {
-	case jb != nil && jb.state != stateTaking:
-		return
-	case m.Reason != "":
-		if jb != nil {
-			a.site.Unhold(now, jb.pj.ID)
-			a.forget(jb)
-		}
-		return
-	}
-	route := m.Route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
-	if jb != nil {
-		jb.route = route
-		if _, err := a.site.Confirm(now, jb.pj.ID); err == nil {
-			a.set(jb, stateLocal)
-			a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj})
-			return
-		}
+	if jb := a.jobs[m.Job]; jb != nil && jb.state == stateTaking && jb.from == m.From && m.Reason != "" {
+		a.site.Unhold(now, jb.pj.ID)
 		a.forget(jb)
 	}
-	// The hold ran out on the way (a tick may have dropped it already), or
-	// a restart lost it: the peer has let the job go all the same, so this
-	// site places it as any other, and owes the peer its outcome.
-	jb = &job{key: m.Job, pj: m.Spec, route: route, from: m.From}
-	jb.pj.ID = a.nextID()
-	a.add(jb)
-	a.admit(now, jb)
 }
