@@ -25,11 +25,10 @@ import (
 // the runtime statistics (n.stats is n.agent.Stats(): the agent learns,
 // the node's learn does nothing).
 
-// drivesAgent reports whether the node, as recovered, can hand its
-// decisions to a site agent: it does not federate and has no fixed
-// reservation it could not lay.
+// drivesAgent reports whether the node hands its decisions to a site
+// agent: always, but in the differential tests' own-core nodes (ownCore).
 func (n *Node) drivesAgent() bool {
-	return !n.ownCore && len(n.resv.unfit) == 0
+	return !n.ownCore
 }
 
 // restoreWait bounds how long a restarting node waits for gossip to know
@@ -51,6 +50,16 @@ func (n *Node) startAgent(ctx context.Context, now int64) error {
 	// them on overbooking.history without storing them yet.
 	if saved.Stats, err = n.stats.MarshalJSON(); err != nil {
 		return fmt.Errorf("site agent: statistics: %w", err)
+	}
+	// A stored fixed reservation that recovery could not lay (the site
+	// restarted smaller, or work is in its way: reservations.unfit) is
+	// kept as a record only, out of the plan, as the node's own core
+	// keeps it: listed with its problem, deletable, tried again at the
+	// next restart.
+	for id, f := range saved.Reservations {
+		if slices.ContainsFunc(n.resv.unfit, func(u *fixedRes) bool { return u.id == f.Name }) {
+			delete(saved.Reservations, id)
+		}
 	}
 	// The standing rules come from the store (saved.Standing), as the
 	// ones added at run time: the agent lays their instances again.
