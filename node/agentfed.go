@@ -59,6 +59,11 @@ type outCall struct {
 	method string
 	req    proto.Message
 	addr   string
+	// then are the calls made after this one, in order, by the same
+	// goroutine: an RQF round's queue requests, whose answers the agent
+	// takes in the order it asked (its ranking), as the simulator
+	// delivers them.
+	then []outCall
 }
 
 // wire is the node's message codec: a job's spec is the full one the node
@@ -352,6 +357,7 @@ func (n *Node) flushOut() {
 		return
 	}
 	w := n.wire()
+	var round []outCall
 	for _, m := range n.outq {
 		method, req, err := w.request(m)
 		if err != nil {
@@ -372,17 +378,34 @@ func (n *Node) flushOut() {
 				}
 			}
 		}
-		select {
-		case n.sendq <- outCall{m: m, method: method, req: req, addr: n.addrOf(m.To)}:
-		default:
-			n.log.Warn("federation message dropped: the send queue is full", "kind", m.Kind.String(), "to", m.To, "job", m.Job.String())
-			if rqfRound(m.Kind) {
+		c := outCall{m: m, method: method, req: req, addr: n.addrOf(m.To)}
+		if m.Kind == site.KindQueueRequest {
+			round = append(round, c)
+			continue
+		}
+		n.enqueue(c)
+	}
+	if len(round) > 0 {
+		round[0].then = round[1:]
+		n.enqueue(round[0])
+	}
+	clear(n.outq)
+	n.outq = n.outq[:0]
+}
+
+// enqueue hands a call (and those that follow it) to the sending
+// goroutines; one that finds the queue full is dropped.
+func (n *Node) enqueue(c outCall) {
+	select {
+	case n.sendq <- c:
+	default:
+		for _, d := range append([]outCall{c}, c.then...) {
+			n.log.Warn("federation message dropped: the send queue is full", "kind", d.m.Kind.String(), "to", d.m.To, "job", d.m.Job.String())
+			if rqfRound(d.m.Kind) {
 				n.rqf.out--
 			}
 		}
 	}
-	clear(n.outq)
-	n.outq = n.outq[:0]
 }
 
 // sendLoop is one sending goroutine: it makes the RPCs of the queued
@@ -393,12 +416,14 @@ func (n *Node) sendLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case c := <-n.sendq:
-			resp, err := n.call(ctx, c)
-			if answerKind(c.m.Kind) == 0 {
-				continue // a release has no answer
-			}
-			if serr := n.send(ctx, &answerOp{m: c.m, resp: resp, err: err}); serr != nil {
-				return
+			for _, d := range append([]outCall{c}, c.then...) {
+				resp, err := n.call(ctx, d)
+				if answerKind(d.m.Kind) == 0 {
+					continue // a release has no answer
+				}
+				if serr := n.send(ctx, &answerOp{m: d.m, resp: resp, err: err}); serr != nil {
+					return
+				}
 			}
 		}
 	}
