@@ -28,7 +28,9 @@ const benchClients = 8
 // the fsync of the turn that decided it (group commit).
 //
 // conns=shared: the 8 clients share one grpc.ClientConn (one HTTP/2
-// connection); conns=own: each client has its own.
+// connection); conns=own: each client has its own. clients=1: one client
+// alone, whose every commit carries its one job (what the group commit's
+// gather may cost a client nobody joins).
 //
 // Reported: submits/s (over the whole run), and the p50/p99/max latency of
 // one SubmitJob call as the client sees it, in milliseconds; cpu-us/submit,
@@ -57,14 +59,18 @@ func BenchmarkDurableSubmit(b *testing.B) {
 			if delay == 0 {
 				name = "batch-delay=1ms/" + name
 			}
-			b.Run(name, func(b *testing.B) { benchDurableSubmit(b, own, delay, 0) })
+			b.Run(name, func(b *testing.B) { benchDurableSubmit(b, benchClients, own, delay, 0) })
 		}
 	}
 	// While jobs start and end: besides the clients' submissions, a
 	// steady stream of short jobs (1 processor, 2 s estimate, 1 s runtime,
 	// released now) starts and ends early on the 64 processors, so that
 	// turns also carry starts, exits and re-planning.
-	b.Run("while-running/conns=shared", func(b *testing.B) { benchDurableSubmit(b, false, -1, 40) })
+	b.Run("while-running/conns=shared", func(b *testing.B) { benchDurableSubmit(b, benchClients, false, -1, 40) })
+	// One client alone: no other client's request can share its commit,
+	// so its latency is a round trip, the turn's work and one commit, plus
+	// whatever the group commit's gather makes it wait for nobody.
+	b.Run("clients=1", func(b *testing.B) { benchDurableSubmit(b, 1, false, -1, 0) })
 }
 
 // timedStore counts and times the store calls the event loop makes per
@@ -98,15 +104,16 @@ func (s *timedStore) reset() {
 	}
 }
 
-// benchDurableSubmit runs the clients' submissions; churn > 0 also submits
-// that many short jobs a second that start at once and end early.
-func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration, churn int) {
+// benchDurableSubmit runs the submissions of the given number of clients;
+// churn > 0 also submits that many short jobs a second that start at once
+// and end early.
+func benchDurableSubmit(b *testing.B, clients int, ownConns bool, batchDelay time.Duration, churn int) {
 	cfg := testConfig("")
 	cfg.Procs = 64
 	bn := startBenchNode(b, cfg, "", batchDelay)
 	defer bn.stop()
 	st := bn.st
-	conns := make([]*grpc.ClientConn, benchClients)
+	conns := make([]*grpc.ClientConn, clients)
 	for i := range conns {
 		conns[i] = bn.conn
 		if ownConns && i > 0 {
@@ -135,7 +142,7 @@ func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration, c
 	}
 	// Warm up: connections, the store's first pages, the plan.
 	for i := range 200 {
-		if _, err := submit(fedschedv1.NewSiteServiceClient(conns[i%benchClients])); err != nil {
+		if _, err := submit(fedschedv1.NewSiteServiceClient(conns[i%clients])); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -152,7 +159,7 @@ func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration, c
 	ends0 := bn.ends()
 	stopProfile := profileMeasured(b)
 	cost := startCost()
-	lats, elapsed := benchClientsRun(b, conns, submit)
+	lats, elapsed := benchClientsRun(b, clients, conns, submit)
 	cost.report(b, len(lats))
 	stopProfile()
 	reportLatencies(b, lats, elapsed)
