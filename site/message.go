@@ -49,7 +49,7 @@ const (
 	// KindQueue answers with the waiting jobs (Jobs), in queue order.
 	KindQueue
 	// KindTake (RQF) asks the peer to hand over one of its waiting jobs,
-	// under a hold the asker made for it (the hold's id is the job's key).
+	// under a hold the asker made for it (HoldID).
 	// The peer answers with an agree to that hold (the hand-over: the job
 	// is the asker's once it answers agreed) or with KindTaken.
 	KindTake
@@ -112,7 +112,17 @@ type Message struct {
 	Outcome Outcome
 	// Jobs are a peer's waiting jobs (Queue).
 	Jobs []QueuedJob
+	// HoldID names the taker's hold behind an RQF take (Take, and the
+	// Agree, Agreed or Taken that answers it): a taker may take the same
+	// job again after a hand-over failed, under a new hold, and an agree
+	// or a refusal of the earlier one that comes late must not settle the
+	// new one. Empty for a quote's agree.
+	HoldID string
 }
+
+// takeHold is the id of the hold a taker makes for an RQF take of key,
+// the job's id at the taker being id (new at every take, across restarts).
+func takeHold(key JobKey, id int64) string { return key.String() + "#" + strconv.FormatInt(id, 10) }
 
 // Offer is a quote backed by a hold.
 type Offer struct {

@@ -57,6 +57,8 @@ type SavedJob struct {
 	// HandOver (agreeing): the agree hands the job over to Peer, which
 	// took it from the queue (RQF); a refusal brings it back to the plan.
 	HandOver bool
+	// HoldID (agreeing, HandOver) is the taker's hold the agree names.
+	HoldID string
 	// Cancelled: cancelled while running (its kill decided, its end to
 	// come), agreeing or delegated.
 	Cancelled bool
@@ -149,7 +151,7 @@ func (j *Journal) apply(d *Decision, now int64) {
 	case DecideOffer:
 		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseOffering, Spec: d.Spec, Route: d.Route, Offer: d.Offer}
 	case DecideAgree:
-		sj.Phase, sj.Peer, sj.Placement, sj.Price, sj.HandOver = PhaseAgreeing, d.Peer, d.Placement, d.Price, d.HandOver
+		sj.Phase, sj.Peer, sj.Placement, sj.Price, sj.HandOver, sj.HoldID = PhaseAgreeing, d.Peer, d.Placement, d.Price, d.HandOver, d.HoldID
 	case DecideAccept:
 		j.order++
 		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseWaiting, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Price: d.Price, Order: j.order}
@@ -332,7 +334,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 				a.owed[jb.key] = &owedMsg{msg: Message{Kind: KindTerminate, To: jb.peer, Job: jb.key}, next: a.resendAfter(sj.TerminateSince, now)}
 			}
 		case PhaseOffering, PhaseAgreeing:
-			jb.peer, jb.handOver = sj.Peer, sj.HandOver
+			jb.peer, jb.handOver, jb.holdID = sj.Peer, sj.HandOver, sj.HoldID
 			if !sj.HandOver {
 				jb.offered, jb.offer = true, sj.Offer
 			}
@@ -363,7 +365,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 				jb.rounds = a.rounds(now, jb)
 			}
 			jb.deadline = now + a.cfg.ReplySeconds
-			a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
+			a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key, HoldID: jb.holdID})
 			continue
 		}
 		if !a.reoffer(now, jb) {
