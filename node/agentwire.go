@@ -32,9 +32,10 @@ import (
 // Steps into its agent (answer); the peer's driver turns the RPC's request
 // into the message it Steps (step) and the answer the Step put in Ready
 // into the RPC's response (response). A job travels by its key: the
-// origin's job id (jobID) and the hold and agreement ids are the key's
-// text (site.JobKey.String), but for an RQF taker's hold, which is new at
-// every take (site.Message.HoldID: the key's text with a suffix).
+// origin's job id (jobID) and the agreement ids are the key's text
+// (site.JobKey.String). A hold's id is that text with the holder's "#n"
+// suffix, new at every hold (a quote's, or an RQF take's): the agree
+// names it, and so does its refusal (site.Message.HoldID).
 //
 // A refused quote's reason code is the node's (refusal, from the agent's
 // site.Refusal); an offer carries the agent's Overbooked and Queued flags
@@ -70,8 +71,8 @@ func keyOfID(id string) (site.JobKey, error) {
 	return site.JobKey{Site: id[:i], ID: int64(seq)}, nil
 }
 
-// keyOfHold parses a hold or agreement id (site.JobKey.String, with an
-// RQF taker's "#n" suffix).
+// keyOfHold parses a hold or agreement id (site.JobKey.String, a hold's
+// with its "#n" suffix).
 func keyOfHold(id string) (site.JobKey, error) {
 	i := strings.LastIndexByte(id, '/')
 	if i <= 0 {

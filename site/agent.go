@@ -264,10 +264,12 @@ type Decision struct {
 	// Standing is a standing reservation (Standing, Unstanding).
 	Standing *plan.Standing
 	// HandOver (Agree): the agree hands a job waiting here over to Peer,
-	// which took it from the queue (RQF) under its hold HoldID; Peer
-	// refusing it brings the job back here, to be placed again.
+	// which took it from the queue (RQF) under its hold; Peer refusing it
+	// brings the job back here, to be placed again.
 	HandOver bool
-	HoldID   string
+	// HoldID is Peer's hold the agree confirms (Agree), or the hold this
+	// site accepted Peer's job under (Accept).
+	HoldID string
 }
 
 // Ready is everything the agent decided since the last call to Ready: the
@@ -323,8 +325,8 @@ type job struct {
 	place   plan.Placement
 	expires int64   // hold expiry
 	price   float64 // the quote's price (delegation.QuotePrice)
-	// holdID: a hold's id, key.String() made at the first offer, or
-	// takeHold (taking); at an origin handing the job over, the taker's.
+	// holdID: the hold's (held, taking; holdName), or, at an origin
+	// whose agree is out, the peer's hold it agrees to.
 	holdID string
 	// cancelled: cancelled while running (killed, its End to come),
 	// agreeing (the agree's answer to come) or delegated (a Terminate
@@ -683,11 +685,11 @@ func (a *Agent) choose(now int64, jb *job) {
 		return
 	}
 	a.set(jb, stateAgreeing)
-	jb.peer = jb.asked[win]
+	jb.peer, jb.holdID = jb.asked[win], jb.offers[win].HoldID
 	jb.place, jb.price = offerPlacement(jb.offers[win]), jb.offers[win].Price // what is agreed to
 	jb.deadline = now + a.cfg.ReplySeconds
-	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: jb.peer, Placement: jb.place, Price: jb.price})
-	a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
+	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: jb.peer, Placement: jb.place, Price: jb.price, HoldID: jb.holdID})
+	a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key, HoldID: jb.holdID})
 }
 
 // offerPlacement is the slot a peer's offer promises.
@@ -914,7 +916,7 @@ func (a *Agent) Step(now int64, m Message) {
 			return
 		}
 		if m.Offer == nil && m.HoldID != jb.holdID {
-			return // the refusal of an earlier hand-over's hold, late
+			return // the refusal of an agree to an earlier hold, late
 		}
 		if m.Offer == nil {
 			a.failed(m.From)
@@ -1040,7 +1042,7 @@ func (a *Agent) quote(now int64, m Message) {
 		refuse(r.Error(), r)
 		return
 	}
-	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: until, from: m.From, price: price}
+	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: until, from: m.From, price: price, holdID: holdName(m.Job, pj.ID)}
 	a.add(jb)
 	a.set(jb, stateHeld)
 	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
@@ -1048,7 +1050,7 @@ func (a *Agent) quote(now int64, m Message) {
 
 func (a *Agent) offerOf(jb *job) *Offer {
 	if jb.holdID == "" {
-		jb.holdID = jb.key.String() // once: a quote and its agreement
+		jb.holdID = jb.key.String() // restored from a journal that did not keep it
 	}
 	if jb.queued {
 		return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.holdID, Start: jb.at, End: plan.Forever,
@@ -1077,9 +1079,9 @@ func (a *Agent) agree(now int64, m Message) {
 		o := a.owed[m.Job].msg.Outcome
 		agreed(&Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: m.Job.String(), Start: o.Start, End: o.End, Expires: now}}, "")
 		return
-	case jb == nil || jb.state != stateHeld && (jb.state != stateTaking || m.HoldID != jb.holdID):
-		// (An agree to an earlier take's hold, late, does not confirm the
-		// hold of this one: the origin may plan the job still.)
+	case jb == nil || jb.state != stateHeld && jb.state != stateTaking || m.HoldID != jb.holdID:
+		// (An agree to an earlier hold, late, does not confirm this one:
+		// the origin may have placed the job since.)
 		agreed(nil, "no hold for the job (expired or released)")
 		return
 	}
@@ -1106,7 +1108,7 @@ func (a *Agent) agree(now int64, m Message) {
 			Reason: reasonTaken})
 	}
 	jb.route = jb.route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj, Price: jb.price})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj, Price: jb.price, HoldID: jb.holdID})
 	agreed(a.offerOf(jb), "")
 }
 
@@ -1302,7 +1304,8 @@ func (a *Agent) quoteEFS(now int64, m Message, pj plan.Job) {
 			Reason: fmt.Sprintf("the fuzzy transfer policy declines it (NWP %.3g, NJP %.3g)", nwp, njp)})
 		return
 	}
-	jb := &job{key: m.Job, pj: pj, route: m.Route, expires: HoldUntil(now, a.cfg.HoldSeconds, m.HoldSeconds), from: m.From, queued: true, at: now}
+	jb := &job{key: m.Job, pj: pj, route: m.Route, expires: HoldUntil(now, a.cfg.HoldSeconds, m.HoldSeconds), from: m.From, queued: true, at: now,
+		holdID: holdName(m.Job, pj.ID)}
 	a.add(jb)
 	a.set(jb, stateHeld)
 	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})

@@ -623,6 +623,16 @@ func dropNth(kind Kind, from string, n int) func(Message) bool {
 	}
 }
 
+// agreeTo is origin's agree to the hold a keeps for its job key (the
+// one a's quote or take named).
+func agreeTo(a *Agent, origin string, key JobKey) Message {
+	m := Message{Kind: KindAgree, From: origin, To: a.cfg.Name, Job: key}
+	if jb := a.jobs[key]; jb != nil {
+		m.HoldID = jb.holdID
+	}
+	return m
+}
+
 // count is how many decisions of kind about key the federation made.
 func (f *fed) count(kind DecisionKind, key JobKey) int {
 	n := 0
@@ -824,7 +834,7 @@ func TestHandOverAfterItsHoldRanOut(t *testing.T) {
 			a.Tick(0)
 			x.flush(0)
 			key := JobKey{"o", 2}
-			hold := takeHold(key, 7)
+			hold := holdName(key, 7)
 			a.Step(5, Message{Kind: KindTake, From: "t", To: "o", Job: key, HoldID: hold})
 			x.flush(5)
 			if len(x.out) != 1 || x.out[0].Kind != KindAgree || x.out[0].To != "t" || x.out[0].HoldID != hold || a.Site().Plan().Len() != 1 {

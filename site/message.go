@@ -112,17 +112,19 @@ type Message struct {
 	Outcome Outcome
 	// Jobs are a peer's waiting jobs (Queue).
 	Jobs []QueuedJob
-	// HoldID names the taker's hold behind an RQF take (Take, and the
-	// Agree, Agreed or Taken that answers it): a taker may take the same
-	// job again after a hand-over failed, under a new hold, and an agree
-	// or a refusal of the earlier one that comes late must not settle the
-	// new one. Empty for a quote's agree.
+	// HoldID names the hold an Agree confirms (the quote's Offer.HoldID,
+	// or the one behind an RQF Take), and the Agreed or Taken that
+	// answers: a peer may hold a slot for the same job again after an
+	// agree failed (a quote request that came twice, late; a taker that
+	// takes the job again), and an agree or a refusal of the earlier hold
+	// that comes late must not settle the new one.
 	HoldID string
 }
 
-// takeHold is the id of the hold a taker makes for an RQF take of key,
-// the job's id at the taker being id (new at every take, across restarts).
-func takeHold(key JobKey, id int64) string { return key.String() + "#" + strconv.FormatInt(id, 10) }
+// holdName is the id of a hold a site makes for the peer's job key (a
+// quote's, or an RQF take's), the job's id at the site being id: new at
+// every hold, across restarts.
+func holdName(key JobKey, id int64) string { return key.String() + "#" + strconv.FormatInt(id, 10) }
 
 // Offer is a quote backed by a hold.
 type Offer struct {

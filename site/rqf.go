@@ -62,7 +62,7 @@ func (a *Agent) pick(now int64, m Message) {
 		if r != nil {
 			continue
 		}
-		jb := &job{key: q.Job, pj: pj, route: q.Route, place: pl, expires: now + a.cfg.ReplySeconds, from: m.From, holdID: takeHold(q.Job, pj.ID)}
+		jb := &job{key: q.Job, pj: pj, route: q.Route, place: pl, expires: now + a.cfg.ReplySeconds, from: m.From, holdID: holdName(q.Job, pj.ID)}
 		a.add(jb)
 		a.set(jb, stateTaking)
 		a.send(Message{Kind: KindTake, To: m.From, Job: q.Job, HoldID: jb.holdID})
