@@ -394,6 +394,17 @@ func TestRestoreContinuesAsIfNoCrashRQF(t *testing.T) {
 	crashTrials(t, delegation.RQF, 4, false)
 }
 
+// playClean plays the KTH replay of seed (restoreWorkload) with what set
+// changes in it (its losses), to its end, and checks that it ends clean.
+func playClean(t *testing.T, seed uint64, transfer delegation.TransferMode, set func(r *replay)) *replay {
+	r, subs := restoreWorkload(t, seed, transfer)
+	set(r)
+	r.start(subs)
+	r.play(0, "", nil)
+	checkClean(t, r)
+	return r
+}
+
 // TestLossLosesNoJob is the hand-over's property: federation replays
 // (the KTH slices of the restore property, six workloads) losing one
 // message in 2, 3, 5 or 8, each loss pattern its own, under RQF and under
@@ -406,11 +417,7 @@ func TestLossLosesNoJob(t *testing.T) {
 		var lost, handOvers, back int
 		for seed := uint64(1); seed <= 6; seed++ {
 			for _, loss := range []uint64{2, 3, 5, 8} {
-				r, subs := restoreWorkload(t, seed, transfer)
-				r.loss, r.salt = loss, seed*31+loss
-				r.start(subs)
-				r.play(0, "", nil)
-				checkClean(t, r)
+				r := playClean(t, seed, transfer, func(r *replay) { r.loss, r.salt = loss, seed*31+loss })
 				lost += r.lostN
 				agreed := map[JobKey]bool{}
 				for _, l := range r.log {
@@ -443,12 +450,7 @@ func TestLateCopiesRunNoJobTwice(t *testing.T) {
 		var dups int
 		for seed := uint64(1); seed <= 6; seed++ {
 			for _, dup := range []uint64{3, 5} {
-				r, subs := restoreWorkload(t, seed, transfer)
-				r.dup, r.salt = dup, seed*37+dup
-				r.start(subs)
-				r.play(0, "", nil)
-				checkClean(t, r)
-				dups += r.dupN
+				dups += playClean(t, seed, transfer, func(r *replay) { r.dup, r.salt = dup, seed*37+dup }).dupN
 			}
 		}
 		t.Logf("%v: %d messages came twice", transfer, dups)
