@@ -132,7 +132,7 @@ func dataDirAdvice(dataDir string) string {
 // checkStore runs the store's and the data directory's checks before the
 // node serves, and returns the epoch of the jobs' directories. A problem
 // refuses the start with a message that says what to do.
-func checkStore(ctx context.Context, st *store.BoltStore, dataDir string) (string, error) {
+func checkStore(ctx context.Context, st store.FileStore, dataDir string) (string, error) {
 	problems, err := st.Check(ctx)
 	if err != nil {
 		return "", fmt.Errorf("check store: %w", err)

@@ -100,9 +100,7 @@ func Launch(ctx context.Context, cfg config.Config, opt LaunchOptions) error {
 	if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	// The event loop groups its own commits; the store need not wait for
-	// more writers.
-	st, err := store.OpenBolt(cfg.DataDir, &store.Options{Logger: log, MaxBatchDelay: -1})
+	st, err := openStore(cfg, log)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -419,4 +417,16 @@ func siteClock(ctx context.Context, st store.MetaStore, timeScale float64, log *
 		return clock.Real(), nil
 	}
 	return clock.Scaled(origin, timeScale), nil
+}
+
+// openStore opens the store of the data directory as cfg.Store says: with
+// its write-ahead log, or the bbolt file alone.
+func openStore(cfg config.Config, log *slog.Logger) (store.FileStore, error) {
+	if sc := cfg.Store; sc.Log {
+		return store.OpenWAL(cfg.DataDir, &store.Options{Logger: log, CheckpointRecords: sc.CheckpointRecords,
+			CheckpointBytes: int64(sc.CheckpointBytes), CheckpointInterval: sc.CheckpointInterval})
+	}
+	// The event loop groups its own commits; the store need not wait for
+	// more writers.
+	return store.OpenBolt(cfg.DataDir, &store.Options{Logger: log, MaxBatchDelay: -1})
 }

@@ -106,11 +106,25 @@ func startBenchNode(b *testing.B, cfg config.Config, dir string, batchDelay time
 	// A benchmark's one user submits every job: the per-user limits
 	// (pending jobs, idempotency keys) would refuse them.
 	cfg.Limits.MaxPendingJobs, cfg.Limits.MaxIdempotencyKeys = 1<<30, 1<<30
-	bolt, err := store.OpenBolt(dir, &store.Options{MaxBatchDelay: batchDelay})
+	// As node.Launch opens it: with the write-ahead log unless
+	// cfg.Store.Log is false (FEDSCHED_BENCH_STORE_LOG=false) or a batch
+	// delay is asked for (the bbolt file alone).
+	if v := os.Getenv("FEDSCHED_BENCH_STORE_LOG"); v != "" {
+		cfg.Store.Log = v == "true"
+	}
+	var (
+		fst store.Store
+		err error
+	)
+	if cfg.Store.Log && batchDelay < 0 {
+		fst, err = store.OpenWAL(dir, nil)
+	} else {
+		fst, err = store.OpenBolt(dir, &store.Options{MaxBatchDelay: batchDelay})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &timedStore{Store: bolt}
+	st := &timedStore{Store: fst}
 	clk := clock.Real()
 	ex := executor.NewSimulated(executor.SimulatedConfig{Clock: clk})
 	counted := &countingExits{Executor: ex, out: make(chan executor.Exit, 1024)}

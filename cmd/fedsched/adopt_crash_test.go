@@ -61,7 +61,7 @@ func TestSIGKILLAfterStartAdopts(t *testing.T) {
 	c.conn.Close()
 
 	// What the node's start (node.go) hands the executor, then dies.
-	st, err := store.OpenBolt(r.dir, &store.Options{ReadOnly: true, LockTimeout: 2 * time.Second})
+	st, err := store.OpenWAL(r.dir, &store.Options{ReadOnly: true, LockTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,9 @@ func newCheckCmd() *cobra.Command {
 		Use:   "check",
 		Short: "Check a stopped node's data directory: store pages and records, lost writes, job directories",
 		Long: `Check the data directory of a stopped node, read only: bbolt's page check of
-the store, every record decoded, indexes and idempotency keys against the jobs,
+the store, the write-ahead log (wal/: its records are read as the node's
+next start replays them; a damaged record followed by good ones is a
+problem, a torn last record is not), every record decoded, indexes and idempotency keys against the jobs,
 the store's transaction against its high-water mark (fedsched.db.txid: a
 damaged meta page makes bbolt fall back to the previous transaction without a
 word), and the job directories against the jobs the store knows. The node runs
@@ -27,7 +29,9 @@ Exit status 0 when everything is consistent; otherwise one line per problem
 and exit status 1. See docs/operations.md, "Backup and restore".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := store.OpenBolt(dataDir, &store.Options{ReadOnly: true, LockTimeout: 2 * time.Second})
+			// Read through the write-ahead log: the changes it holds that the
+			// file does not are checked as the node will see them.
+			st, err := store.OpenWAL(dataDir, &store.Options{ReadOnly: true, LockTimeout: 2 * time.Second})
 			if err != nil {
 				return fmt.Errorf("%s: %w", node.CodeOf(err), err)
 			}

@@ -111,6 +111,28 @@ type Config struct {
 
 	// Log configures what the node logs and how (docs/metrics.md).
 	Log Log `yaml:"log"`
+
+	// Store configures the node's store: the write-ahead log in front of
+	// its bbolt file (docs/operations.md, "The store and its log").
+	Store Store `yaml:"store"`
+}
+
+// Store configures the node's store.
+type Store struct {
+	// Log puts a write-ahead log (data_dir/wal/) in front of the bbolt
+	// file: a change is durable after one append and one fdatasync of the
+	// log, and a checkpointer writes batches of changes to the file.
+	// false writes every change to the file itself (two fsyncs per
+	// change). Default: true.
+	Log bool `yaml:"log"`
+	// CheckpointRecords: the log is written to the file once it holds this
+	// many records (one per group commit of the node). Default: 1024.
+	CheckpointRecords int `yaml:"checkpoint_records"`
+	// CheckpointBytes: ... or this many bytes. Default: 16 MiB.
+	CheckpointBytes int `yaml:"checkpoint_bytes"`
+	// CheckpointInterval: ... or when this much time has passed, whichever
+	// comes first. Default: 1s.
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
 }
 
 // HTTP is the configuration of the metrics and status-page listener.
@@ -470,6 +492,7 @@ func Default() Config {
 		Policy:    DefaultPolicy,
 		KillGrace: DefaultKillGrace,
 		Slurm:     Slurm{PollInterval: DefaultSlurmPollInterval},
+		Store:     Store{Log: true},
 		Overbooking: Overbooking{
 			Mode:       DefaultOverbookMode,
 			RiskTest:   DefaultRiskTest,
@@ -666,6 +689,9 @@ func (c Config) Validate() error {
 	l := c.Limits
 	if l.MaxMessageBytes < 0 || l.MaxPendingJobs < 0 || l.MaxWatches < 0 || l.MaxIdempotencyKeys < 0 {
 		bad("limits", "must not be negative (0 means the default)")
+	}
+	if st := c.Store; st.CheckpointRecords < 0 || st.CheckpointBytes < 0 || st.CheckpointInterval < 0 {
+		bad("store", "checkpoint settings must not be negative (0 means the default)")
 	}
 	if l.MaxMessageBytes > 0 && l.MaxMessageBytes < 64<<10 {
 		bad("limits.max_message_bytes", "%d is too small for a job with its environment; at least 65536", l.MaxMessageBytes)

@@ -290,6 +290,7 @@ func TestValidate(t *testing.T) {
 		"scaled process executor":   {func(c *Config) { c.TimeScale = 10 }, "time_scale"},
 		"unknown policy":            {func(c *Config) { c.Policy = "random" }, "policy"},
 		"negative kill grace":       {func(c *Config) { c.KillGrace = -time.Second }, "kill_grace"},
+		"negative checkpoint":       {func(c *Config) { c.Store.CheckpointRecords = -1 }, "store"},
 		"pof_max above one":         {func(c *Config) { c.Overbooking.PoFMax = 1.5 }, "overbooking.pof_max"},
 		"unknown risk test":         {func(c *Config) { c.Overbooking.RiskTest = "vibes" }, "overbooking.risk_test"},
 		"negative security factor":  {func(c *Config) { c.Overbooking.SecurityFactor = -1 }, "overbooking.security_factor"},
@@ -494,6 +495,9 @@ func TestIneffectiveSettingsRefused(t *testing.T) {
 		"advertise alone":              {func(c *Config) { c.Gossip.Advertise = "h:1" }, "gossip.advertise"},
 		"allow_root, simulated":        {func(c *Config) { c.Executor, c.Jobs.AllowRoot = ExecutorSimulated, true }, "executor.allow_root"},
 		"service account, simulated":   {func(c *Config) { c.Executor, c.Jobs.ServiceAccount = ExecutorSimulated, "batch" }, "executor.service_account"},
+		"checkpoint records, no log":   {func(c *Config) { c.Store.Log, c.Store.CheckpointRecords = false, 10 }, "store.checkpoint_records"},
+		"checkpoint bytes, no log":     {func(c *Config) { c.Store.Log, c.Store.CheckpointBytes = false, 10 }, "store.checkpoint_bytes"},
+		"checkpoint interval, no log":  {func(c *Config) { c.Store.Log, c.Store.CheckpointInterval = false, time.Second }, "store.checkpoint_interval"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := Default()

@@ -29,6 +29,19 @@ func (c Config) refuseIneffective(bad func(path, format string, args ...any)) {
 	} else if o.PoFMax != def.PoFMax && o.RiskTest == "risk" {
 		bad("overbooking.pof_max", "is used only by risk_test threshold (the risk test weighs fee and penalty instead)")
 	}
+	if st := c.Store; !st.Log {
+		for _, s := range []struct {
+			path string
+			set  bool
+		}{
+			{"store.checkpoint_records", st.CheckpointRecords != 0}, {"store.checkpoint_bytes", st.CheckpointBytes != 0},
+			{"store.checkpoint_interval", st.CheckpointInterval != 0},
+		} {
+			if s.set {
+				bad(s.path, "needs store.log (without the log every change goes to the store file itself; there is nothing to checkpoint)")
+			}
+		}
+	}
 	if c.Executor == ExecutorSimulated {
 		if c.Jobs.AllowRoot {
 			bad("executor.allow_root", "has no effect with the simulated executor: it runs no process, under any account")

@@ -81,6 +81,10 @@ var fields = []field{
 	{"http.listen", "host:port of the HTTP listener serving /metrics and the status page; empty: off", func(c *Config) any { return &c.HTTP.Listen }},
 	{"log.format", "log format: text or json (one JSON object per line)", func(c *Config) any { return &c.Log.Format }},
 	{"log.level", "lowest level logged: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
+	{"store.log", "write-ahead log in front of the store file: one fdatasync per group commit (false: bbolt's two fsyncs each)", func(c *Config) any { return &c.Store.Log }},
+	{"store.checkpoint_records", "write the log to the store file when it holds this many records (0: 1024)", func(c *Config) any { return &c.Store.CheckpointRecords }},
+	{"store.checkpoint_bytes", "... or this many bytes (0: 16 MiB)", func(c *Config) any { return &c.Store.CheckpointBytes }},
+	{"store.checkpoint_interval", "... or when this much time has passed since the last checkpoint (0: 1s)", func(c *Config) any { return &c.Store.CheckpointInterval }},
 }
 
 // shortFlags are the flags the command-line contract names differently

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -86,6 +88,15 @@ type Options struct {
 	// shared lock, so that it fails with ErrLocked while a node has the
 	// file, and without migrating or writing anything.
 	ReadOnly bool
+	// CheckpointRecords, CheckpointBytes and CheckpointInterval are for
+	// OpenWAL (OpenBolt refuses them): its checkpointer writes the log to
+	// the file when the log holds this many records, or this many bytes,
+	// and at least once per interval, whichever comes first. 0 means
+	// DefaultCheckpointRecords, DefaultCheckpointBytes and
+	// DefaultCheckpointInterval; negative is invalid.
+	CheckpointRecords  int
+	CheckpointBytes    int64
+	CheckpointInterval time.Duration
 }
 
 // Defaults of Options.
@@ -126,6 +137,16 @@ var _ Store = (*BoltStore)(nil)
 // next to it; see the package doc. IMPORTANT: the file is locked for as long
 // as the store is open; Close it.
 func OpenBolt(dataDir string, opts *Options) (*BoltStore, error) {
+	if opts != nil && (opts.CheckpointRecords != 0 || opts.CheckpointBytes != 0 || opts.CheckpointInterval != 0) {
+		return nil, fmt.Errorf("open store: the checkpoint settings are the write-ahead log's (OpenWAL); OpenBolt has none: %w", ErrInvalid)
+	}
+	return openBolt(dataDir, opts, true)
+}
+
+// openBolt is OpenBolt; with guardLog it refuses a data directory whose
+// write-ahead log holds records (OpenWAL must replay them: the file alone
+// misses acknowledged changes).
+func openBolt(dataDir string, opts *Options, guardLog bool) (*BoltStore, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -194,6 +215,11 @@ func OpenBolt(dataDir string, opts *Options) (*BoltStore, error) {
 		}
 		s.markAhead, s.txidAtOpen = at, txid
 	}
+	if guardLog {
+		if err := logIsEmpty(dataDir); err != nil {
+			return fail(err)
+		}
+	}
 	if o.ReadOnly {
 		s.mark.close() //nolint:errcheck // read only
 		s.mark = nil
@@ -209,6 +235,22 @@ func OpenBolt(dataDir string, opts *Options) (*BoltStore, error) {
 		return fail(err)
 	}
 	return s, nil
+}
+
+// logIsEmpty fails if the write-ahead log of dataDir holds a record.
+func logIsEmpty(dataDir string) error {
+	dir := filepath.Join(dataDir, LogDirName)
+	segs, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	for _, sg := range segs {
+		b, err := os.ReadFile(sg.path)
+		if err != nil || slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+			return fmt.Errorf("the write-ahead log %s may hold changes the file does not have yet: open the store with its log (store.log: true) to replay them", dir)
+		}
+	}
+	return nil
 }
 
 // openDB is bolt.Open with bbolt's panics on a damaged file turned into
@@ -369,12 +411,15 @@ func getJob(tx *bolt.Tx, id string) (JobRecord, error) {
 // rewrite of an old job does not dirty its user's index page, nor its
 // state's when the state did not change (bbolt copies a page's every
 // entry into memory to change one).
-func putJob(tx *bolt.Tx, rec JobRecord, enc []byte) error {
+func putJob(tx *bolt.Tx, id string, enc []byte) error {
+	state, user, err := indexedFields(enc)
+	if err != nil {
+		return fmt.Errorf("job %q: %w", id, err)
+	}
 	jobs, err := bucket(tx, bucketJobs)
 	if err != nil {
 		return err
 	}
-	id := rec.ID()
 	oldState, oldUser, had := storedIndexFields(jobs, id)
 	if err := jobs.Put([]byte(id), enc); err != nil {
 		return err
@@ -383,10 +428,10 @@ func putJob(tx *bolt.Tx, rec JobRecord, enc []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := moveIndexKey(byState, had, stateKey(oldState, id), stateKey(rec.Job.GetState(), id)); err != nil {
+	if err := moveIndexKey(byState, had, stateKey(oldState, id), stateKey(state, id)); err != nil {
 		return err
 	}
-	return moveIndexKey(byUser, had, userKey(oldUser, id), userKey(rec.Job.GetSpec().GetUser(), id))
+	return moveIndexKey(byUser, had, userKey(oldUser, id), userKey(user, id))
 }
 
 // moveIndexKey replaces the index key old (if had) by key. When they are
@@ -543,7 +588,7 @@ func (s *BoltStore) PutJobIfNewKey(ctx context.Context, key string, bodyHash []b
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		if err := putJob(tx, rec, enc); err != nil {
+		if err := putJob(tx, rec.ID(), enc); err != nil {
 			return err
 		}
 		if err := idem.Put([]byte(key), ienc); err != nil {
@@ -571,10 +616,32 @@ func (s *BoltStore) DeleteJob(ctx context.Context, id string) error {
 // given, the state index when only states are given, and the jobs bucket
 // otherwise; all three are ordered by job id.
 func (s *BoltStore) ListJobs(ctx context.Context, q JobQuery) ([]JobRecord, string, error) {
+	return s.listJobs(ctx, q, nil)
+}
+
+// listJobs is ListJobs over the jobs of the file with ov laid on top: the
+// encoded job (nil: deleted) of every id the write-ahead log has changed
+// since its last checkpoint (WALStore). The jobs of ov are merged in order
+// of id; only those the page returns are decoded.
+func (s *BoltStore) listJobs(ctx context.Context, q JobQuery, ov map[string][]byte) ([]JobRecord, string, error) {
 	after, err := q.after()
 	if err != nil {
 		return nil, "", err
 	}
+	var cands []enc // ov's jobs > after that match q, by id
+	for id, v := range ov {
+		if v == nil || id <= after {
+			continue
+		}
+		state, user, err := indexedFields(v)
+		if err != nil {
+			return nil, "", fmt.Errorf("job %q: %w", id, err)
+		}
+		if (q.User == "" || user == q.User) && (len(q.States) == 0 || slices.Contains(q.States, state)) {
+			cands = append(cands, enc{[]byte(id), v})
+		}
+	}
+	slices.SortFunc(cands, func(a, b enc) int { return bytes.Compare(a.key, b.key) })
 	var (
 		out  []JobRecord
 		next string
@@ -585,16 +652,36 @@ func (s *BoltStore) ListJobs(ctx context.Context, q JobQuery) ([]JobRecord, stri
 		if err != nil {
 			return err
 		}
-		for id, ok := ids(); ok; id, ok = ids() {
-			rec, err := getJob(tx, id)
-			if errors.Is(err, ErrNotFound) {
-				continue // a stale index entry
+		// fromFile is the file's next matching job that ov leaves alone.
+		fromFile := func() (JobRecord, bool, error) {
+			for id, ok := ids(); ok; id, ok = ids() {
+				if _, changed := ov[id]; changed {
+					continue
+				}
+				rec, err := getJob(tx, id)
+				if errors.Is(err, ErrNotFound) {
+					continue // a stale index entry
+				}
+				if err != nil {
+					return JobRecord{}, false, err
+				}
+				if q.matches(rec.Job) {
+					return rec, true, nil
+				}
 			}
-			if err != nil {
-				return err
-			}
-			if !q.matches(rec.Job) {
-				continue
+			return JobRecord{}, false, nil
+		}
+		head, more, err := fromFile()
+		for err == nil && (more || len(cands) > 0) {
+			var rec JobRecord
+			if more && (len(cands) == 0 || head.ID() < string(cands[0].key)) {
+				rec = head
+				head, more, err = fromFile()
+			} else {
+				if rec, err = decodeJobRecord(cands[0].val); err != nil {
+					return fmt.Errorf("job %q: %w", cands[0].key, err)
+				}
+				cands = cands[1:]
 			}
 			if q.pageFull(out, used, rec) {
 				next = q.makePageToken(out[len(out)-1].ID())
@@ -603,7 +690,7 @@ func (s *BoltStore) ListJobs(ctx context.Context, q JobQuery) ([]JobRecord, stri
 			out = append(out, rec)
 			used += proto.Size(rec.Job)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, "", err
@@ -749,23 +836,16 @@ func (s *BoltStore) ListSLAOutcomes(ctx context.Context) ([]SLARecord, error) {
 
 // GetStats implements StatsStore.
 func (s *BoltStore) GetStats(ctx context.Context, name string) ([]byte, error) {
-	var blob []byte
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bucketStats)
-		if err != nil {
-			return err
-		}
-		v := b.Get([]byte(name))
-		if v == nil {
-			return fmt.Errorf("statistics %q: %w", name, ErrNotFound)
-		}
-		if len(v) == 0 || v[0] != recordFormat {
-			return fmt.Errorf("statistics %q: %w", name, ErrCorrupt)
-		}
-		blob = slices.Clone(v[1:])
-		return nil
-	})
-	return blob, err
+	return getRecord(s, ctx, bucketStats, "statistics", name, decodeStats)
+}
+
+// decodeStats decodes a stored statistics blob: a format byte and the
+// blob.
+func decodeStats(v []byte) ([]byte, error) {
+	if len(v) == 0 || v[0] != recordFormat {
+		return nil, fmt.Errorf("unknown record format: %w", ErrCorrupt)
+	}
+	return slices.Clone(v[1:]), nil
 }
 
 // PutStats implements StatsStore.
@@ -909,8 +989,36 @@ func (s *BoltStore) NextSequence(ctx context.Context) (uint64, error) {
 
 // Apply implements Store.
 func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
-	if err := validateChanges(c); err != nil {
+	e, err := encodeChanges(c)
+	if err != nil {
 		return err
+	}
+	return s.batch(ctx, func(tx *bolt.Tx) error { return applyEncoded(tx, e) })
+}
+
+// encChanges is a Changes validated and encoded: the values are the bytes
+// bbolt stores, and the write-ahead log (WALStore) logs exactly these.
+type encChanges struct {
+	deleteJobs []string
+	// jobs are encoded JobRecords by id; idems[i] is the idempotency key
+	// recorded with jobs[i] (an empty key: none).
+	jobs, idems        []enc
+	deleteReservations []string
+	reservations       []enc
+	sla                []enc
+	// stats and agreements carry their format byte.
+	stats, agreements []enc
+	deleteStanding    []string
+	standing          []enc
+	// siteClock is SiteClock.String's form; nil leaves it.
+	siteClock []byte
+}
+
+// encodeChanges validates and encodes c. Statistics are put in order of
+// name, so that the same Changes encode the same way.
+func encodeChanges(c Changes) (encChanges, error) {
+	if err := validateChanges(c); err != nil {
+		return encChanges{}, err
 	}
 	encode := func(n int, f func(i int) (string, []byte, error)) ([]enc, error) {
 		out := make([]enc, 0, n)
@@ -923,101 +1031,100 @@ func (s *BoltStore) Apply(ctx context.Context, c Changes) error {
 		}
 		return out, nil
 	}
-	jobs, err := encode(len(c.PutJobs), func(i int) (string, []byte, error) {
+	e := encChanges{deleteJobs: c.DeleteJobs, deleteReservations: c.DeleteReservations, deleteStanding: c.DeleteStanding}
+	var err error
+	if e.jobs, err = encode(len(c.PutJobs), func(i int) (string, []byte, error) {
 		b, err := encodeJobRecord(c.PutJobs[i])
 		return c.PutJobs[i].ID(), b, err
-	})
-	if err != nil {
-		return err
+	}); err != nil {
+		return encChanges{}, err
 	}
-	res, err := encode(len(c.PutReservations), func(i int) (string, []byte, error) {
-		b, err := encodeReservation(c.PutReservations[i])
-		return c.PutReservations[i].ID, b, err
-	})
-	if err != nil {
-		return err
-	}
-	sla, err := encode(len(c.PutSLAOutcomes), func(i int) (string, []byte, error) {
-		b, err := encodeSLA(c.PutSLAOutcomes[i])
-		return c.PutSLAOutcomes[i].JobID, b, err
-	})
-	if err != nil {
-		return err
-	}
-	standing, err := encode(len(c.PutStanding), func(i int) (string, []byte, error) {
-		b, err := encodeStanding(c.PutStanding[i])
-		return c.PutStanding[i].ID, b, err
-	})
-	if err != nil {
-		return err
-	}
-	idems, err := encode(len(c.PutJobs), func(i int) (string, []byte, error) {
+	if e.idems, err = encode(len(c.PutJobs), func(i int) (string, []byte, error) {
 		rec := c.PutJobs[i]
 		if rec.IdempotencyKey == "" {
 			return "", nil, nil
 		}
 		b, err := encodeIdempotency(IdempotencyRecord{JobID: rec.ID(), BodyHash: rec.BodyHash, CreatedAt: keyCreatedAt(rec)})
 		return rec.IdempotencyKey, b, err
-	})
+	}); err != nil {
+		return encChanges{}, err
+	}
+	if e.reservations, err = encode(len(c.PutReservations), func(i int) (string, []byte, error) {
+		b, err := encodeReservation(c.PutReservations[i])
+		return c.PutReservations[i].ID, b, err
+	}); err != nil {
+		return encChanges{}, err
+	}
+	if e.sla, err = encode(len(c.PutSLAOutcomes), func(i int) (string, []byte, error) {
+		b, err := encodeSLA(c.PutSLAOutcomes[i])
+		return c.PutSLAOutcomes[i].JobID, b, err
+	}); err != nil {
+		return encChanges{}, err
+	}
+	if e.standing, err = encode(len(c.PutStanding), func(i int) (string, []byte, error) {
+		b, err := encodeStanding(c.PutStanding[i])
+		return c.PutStanding[i].ID, b, err
+	}); err != nil {
+		return encChanges{}, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.PutStats)) {
+		e.stats = append(e.stats, enc{[]byte(name), append([]byte{recordFormat}, c.PutStats[name]...)})
+	}
+	for _, a := range c.PutAgreements {
+		e.agreements = append(e.agreements, enc{[]byte(a.ID), append([]byte{recordFormat}, a.Body...)})
+	}
+	if c.SiteClock != nil {
+		e.siteClock = []byte(c.SiteClock.String())
+	}
+	return e, nil
+}
+
+// applyEncoded writes e inside tx: deletions before puts of the same kind.
+func applyEncoded(tx *bolt.Tx, e encChanges) error {
+	for _, id := range e.deleteJobs {
+		if err := deleteJob(tx, id); err != nil {
+			return err
+		}
+	}
+	idem, err := bucket(tx, bucketIdempotency)
 	if err != nil {
 		return err
 	}
-	return s.batch(ctx, func(tx *bolt.Tx) error {
-		for _, id := range c.DeleteJobs {
-			if err := deleteJob(tx, id); err != nil {
+	for i, j := range e.jobs {
+		if err := putJob(tx, string(j.key), j.val); err != nil {
+			return err
+		}
+		if k := e.idems[i]; len(k.key) > 0 {
+			if err := idem.Put(k.key, k.val); err != nil {
 				return err
 			}
 		}
-		idem, err := bucket(tx, bucketIdempotency)
+	}
+	if err := writeBucket(tx, bucketReservations, e.deleteReservations, e.reservations); err != nil {
+		return err
+	}
+	if err := writeBucket(tx, bucketSLA, nil, e.sla); err != nil {
+		return err
+	}
+	if err := writeBucket(tx, bucketAgreements, nil, e.agreements); err != nil {
+		return err
+	}
+	if len(e.deleteStanding) > 0 || len(e.standing) > 0 {
+		if err := writeBucket(tx, bucketStanding, e.deleteStanding, e.standing); err != nil {
+			return err
+		}
+	}
+	if err := writeBucket(tx, bucketStats, nil, e.stats); err != nil {
+		return err
+	}
+	if e.siteClock != nil {
+		meta, err := bucket(tx, bucketMeta)
 		if err != nil {
 			return err
 		}
-		for i, e := range jobs {
-			if err := putJob(tx, c.PutJobs[i], e.val); err != nil {
-				return err
-			}
-			if k := idems[i]; len(k.key) > 0 {
-				if err := idem.Put(k.key, k.val); err != nil {
-					return err
-				}
-			}
-		}
-		if err := writeBucket(tx, bucketReservations, c.DeleteReservations, res); err != nil {
-			return err
-		}
-		if err := writeBucket(tx, bucketSLA, nil, sla); err != nil {
-			return err
-		}
-		agreements := make([]enc, len(c.PutAgreements))
-		for i, a := range c.PutAgreements {
-			agreements[i] = enc{[]byte(a.ID), append([]byte{recordFormat}, a.Body...)}
-		}
-		if err := writeBucket(tx, bucketAgreements, nil, agreements); err != nil {
-			return err
-		}
-		if len(c.DeleteStanding) > 0 || len(standing) > 0 {
-			if err := writeBucket(tx, bucketStanding, c.DeleteStanding, standing); err != nil {
-				return err
-			}
-		}
-		stb, err := bucket(tx, bucketStats)
-		if err != nil {
-			return err
-		}
-		for name, blob := range c.PutStats {
-			if err := stb.Put([]byte(name), append([]byte{recordFormat}, blob...)); err != nil {
-				return err
-			}
-		}
-		if c.SiteClock != nil {
-			meta, err := bucket(tx, bucketMeta)
-			if err != nil {
-				return err
-			}
-			return meta.Put(metaKey(SiteClockKey), []byte(c.SiteClock.String()))
-		}
-		return nil
-	})
+		return meta.Put(metaKey(SiteClockKey), e.siteClock)
+	}
+	return nil
 }
 
 // GetAgreement returns one agreement, or ErrNotFound.

@@ -14,6 +14,9 @@
 //     ([Path]), opened by [OpenBolt]. The file is locked: a second OpenBolt of
 //     the same file (from another process, or from this one) fails after
 //     Options.LockTimeout with [ErrLocked].
+//   - [WALStore], the durable one the node uses by default: the same bbolt
+//     file with a write-ahead log in front of it (<data dir>/wal/), opened
+//     by [OpenWAL]; see Durability.
 //   - [MemStore], in memory, for tests of the node and for the simulator.
 //
 // Records are plain Go structs ([JobRecord], [ReservationRecord],
@@ -47,6 +50,35 @@
 // default), which is what gives throughput when many submissions arrive at
 // once. A node may
 // therefore acknowledge a request as soon as the store method returns.
+//
+// WALStore keeps that promise with one sync instead of two. Apply encodes
+// its changes (the bytes bbolt will hold) as one framed record (length,
+// CRC-32C, sequence number), appends it to the open log segment with one
+// write and one fdatasync, and only then returns. The changes then sit in
+// an in-memory overlay that every Get consults first (a map lookup: the
+// idempotency key of every submission is read there) and that List*
+// merges with the file. A checkpointer goroutine writes the pending
+// records to bbolt in one ordinary transaction (two fsyncs; bbolt's NoSync
+// is never set, so its page reuse and meta-page order are its own) that
+// also records the last record's sequence number (meta key wal_seq), then
+// deletes the log segments that transaction covered; appends meanwhile go
+// to a new segment. It runs when the log holds Options.CheckpointRecords
+// records or CheckpointBytes bytes, and at every CheckpointInterval;
+// an Apply that finds 4 times the thresholds pending checkpoints itself.
+// The writes that are not Apply's (PutMeta, PruneIdempotencyKeys) checkpoint
+// first and go to bbolt directly; NextSequence goes to bbolt directly.
+//
+// OpenWAL replays, in order, the records whose sequence number is above the
+// file's wal_seq, writes them to the file and deletes the log. A record cut
+// short or failing its checksum at the end of the last segment is the torn
+// write of a crash (never acknowledged: Apply had not returned) and is
+// dropped; a bad record followed by a good one, or a missing record, fails
+// the open with [ErrCorrupt] (a read-only open reports it through Check).
+// OpenBolt refuses a data directory whose log holds records, so that the
+// file is never used without the changes only the log has. A failed log
+// write or checkpoint makes every later write fail (a retried fsync can
+// report success for data it lost); the log on disk still holds every
+// acknowledged change, and a restart replays it.
 //
 // # Idempotency
 //

@@ -49,6 +49,20 @@ type Store interface {
 	Close() error
 }
 
+// FileStore is a Store kept in a data directory (BoltStore, WALStore).
+type FileStore interface {
+	Store
+	// Check verifies the whole store; one line per problem found.
+	Check(ctx context.Context) ([]string, error)
+	// Path is the path of the store's bbolt file.
+	Path() string
+}
+
+var (
+	_ FileStore = (*BoltStore)(nil)
+	_ FileStore = (*WALStore)(nil)
+)
+
 // JobStore keeps jobs.
 type JobStore interface {
 	// GetJob returns the job with the given id, or ErrNotFound.

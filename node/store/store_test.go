@@ -18,6 +18,7 @@ import (
 var (
 	_ Store = (*BoltStore)(nil)
 	_ Store = (*MemStore)(nil)
+	_ Store = (*WALStore)(nil)
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -29,6 +30,22 @@ func forEachStore(t *testing.T, f func(t *testing.T, s Store)) {
 		func(*testing.T) Store { return NewMemStore() },
 		func(t *testing.T) Store {
 			s, err := OpenBolt(t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		func(t *testing.T) Store {
+			s, err := OpenWAL(t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		// Every write past the first checkpointed at once: the reads
+		// then come from the file, and merges mix the two.
+		func(t *testing.T) Store {
+			s, err := OpenWAL(t.TempDir(), &Options{CheckpointRecords: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
