@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -593,4 +595,64 @@ func TestWALWritesAfterFailure(t *testing.T) {
 	w.Close()
 	w = openWAL(t, dir, noCheckpoints)
 	haveJobs(t, w, 1)
+}
+
+// oversizeKeyChanges are changes with a key longer than bbolt takes
+// (bolt.MaxKeySize): of a record, or of the index entry a job makes (its
+// user, a zero byte and its id).
+func oversizeKeyChanges() map[string]Changes {
+	long := strings.Repeat("k", bolt.MaxKeySize+1)
+	pending := fedschedv1.JobState_JOB_STATE_PENDING
+	keyed := job("j-1", "alice", pending)
+	keyed.IdempotencyKey = long
+	return map[string]Changes{
+		"job id":          {PutJobs: []JobRecord{job(long, "alice", pending)}},
+		"idempotency key": {PutJobs: []JobRecord{keyed}},
+		"user index key":  {PutJobs: []JobRecord{job("j-1", strings.Repeat("u", bolt.MaxKeySize), pending)}},
+		"reservation id":  {PutReservations: []ReservationRecord{{ID: long, Procs: 1}}},
+		"SLA job id":      {PutSLAOutcomes: []SLARecord{{JobID: long}}},
+		"statistics name": {PutStats: map[string][]byte{long: []byte("{}")}},
+		"agreement id":    {PutAgreements: []AgreementRecord{{ID: long, Body: []byte("a")}}},
+		"standing id":     {PutStanding: []StandingRecord{{ID: long, EverySeconds: 60}}},
+	}
+}
+
+// TestWALRefusesKeysTheFileCannotHold: Apply refuses a change that bbolt
+// would refuse. Logged and acknowledged, such a change fails every
+// checkpoint, so the store refuses all writes, Close fails, and every open
+// fails too (its replay writes the change to the file): the node cannot
+// start until the log, and every change in it, is thrown away.
+func TestWALRefusesKeysTheFileCannotHold(t *testing.T) {
+	ctx := context.Background()
+	for name, c := range oversizeKeyChanges() {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			w := openWAL(t, dir, noCheckpoints)
+			if err := w.Apply(ctx, c); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Apply = %v, want ErrInvalid", err)
+			}
+			if err := w.PutJob(ctx, job("ok-1", "alice", fedschedv1.JobState_JOB_STATE_PENDING)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			w, err := OpenWAL(dir, noCheckpoints)
+			if err != nil {
+				t.Fatalf("reopen: %v", err)
+			}
+			defer w.Close()
+			if _, err := w.GetJob(ctx, "ok-1"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	w := openWAL(t, t.TempDir(), noCheckpoints)
+	long := strings.Repeat("k", bolt.MaxKeySize+1)
+	if _, _, err := w.PutJobIfNewKey(ctx, long, []byte{1}, job("j-1", "alice", fedschedv1.JobState_JOB_STATE_PENDING)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("PutJobIfNewKey with a long key = %v, want ErrInvalid", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close after PutJobIfNewKey: %v", err)
+	}
 }
