@@ -656,3 +656,56 @@ func TestWALRefusesKeysTheFileCannotHold(t *testing.T) {
 		t.Fatalf("Close after PutJobIfNewKey: %v", err)
 	}
 }
+
+// TestWALDurableWriteNotReportedFailed: an Apply (or PutJobIfNewKey) past
+// logHardFactor thresholds checkpoints itself; when that checkpoint fails,
+// the change is already durable in the log and in the overlay (reads see
+// it, the next open replays it), so the write must report success. The
+// checkpoint's failure stops the writes that follow.
+func TestWALDurableWriteNotReportedFailed(t *testing.T) {
+	ctx := context.Background()
+	pending := fedschedv1.JobState_JOB_STATE_PENDING
+	for name, write := range map[string]func(w *WALStore) error{
+		"Apply": func(w *WALStore) error { return w.PutJob(ctx, job("d-1", "alice", pending)) },
+		"PutJobIfNewKey": func(w *WALStore) error {
+			_, created, err := w.PutJobIfNewKey(ctx, "key-1", []byte{1}, job("d-1", "alice", pending))
+			if err == nil && !created {
+				t.Error("not created")
+			}
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			// One record passes logHardFactor times the bytes threshold.
+			w := openWAL(t, dir, &Options{CheckpointRecords: 1 << 30, CheckpointBytes: 1, CheckpointInterval: time.Hour})
+			// The checkpoint's next segment cannot be made.
+			w.cmu.Lock()
+			block := filepath.Join(w.dir, segmentName(w.gen+1))
+			w.cmu.Unlock()
+			if err := os.Mkdir(block, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := write(w); err != nil {
+				t.Errorf("durable write = %v, want success", err)
+			}
+			if _, err := w.GetJob(ctx, "d-1"); err != nil {
+				t.Fatalf("the write is not read back: %v", err)
+			}
+			if err := w.PutJob(ctx, job("d-2", "alice", pending)); err == nil || !strings.Contains(err.Error(), "failed earlier") {
+				t.Fatalf("write after the failed checkpoint = %v", err)
+			}
+			if err := w.Close(); err == nil {
+				t.Fatal("Close after a failed checkpoint succeeded")
+			}
+			if err := os.Remove(block); err != nil {
+				t.Fatal(err)
+			}
+			w = openWAL(t, dir, noCheckpoints)
+			if _, err := w.GetJob(ctx, "d-1"); err != nil {
+				t.Fatalf("after reopen: %v", err)
+			}
+			haveJobs(t, w, 1)
+		})
+	}
+}
