@@ -214,6 +214,12 @@ func OpenWAL(dataDir string, opts *Options) (*WALStore, error) {
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		return fail(err)
 	}
+	// The log's own entry in the data directory (new at the first open)
+	// is durable before a record relies on it; rotate syncs the entries
+	// of the log's segments.
+	if err := syncDir(dataDir); err != nil {
+		return fail(fmt.Errorf("write-ahead log: %w", err))
+	}
 	segs, err := listSegments(w.dir)
 	if err != nil {
 		return fail(err)
