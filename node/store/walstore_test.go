@@ -709,3 +709,70 @@ func TestWALDurableWriteNotReportedFailed(t *testing.T) {
 		})
 	}
 }
+
+// TestWALReadYourWritesDuringCheckpoints: writers each read back what they
+// wrote (Get, ListJobs, CountIdempotencyKeys) while the checkpointer
+// writes the log to the file after nearly every record: a change is read
+// back whether it is in the overlay, in the file, or in the middle of a
+// checkpoint's commit.
+func TestWALReadYourWritesDuringCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	w := openWAL(t, t.TempDir(), &Options{CheckpointRecords: 1, CheckpointInterval: time.Millisecond})
+	const writers, writes = 4, 150
+	errs := make(chan error, writers)
+	for g := range writers {
+		go func() {
+			errs <- func() error {
+				user := fmt.Sprintf("u%d", g)
+				live := map[string]bool{}
+				for i := range writes {
+					id := fmt.Sprintf("%s-%04d", user, i)
+					rec := job(id, user, fedschedv1.JobState_JOB_STATE_PENDING)
+					rec.IdempotencyKey, rec.BodyHash = user+"/"+id, []byte{1}
+					c := Changes{PutJobs: []JobRecord{rec}}
+					if i%3 == 2 { // delete the one before
+						gone := fmt.Sprintf("%s-%04d", user, i-1)
+						c.DeleteJobs = []string{gone}
+						delete(live, gone)
+					}
+					if err := w.Apply(ctx, c); err != nil {
+						return err
+					}
+					live[id] = true
+					if _, err := w.GetJob(ctx, id); err != nil {
+						return fmt.Errorf("GetJob %s after its write: %w", id, err)
+					}
+					if _, err := w.GetIdempotencyKey(ctx, rec.IdempotencyKey); err != nil {
+						return fmt.Errorf("key of %s after its write: %w", id, err)
+					}
+					for _, gone := range c.DeleteJobs {
+						if _, err := w.GetJob(ctx, gone); !errors.Is(err, ErrNotFound) {
+							return fmt.Errorf("GetJob %s after its deletion: %v", gone, err)
+						}
+					}
+					jobs, _, err := w.ListJobs(ctx, JobQuery{User: user, PageSize: MaxPageSize})
+					if err != nil {
+						return err
+					}
+					if len(jobs) != len(live) {
+						return fmt.Errorf("ListJobs after write %d: %d jobs, want %d", i, len(jobs), len(live))
+					}
+					for _, j := range jobs {
+						if !live[j.ID()] {
+							return fmt.Errorf("ListJobs after write %d: %s, deleted", i, j.ID())
+						}
+					}
+					if n, err := w.CountIdempotencyKeys(ctx, user+"/", 0); err != nil || n != len(live) {
+						return fmt.Errorf("CountIdempotencyKeys after write %d: %d (%v), want %d", i, n, err, len(live))
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
