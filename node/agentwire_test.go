@@ -319,7 +319,7 @@ func TestAgentWireRQF(t *testing.T) {
 	take := site.Message{Kind: site.KindTake, From: "p", To: "o", Job: k2}
 	agree := site.Message{Kind: site.KindAgree, From: "o", To: "p", Job: k2}
 	resp, err := f.wires["o"].response(take, []site.Message{agree}, w)
-	if r, ok := resp.(*fedschedv1.TakeResponse); err != nil || !ok || r.GetSpec() != nil || len(r.GetRoute()) != 0 {
+	if r, ok := resp.(*fedschedv1.TakeResponse); err != nil || !ok || proto.Size(r) != 0 {
 		t.Fatalf("a take answered by an agree: %v, %v; want an empty TakeResponse", resp, err)
 	}
 	if a, ok := f.wires["p"].answer(take, "o", reencode(t, resp), nil); ok {

@@ -805,8 +805,10 @@ func (a *Agent) NextID() int64 { return a.seq + 1 }
 func (a *Agent) GiveUp(now int64, key JobKey) bool {
 	r, owed := a.owed[key]
 	jb := a.jobs[key]
-	delegated := jb != nil && (jb.state == stateDelegated || jb.state == stateAgreeing)
-	if !owed && !delegated {
+	// awaited: jb.peer's report (delegated) or its answer to the agree
+	// (agreeing) is awaited.
+	awaited := jb != nil && (jb.state == stateDelegated || jb.state == stateAgreeing)
+	if !owed && !awaited {
 		return false
 	}
 	peer := ""
@@ -814,7 +816,7 @@ func (a *Agent) GiveUp(now int64, key JobKey) bool {
 		peer = r.msg.To
 		delete(a.owed, key)
 	}
-	if delegated {
+	if awaited {
 		peer = jb.peer
 		a.forget(jb)
 	}

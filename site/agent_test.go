@@ -672,8 +672,6 @@ func TestHandOverIsTwoPhase(t *testing.T) {
 		if i := slices.IndexFunc(f.log, func(d Decision) bool { return d.Kind == DecideAccept && d.Job == o2 && d.Peer == "o" }); i < 0 ||
 			!f.log[i].Route.WasAt("t") || f.log[i].Route.Hops() != 1 {
 			t.Fatalf("t's accept: %+v", f.log)
-		} else if d := f.log[i]; false {
-			t.Fatalf("t's accept: %+v", d)
 		}
 		end(f, 130)
 		if _, ok := f.find(DecideOutcome, o2); !ok || f.agents["o"].Busy() && len(f.agents["o"].jobs) > 1 {

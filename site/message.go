@@ -29,8 +29,9 @@ const (
 	// KindQuote answers a quote request: Offer set when the peer holds a
 	// slot, nil with Reason when it refuses.
 	KindQuote
-	// KindAgree confirms a quote (origin to peer), or the hold behind an
-	// RQF take (the origin hands the job over); resent until answered.
+	// KindAgree confirms the peer's hold HoldID names: a quote's (origin
+	// to peer), or the one behind an RQF take (the origin hands the job
+	// over); resent until answered.
 	KindAgree
 	// KindAgreed answers Agree: Offer set when the peer now owns the job,
 	// Reason when it no longer holds a slot for it.
