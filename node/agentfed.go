@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -237,12 +238,9 @@ func (o *answerOp) run(n *Node, now int64) func(error) {
 	if !ok {
 		return nil
 	}
-	switch r := o.resp.(type) {
-	case *fedschedv1.TakeResponse:
-		if r.GetSpec() != nil {
-			n.held[o.m.Job] = heldJob{spec: r.GetSpec(), route: r.GetRoute(), until: now + n.agentReply()*2}
-		}
-	case *fedschedv1.PeerQueueResponse:
+	if r, ok := o.resp.(*fedschedv1.PeerQueueResponse); ok {
+		// The full specs of the jobs this site may take: the origin's
+		// agree to the hold of one makes it this site's job.
 		for _, q := range r.GetJobs() {
 			if k, err := keyOfID(q.GetJobId()); err == nil {
 				n.held[k] = heldJob{spec: q.GetSpec(), route: q.GetRoute(), until: now + n.agentReply()*2}
@@ -533,7 +531,7 @@ func (n *Node) applyFed(d site.Decision, lj *liveJob, now int64) (bool, error) {
 		if d.HandOver {
 			// RQF's hand-over: the job has left the plan; the taker's
 			// answer makes it its own, or brings it back.
-			msg := fmt.Sprintf("%s %s, which would start it now: agreeing to its hold %s", rqfHandingOver, d.Peer, d.Job.String())
+			msg := fmt.Sprintf("%s %s, which would start it now: agreeing to its hold %s", rqfHandingOver, d.Peer, d.HoldID)
 			j := lj.job()
 			j.Reservation, j.Pof, j.Overbooked = nil, 0, false
 			j.Route = append(j.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: d.Peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
@@ -542,7 +540,7 @@ func (n *Node) applyFed(d site.Decision, lj *liveJob, now int64) (bool, error) {
 			break
 		}
 		lj.job().Route = append(lj.job().Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: d.Peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
-			Message: "agreeing to the quote of " + d.Peer + " (hold " + d.Job.String() + ")", Time: toTime(now)})
+			Message: "agreeing to the quote of " + d.Peer + " (hold " + d.HoldID + ")", Time: toTime(now)})
 		lj.rec.Job = lj.job()
 		n.pending.putJob(lj.rec)
 	case site.DecideDelegate:
@@ -695,8 +693,8 @@ func (n *Node) peerAccepted(d site.Decision, now int64) error {
 		}
 	}
 	a := &agreementRec{Role: rolePeer, Seq: seq, Overbooked: d.Placement.Reason == plan.ReasonOverbooked, Agreement: delegation.Agreement{
-		ID: id, JobID: wireID(d.Job), PeerJobID: id, Origin: d.Job.Site, Peer: n.cfg.Site, State: delegation.Observed, IdempotencyKey: d.Job.String(),
-		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: d.Job.String(), Start: d.Placement.Start, End: d.Placement.End, PoF: d.Placement.PoF, Price: d.Price}}}
+		ID: id, JobID: wireID(d.Job), PeerJobID: id, Origin: d.Job.Site, Peer: n.cfg.Site, State: delegation.Observed, IdempotencyKey: d.HoldID,
+		Quote: delegation.Quote{Site: n.cfg.Site, HoldID: d.HoldID, Start: d.Placement.Start, End: d.Placement.End, PoF: d.Placement.PoF, Price: d.Price}}}
 	job.Route = append(job.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: d.Peer, Reason: fedschedv1.Reason_REASON_RECEIVED_FROM_PEER,
 		Message: fmt.Sprintf("received from %s (its job %s) under agreement %s", d.Peer, a.JobID, a.ID), Time: toTime(now)})
 	pj := d.Spec
@@ -827,4 +825,15 @@ func (n *Node) heldAgreement(originSite, originJob string, now int64) *fedschedv
 	}
 	return &fedschedv1.Agreement{Id: k.String(), OriginSite: k.Site, OriginJobId: originJob, PeerSite: n.cfg.Site,
 		State: fedschedv1.AgreementState_AGREEMENT_STATE_PENDING, Offer: h.offer, UpdateTime: toTime(now)}
+}
+
+// heldBy is the hold an origin's agree names, as its intent hop (written
+// by applyFed for DecideAgree) says it: the text after its last "hold ",
+// without a closing parenthesis; "" if none.
+func heldBy(msg string) string {
+	i := strings.LastIndex(msg, "hold ")
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSuffix(msg[i+len("hold "):], ")")
 }

@@ -114,6 +114,9 @@ func savedFromStore(ctx context.Context, st store.Store, self string) (*site.Sav
 		sj := &site.SavedJob{Key: key, Spec: pj, Route: agentRoute(j.GetRoute())}
 		if key.Site != self {
 			sj.Peer = key.Site
+			if a, ok := byJobAt(agreements, j.GetId()); ok {
+				sj.HoldID = a.Quote.HoldID // a repeated agree names it
+			}
 		}
 		if r := j.GetReservation(); r != nil {
 			sj.Placement = plan.Placement{Start: r.GetStart().AsTime().Unix(), End: r.GetEnd().AsTime().Unix(), PoF: j.GetPof(), Reason: plan.ReasonPlacedInFull}
@@ -132,7 +135,7 @@ func savedFromStore(ctx context.Context, st store.Store, self string) (*site.Sav
 				if h.GetSite() == self && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
 					// An agree written ahead: to a quote, or to the hold
 					// of an RQF taker (the hop marked taken).
-					sj.Phase, sj.Peer, sj.HandOver = site.PhaseAgreeing, h.GetPeerSite(), h.GetTaken()
+					sj.Phase, sj.Peer, sj.HandOver, sj.HoldID = site.PhaseAgreeing, h.GetPeerSite(), h.GetTaken(), heldBy(h.GetMessage())
 				}
 			}
 		case state == fedschedv1.JobState_JOB_STATE_PENDING:

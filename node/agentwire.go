@@ -32,8 +32,10 @@ import (
 // Steps into its agent (answer); the peer's driver turns the RPC's request
 // into the message it Steps (step) and the answer the Step put in Ready
 // into the RPC's response (response). A job travels by its key: the
-// origin's job id (jobID) and the hold and agreement ids are the key's
-// text (site.JobKey.String).
+// origin's job id (jobID) and the agreement ids are the key's text
+// (site.JobKey.String). A hold's id is that text with the holder's "#n"
+// suffix, new at every hold (a quote's, or an RQF take's): the agree
+// names it, and so does its refusal (site.Message.HoldID).
 //
 // A refused quote's reason code is the node's (refusal, from the agent's
 // site.Refusal); an offer carries the agent's Overbooked and Queued flags
@@ -69,13 +71,15 @@ func keyOfID(id string) (site.JobKey, error) {
 	return site.JobKey{Site: id[:i], ID: int64(seq)}, nil
 }
 
-// keyOfHold parses a hold or agreement id (site.JobKey.String).
+// keyOfHold parses a hold or agreement id (site.JobKey.String, a hold's
+// with its "#n" suffix).
 func keyOfHold(id string) (site.JobKey, error) {
 	i := strings.LastIndexByte(id, '/')
 	if i <= 0 {
 		return site.JobKey{}, fmt.Errorf("hold id %q: %w", id, ErrInvalidRequest)
 	}
-	n, err := strconv.ParseInt(id[i+1:], 10, 64)
+	seq, _, _ := strings.Cut(id[i+1:], "#")
+	n, err := strconv.ParseInt(seq, 10, 64)
 	if err != nil || n <= 0 {
 		return site.JobKey{}, fmt.Errorf("hold id %q: %w", id, ErrInvalidRequest)
 	}
@@ -201,6 +205,9 @@ func agentOutcome(j *fedschedv1.Job) site.Outcome {
 // FederationService's) and its request.
 func (w agentWire) request(m site.Message) (string, proto.Message, error) {
 	hold := m.Job.String()
+	if m.HoldID != "" {
+		hold = m.HoldID
+	}
 	switch m.Kind {
 	case site.KindQuoteRequest:
 		return "Quote", &fedschedv1.QuoteRequest{OriginSite: m.Job.Site, OriginJobId: wireID(m.Job), Spec: w.wireSpec(m.Job, m.Spec),
@@ -232,7 +239,7 @@ func (w agentWire) step(req proto.Message, now int64) (site.Message, error) {
 		m.Job, err = keyOfID(r.GetOriginJobId())
 		m.Spec, m.Route = planJob(r.GetSpec(), 0, now), agentRoute(r.GetRoute())
 	case *fedschedv1.AgreeRequest:
-		m.Kind, m.From = site.KindAgree, r.GetOriginSite()
+		m.Kind, m.From, m.HoldID = site.KindAgree, r.GetOriginSite(), r.GetHoldId()
 		m.Job, err = keyOfHold(r.GetHoldId())
 		if err == nil && (m.Job.Site != r.GetOriginSite() || wireID(m.Job) != r.GetOriginJobId()) {
 			err = fmt.Errorf("hold %q is not job %s of %s: %w", r.GetHoldId(), r.GetOriginJobId(), r.GetOriginSite(), ErrJobNotFound)
@@ -251,7 +258,7 @@ func (w agentWire) step(req proto.Message, now int64) (site.Message, error) {
 	case *fedschedv1.PeerQueueRequest:
 		m.Kind, m.From, m.Spec.Procs = site.KindQueueRequest, r.GetSite(), int(r.GetFreeProcs())
 	case *fedschedv1.TakeRequest:
-		m.Kind, m.From = site.KindTake, r.GetSite()
+		m.Kind, m.From, m.HoldID = site.KindTake, r.GetSite(), r.GetHoldId()
 		m.Job, err = keyOfID(r.GetJobId())
 	default:
 		err = fmt.Errorf("%T is not a federation request: %w", req, ErrInvalidRequest)
@@ -359,7 +366,7 @@ func responseOf(k site.Kind) proto.Message {
 // answer with its reason; a report or Terminate the peer no longer knows
 // is acknowledged (the node's reporter does the same).
 func (w agentWire) answer(req site.Message, peer string, resp proto.Message, err error) (site.Message, bool) {
-	a := site.Message{Kind: answerKind(req.Kind), From: peer, To: w.site, Job: req.Job}
+	a := site.Message{Kind: answerKind(req.Kind), From: peer, To: w.site, Job: req.Job, HoldID: req.HoldID}
 	if a.Kind == 0 {
 		return site.Message{}, false
 	}

@@ -319,7 +319,7 @@ func TestAgentWireRQF(t *testing.T) {
 	take := site.Message{Kind: site.KindTake, From: "p", To: "o", Job: k2}
 	agree := site.Message{Kind: site.KindAgree, From: "o", To: "p", Job: k2}
 	resp, err := f.wires["o"].response(take, []site.Message{agree}, w)
-	if r, ok := resp.(*fedschedv1.TakeResponse); err != nil || !ok || r.GetSpec() != nil || len(r.GetRoute()) != 0 {
+	if r, ok := resp.(*fedschedv1.TakeResponse); err != nil || !ok || proto.Size(r) != 0 {
 		t.Fatalf("a take answered by an agree: %v, %v; want an empty TakeResponse", resp, err)
 	}
 	if a, ok := f.wires["p"].answer(take, "o", reencode(t, resp), nil); ok {
@@ -327,6 +327,17 @@ func TestAgentWireRQF(t *testing.T) {
 	}
 	if method, req, err := f.wires["o"].request(agree); err != nil || method != "Agree" || req.(*fedschedv1.AgreeRequest).GetHoldId() != k2.String() {
 		t.Fatalf("the hand-over's agree goes as %s %v (%v), want Agree to hold %s", method, req, err, k2)
+	}
+	// The taker's hold is new at every take: the agree names it, and so
+	// does its refusal (a late one must not settle a later hand-over).
+	agree.HoldID = "o/2#7"
+	if _, req, err := f.wires["o"].request(agree); err != nil || req.(*fedschedv1.AgreeRequest).GetHoldId() != agree.HoldID {
+		t.Fatalf("the agree to hold %s goes as %v (%v)", agree.HoldID, req, err)
+	} else if m, err := f.wires["p"].step(reencode(t, req), w); err != nil || m.Job != k2 || m.HoldID != agree.HoldID {
+		t.Fatalf("the agree to hold %s comes as %+v (%v)", agree.HoldID, m, err)
+	}
+	if a, ok := f.wires["o"].answer(agree, "p", nil, ToStatus(fmt.Errorf("no hold: %w", ErrJobFinished))); !ok || a.Kind != site.KindAgreed || a.Offer != nil || a.HoldID != agree.HoldID {
+		t.Fatalf("the refused agree to hold %s: %+v", agree.HoldID, a)
 	}
 
 	// A take of a job that does not wait at the origin.

@@ -267,6 +267,9 @@ type Decision struct {
 	// which took it from the queue (RQF) under its hold; Peer refusing it
 	// brings the job back here, to be placed again.
 	HandOver bool
+	// HoldID is Peer's hold the agree confirms (Agree), or the hold this
+	// site accepted Peer's job under (Accept).
+	HoldID string
 }
 
 // Ready is everything the agent decided since the last call to Ready: the
@@ -322,7 +325,9 @@ type job struct {
 	place   plan.Placement
 	expires int64   // hold expiry
 	price   float64 // the quote's price (delegation.QuotePrice)
-	holdID  string  // key.String(), made at the first offer
+	// holdID: the hold's (held, taking; holdName), or, at an origin
+	// whose agree is out, the peer's hold it agrees to.
+	holdID string
 	// cancelled: cancelled while running (killed, its End to come),
 	// agreeing (the agree's answer to come) or delegated (a Terminate
 	// owed or sent, the report to come).
@@ -680,11 +685,11 @@ func (a *Agent) choose(now int64, jb *job) {
 		return
 	}
 	a.set(jb, stateAgreeing)
-	jb.peer = jb.asked[win]
+	jb.peer, jb.holdID = jb.asked[win], jb.offers[win].HoldID
 	jb.place, jb.price = offerPlacement(jb.offers[win]), jb.offers[win].Price // what is agreed to
 	jb.deadline = now + a.cfg.ReplySeconds
-	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: jb.peer, Placement: jb.place, Price: jb.price})
-	a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
+	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: jb.peer, Placement: jb.place, Price: jb.price, HoldID: jb.holdID})
+	a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key, HoldID: jb.holdID})
 }
 
 // offerPlacement is the slot a peer's offer promises.
@@ -800,8 +805,10 @@ func (a *Agent) NextID() int64 { return a.seq + 1 }
 func (a *Agent) GiveUp(now int64, key JobKey) bool {
 	r, owed := a.owed[key]
 	jb := a.jobs[key]
-	delegated := jb != nil && (jb.state == stateDelegated || jb.state == stateAgreeing)
-	if !owed && !delegated {
+	// awaited: jb.peer's report (delegated) or its answer to the agree
+	// (agreeing) is awaited.
+	awaited := jb != nil && (jb.state == stateDelegated || jb.state == stateAgreeing)
+	if !owed && !awaited {
 		return false
 	}
 	peer := ""
@@ -809,7 +816,7 @@ func (a *Agent) GiveUp(now int64, key JobKey) bool {
 		peer = r.msg.To
 		delete(a.owed, key)
 	}
-	if delegated {
+	if awaited {
 		peer = jb.peer
 		a.forget(jb)
 	}
@@ -910,6 +917,9 @@ func (a *Agent) Step(now int64, m Message) {
 		if jb == nil || jb.state != stateAgreeing || jb.peer != m.From {
 			return
 		}
+		if m.Offer == nil && m.HoldID != jb.holdID {
+			return // the refusal of an agree to an earlier hold, late
+		}
 		if m.Offer == nil {
 			a.failed(m.From)
 			if jb.cancelled {
@@ -920,7 +930,7 @@ func (a *Agent) Step(now int64, m Message) {
 			jb.route = jb.route.With(delegation.Hop{Site: m.From, Action: delegation.ActionRefused, Reason: m.Reason, At: now})
 			// A job handed over (RQF) has no round left: it comes back
 			// to this site's plan.
-			jb.handOver = false
+			jb.handOver, jb.holdID = false, ""
 			if !a.ask(now, jb) {
 				a.admit(now, jb)
 			}
@@ -1034,7 +1044,7 @@ func (a *Agent) quote(now int64, m Message) {
 		refuse(r.Error(), r)
 		return
 	}
-	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: until, from: m.From, price: price}
+	jb := &job{key: m.Job, pj: pj, route: m.Route, place: pl, expires: until, from: m.From, price: price, holdID: holdName(m.Job, pj.ID)}
 	a.add(jb)
 	a.set(jb, stateHeld)
 	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
@@ -1042,7 +1052,7 @@ func (a *Agent) quote(now int64, m Message) {
 
 func (a *Agent) offerOf(jb *job) *Offer {
 	if jb.holdID == "" {
-		jb.holdID = jb.key.String() // once: a quote and its agreement
+		jb.holdID = jb.key.String() // restored from a journal that did not keep it
 	}
 	if jb.queued {
 		return &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: jb.holdID, Start: jb.at, End: plan.Forever,
@@ -1055,10 +1065,13 @@ func (a *Agent) offerOf(jb *job) *Offer {
 // agree confirms a hold: the hold backing a quote, or the one backing an
 // RQF take (the origin hands the job over); the job is accepted here.
 func (a *Agent) agree(now int64, m Message) {
+	agreed := func(o *Offer, reason string) {
+		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: o, Reason: reason, HoldID: m.HoldID})
+	}
 	jb := a.jobs[m.Job]
 	switch {
 	case jb != nil && jb.state == stateLocal && m.From == jb.from:
-		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: a.offerOf(jb)}) // a repeated agree
+		agreed(a.offerOf(jb), "") // a repeated agree
 		return
 	case jb == nil && a.ranFor(m.From, m.Job):
 		// The job was agreed, ran here and ended, and its report is on
@@ -1066,11 +1079,12 @@ func (a *Agent) agree(now int64, m Message) {
 		// settles it as delegated, and the report follows (a refusal
 		// would run the job a second time).
 		o := a.owed[m.Job].msg.Outcome
-		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: &Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: m.Job.String(),
-			Start: o.Start, End: o.End, Expires: now}}})
+		agreed(&Offer{Quote: delegation.Quote{Site: a.cfg.Name, HoldID: m.Job.String(), Start: o.Start, End: o.End, Expires: now}}, "")
 		return
-	case jb == nil || jb.state != stateHeld && jb.state != stateTaking:
-		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Reason: "no hold for the job (expired or released)"})
+	case jb == nil || jb.state != stateHeld && jb.state != stateTaking || m.HoldID != jb.holdID:
+		// (An agree to an earlier hold, late, does not confirm this one:
+		// the origin may have placed the job since.)
+		agreed(nil, "no hold for the job (expired or released)")
 		return
 	}
 	taken := jb.state == stateTaking
@@ -1081,13 +1095,13 @@ func (a *Agent) agree(now int64, m Message) {
 		pl = a.clearOfStanding(now, jb.pj, pl, func() { a.site.Cancel(now, jb.pj.ID) }, func() plan.Placement { return a.site.Submit(now, jb.pj) })
 		if !pl.OK() {
 			a.forget(jb)
-			a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Reason: pl.Reason.String()})
+			agreed(nil, pl.Reason.String())
 			return
 		}
 		jb.place = pl
 	} else if _, err := a.site.Confirm(now, jb.pj.ID); err != nil {
 		a.forget(jb)
-		a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Reason: err.Error()})
+		agreed(nil, err.Error())
 		return
 	}
 	a.set(jb, stateLocal)
@@ -1096,8 +1110,8 @@ func (a *Agent) agree(now int64, m Message) {
 			Reason: reasonTaken})
 	}
 	jb.route = jb.route.With(delegation.Hop{Site: a.cfg.Name, Action: delegation.ActionAccepted, At: now})
-	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj, Price: jb.price})
-	a.send(Message{Kind: KindAgreed, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})
+	a.decide(Decision{Kind: DecideAccept, Job: jb.key, Placement: jb.place, Peer: m.From, Route: jb.route, Spec: jb.pj, Price: jb.price, HoldID: jb.holdID})
+	agreed(a.offerOf(jb), "")
 }
 
 // ranFor reports whether the job key, agreed with origin, ran here and
@@ -1183,7 +1197,7 @@ func (a *Agent) Tick(now int64) {
 				jb.rounds = a.rounds(now, jb)
 				jb.route = route
 			}
-			a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
+			a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key, HoldID: jb.holdID})
 		}
 	}
 	rkeys := make([]JobKey, 0, len(a.owed))
@@ -1304,7 +1318,8 @@ func (a *Agent) quoteEFS(now int64, m Message, pj plan.Job) {
 			Reason: fmt.Sprintf("the fuzzy transfer policy declines it (NWP %.3g, NJP %.3g)", nwp, njp)})
 		return
 	}
-	jb := &job{key: m.Job, pj: pj, route: m.Route, expires: HoldUntil(now, a.cfg.HoldSeconds, m.HoldSeconds), from: m.From, queued: true, at: now}
+	jb := &job{key: m.Job, pj: pj, route: m.Route, expires: HoldUntil(now, a.cfg.HoldSeconds, m.HoldSeconds), from: m.From, queued: true, at: now,
+		holdID: holdName(m.Job, pj.ID)}
 	a.add(jb)
 	a.set(jb, stateHeld)
 	a.send(Message{Kind: KindQuote, To: m.From, Job: m.Job, Offer: a.offerOf(jb)})

@@ -623,6 +623,16 @@ func dropNth(kind Kind, from string, n int) func(Message) bool {
 	}
 }
 
+// agreeTo is origin's agree to the hold a keeps for its job key (the
+// one a's quote or take named).
+func agreeTo(a *Agent, origin string, key JobKey) Message {
+	m := Message{Kind: KindAgree, From: origin, To: a.cfg.Name, Job: key}
+	if jb := a.jobs[key]; jb != nil {
+		m.HoldID = jb.holdID
+	}
+	return m
+}
+
 // count is how many decisions of kind about key the federation made.
 func (f *fed) count(kind DecisionKind, key JobKey) int {
 	n := 0
@@ -662,8 +672,6 @@ func TestHandOverIsTwoPhase(t *testing.T) {
 		if i := slices.IndexFunc(f.log, func(d Decision) bool { return d.Kind == DecideAccept && d.Job == o2 && d.Peer == "o" }); i < 0 ||
 			!f.log[i].Route.WasAt("t") || f.log[i].Route.Hops() != 1 {
 			t.Fatalf("t's accept: %+v", f.log)
-		} else if d := f.log[i]; false {
-			t.Fatalf("t's accept: %+v", d)
 		}
 		end(f, 130)
 		if _, ok := f.find(DecideOutcome, o2); !ok || f.agents["o"].Busy() && len(f.agents["o"].jobs) > 1 {
@@ -741,10 +749,11 @@ func TestHandOverIsTwoPhase(t *testing.T) {
 		key := JobKey{"o", 1}
 		a.Step(0, Message{Kind: KindQueue, From: "o", To: "t", Jobs: []QueuedJob{{Job: key, Spec: plan.Job{Procs: 2, Estimate: 100, Deadline: plan.Forever},
 			Route: delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}}}})
-		if r := a.Ready(); len(r.Messages) != 1 || r.Messages[0].Kind != KindTake || a.Site().Holds() != 1 {
+		r := a.Ready()
+		if len(r.Messages) != 1 || r.Messages[0].Kind != KindTake || a.Site().Holds() != 1 {
 			t.Fatalf("no take under a hold: %+v", r.Messages)
 		}
-		a.Step(1, Message{Kind: KindTaken, From: "o", To: "t", Job: key, Reason: "the job no longer waits here"})
+		a.Step(1, Message{Kind: KindTaken, From: "o", To: "t", Job: key, HoldID: r.Messages[0].HoldID, Reason: "the job no longer waits here"})
 		if a.Site().Holds() != 0 || a.Busy() {
 			t.Fatal("the refused take's hold stays")
 		}
@@ -768,7 +777,7 @@ func TestHandOverAfterItsHoldRanOut(t *testing.T) {
 		x := &journaled{t: t, a: a, j: NewJournal()}
 		a.Step(0, queue)
 		x.flush(0)
-		a.Step(4, Message{Kind: KindAgree, From: "o", To: "t", Job: origin})
+		a.Step(4, Message{Kind: KindAgree, From: "o", To: "t", Job: origin, HoldID: x.out[0].HoldID})
 		x.flush(4)
 		if len(x.out) != 1 || x.out[0].Kind != KindAgreed || x.out[0].Offer == nil {
 			t.Fatalf("the hand-over is not agreed: %+v", x.out)
@@ -788,6 +797,7 @@ func TestHandOverAfterItsHoldRanOut(t *testing.T) {
 			x := &journaled{t: t, a: a, j: NewJournal()}
 			a.Step(0, queue)
 			x.flush(0)
+			hold := x.out[0].HoldID
 			at := int64(60) // the hold runs out at 60
 			if restart {
 				var err error
@@ -798,7 +808,7 @@ func TestHandOverAfterItsHoldRanOut(t *testing.T) {
 			}
 			a.Tick(at)
 			a.Ready()
-			a.Step(at, Message{Kind: KindAgree, From: "o", To: "t", Job: origin})
+			a.Step(at, Message{Kind: KindAgree, From: "o", To: "t", Job: origin, HoldID: hold})
 			a.Tick(at)
 			r := a.Ready()
 			if len(r.Decisions) != 0 || len(r.Messages) != 1 || r.Messages[0].Kind != KindAgreed || r.Messages[0].Offer != nil {
@@ -822,19 +832,20 @@ func TestHandOverAfterItsHoldRanOut(t *testing.T) {
 			a.Tick(0)
 			x.flush(0)
 			key := JobKey{"o", 2}
-			a.Step(5, Message{Kind: KindTake, From: "t", To: "o", Job: key})
+			hold := holdName(key, 7)
+			a.Step(5, Message{Kind: KindTake, From: "t", To: "o", Job: key, HoldID: hold})
 			x.flush(5)
-			if len(x.out) != 1 || x.out[0].Kind != KindAgree || x.out[0].To != "t" || a.Site().Plan().Len() != 1 {
+			if len(x.out) != 1 || x.out[0].Kind != KindAgree || x.out[0].To != "t" || x.out[0].HoldID != hold || a.Site().Plan().Len() != 1 {
 				t.Fatalf("the take is not agreed to with the job out of the plan: %+v", x.out)
 			}
 			b, err := Restore(ocfg, 20, x.j.Saved())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := b.Ready(); len(r.Messages) != 1 || r.Messages[0].Kind != KindAgree || r.Messages[0].To != "t" || r.Messages[0].Job != key {
+			if r := b.Ready(); len(r.Messages) != 1 || r.Messages[0].Kind != KindAgree || r.Messages[0].To != "t" || r.Messages[0].Job != key || r.Messages[0].HoldID != hold {
 				t.Fatalf("the restored origin does not agree to t's hold again: %+v", r.Messages)
 			}
-			ans := Message{Kind: KindAgreed, From: "t", To: "o", Job: key, Reason: "no hold for the job (expired or released)"}
+			ans := Message{Kind: KindAgreed, From: "t", To: "o", Job: key, HoldID: hold, Reason: "no hold for the job (expired or released)"}
 			if agreed {
 				ans = Message{Kind: KindAgreed, From: "t", To: "o", Job: key, Offer: &Offer{Quote: delegation.Quote{Site: "t", HoldID: key.String(), Start: 5, End: 105}}}
 			}
@@ -852,5 +863,110 @@ func TestHandOverAfterItsHoldRanOut(t *testing.T) {
 				t.Fatalf("the job refused is not placed again at its origin: %+v", r.Decisions[0])
 			}
 		}
+	})
+}
+
+// TestLateHandOverMessages: an agree or a refusal of an earlier hand-over
+// of the same job to the same taker that comes late, once the taker has
+// taken the job again under a new hold, is told apart by the hold it
+// names: the late agree does not confirm the new hold (the origin may
+// still plan the job), and the late refusal does not bring the job back
+// to the origin's plan while the taker runs it. Either way the job ran at
+// both sites.
+func TestLateHandOverMessages(t *testing.T) {
+	o2 := JobKey{"o", 2}
+	// late holds back the n-th message of kind from a site; a copy
+	// duplicates it as well.
+	type late struct {
+		kind Kind
+		from string
+		n    int
+		copy bool
+		seen int
+		msgs []Message
+	}
+	net := func(f *fed, ls ...*late) func(Message) bool {
+		return func(m Message) bool {
+			lost := false
+			for _, l := range ls {
+				if m.Kind == l.kind && m.From == l.from {
+					if l.seen++; l.seen == l.n {
+						l.msgs = append(l.msgs, m)
+						lost = lost || !l.copy
+					}
+				}
+			}
+			return lost
+		}
+	}
+	deliver := func(f *fed, l *late) {
+		if len(l.msgs) != 1 {
+			f.t.Fatalf("%v from %s: %d held back", l.kind, l.from, len(l.msgs))
+		}
+		f.queue = append(f.queue, l.msgs[0])
+		f.settle()
+	}
+	until := func(f *fed, at int64) {
+		for f.now < at {
+			f.now = min(f.agents["o"].NextWake(f.now+1), f.agents["t"].NextWake(f.now+1), at)
+			f.settle()
+		}
+	}
+	finish := func(f *fed) {
+		// o/1 ends: o starts o/2 if it still plans it.
+		f.now = 1000
+		f.settle()
+		for _, n := range []string{"o", "t"} {
+			if f.agents[n].jobs[o2] != nil && f.agents[n].jobs[o2].started {
+				f.end(n, o2, true)
+			}
+		}
+		f.now = 1200
+		f.settle()
+		if f.count(DecideStart, o2) != 1 {
+			t.Fatalf("o/2 started %d times", f.count(DecideStart, o2))
+		}
+	}
+	t.Run("agree", func(t *testing.T) {
+		// The first agree comes after the taker's hold ran out and it
+		// took the job again; its second take is lost.
+		agree, take := &late{kind: KindAgree, from: "o", n: 1}, &late{kind: KindTake, from: "t", n: 2}
+		f := newFed(t, Config{Name: "o", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF},
+			Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF})
+		f.submit("t", 1, 4, 100)
+		f.submit("o", 1, 4, 1000)
+		f.submit("o", 2, 2, 30)
+		f.drop = net(f, agree, take)
+		f.now = 100
+		f.end("t", JobKey{"t", 1}, true)
+		until(f, 300) // refused at 160, taken again at 220
+		if len(take.msgs) != 1 || f.agents["t"].jobs[o2] == nil || f.agents["t"].jobs[o2].state != stateTaking {
+			t.Fatalf("t did not take o/2 again: %v", f.kinds(o2))
+		}
+		deliver(f, agree)
+		finish(f)
+	})
+	t.Run("refusal", func(t *testing.T) {
+		// The taker's refusal of the first agree comes twice, the second
+		// time while the origin hands the job over again; the taker's
+		// agreed to that hand-over comes after it.
+		agree, refusal, agreed := &late{kind: KindAgree, from: "o", n: 1}, &late{kind: KindAgreed, from: "t", n: 1, copy: true}, &late{kind: KindAgreed, from: "t", n: 2}
+		f := newFed(t, Config{Name: "o", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF},
+			Config{Name: "t", Procs: 4, Policy: plan.EASY, Transfer: delegation.RQF})
+		f.submit("t", 1, 4, 100)
+		f.submit("o", 1, 4, 1000)
+		f.submit("o", 2, 2, 30)
+		f.drop = net(f, agree, refusal, agreed)
+		f.now = 100
+		f.end("t", JobKey{"t", 1}, true)
+		for len(agreed.msgs) == 0 && f.now < 600 {
+			until(f, f.now+1)
+		}
+		if len(agreed.msgs) != 1 || f.starts[o2] != "t" {
+			t.Fatalf("t did not take o/2 again by %d: %v, started at %q, %d held back", f.now, f.kinds(o2), f.starts[o2], len(agreed.msgs))
+		}
+		deliver(f, refusal)
+		deliver(f, agreed)
+		finish(f)
 	})
 }

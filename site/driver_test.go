@@ -17,7 +17,7 @@ func TestFailLearnsNothing(t *testing.T) {
 	key := JobKey{"o", 1}
 	a.Step(0, Message{Kind: KindQuoteRequest, From: "o", To: "p", Job: key, Spec: plan.Job{Procs: 1, Estimate: 1000, Deadline: plan.Forever},
 		Route: delegation.Route{{Site: "o", Action: delegation.ActionSubmitted}}})
-	a.Step(0, Message{Kind: KindAgree, From: "o", To: "p", Job: key})
+	a.Step(0, agreeTo(a, "o", key))
 	a.Tick(0)
 	a.Ready()
 	if a.Fail(100, JobKey{"o", 2}) || !a.Fail(100, key) || a.End(100, key, true) {

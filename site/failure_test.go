@@ -104,7 +104,7 @@ func TestNodeDownReportsAWaitingJobLost(t *testing.T) {
 	key := JobKey{"o", 1}
 	a.Step(10, Message{Kind: KindQuoteRequest, From: "o", To: "p", Job: key, Spec: plan.Job{Procs: 2, Estimate: 500, Deadline: plan.Forever},
 		Route: delegation.Route{{Site: "o", Action: delegation.ActionSubmitted, At: 10}}})
-	a.Step(10, Message{Kind: KindAgree, From: "o", To: "p", Job: key})
+	a.Step(10, agreeTo(a, "o", key))
 	a.Tick(10)
 	a.Ready()
 	a.NodeDown(100, 0) // two processors needed, one left: both jobs are lost

@@ -29,8 +29,9 @@ const (
 	// KindQuote answers a quote request: Offer set when the peer holds a
 	// slot, nil with Reason when it refuses.
 	KindQuote
-	// KindAgree confirms a quote (origin to peer), or the hold behind an
-	// RQF take (the origin hands the job over); resent until answered.
+	// KindAgree confirms the peer's hold HoldID names: a quote's (origin
+	// to peer), or the one behind an RQF take (the origin hands the job
+	// over); resent until answered.
 	KindAgree
 	// KindAgreed answers Agree: Offer set when the peer now owns the job,
 	// Reason when it no longer holds a slot for it.
@@ -49,7 +50,7 @@ const (
 	// KindQueue answers with the waiting jobs (Jobs), in queue order.
 	KindQueue
 	// KindTake (RQF) asks the peer to hand over one of its waiting jobs,
-	// under a hold the asker made for it (the hold's id is the job's key).
+	// under a hold the asker made for it (HoldID).
 	// The peer answers with an agree to that hold (the hand-over: the job
 	// is the asker's once it answers agreed) or with KindTaken.
 	KindTake
@@ -112,7 +113,20 @@ type Message struct {
 	Outcome Outcome
 	// Jobs are a peer's waiting jobs (Queue).
 	Jobs []QueuedJob
+	// HoldID names the hold an Agree confirms (the quote's Offer.HoldID,
+	// or the one behind an RQF Take), and the Agreed or Taken that
+	// answers: a peer may hold a slot for the same job again after an
+	// agree failed (a quote request that came twice, late; a taker that
+	// takes the job again), and an agree or a refusal of the earlier hold
+	// that comes late must not settle the new one.
+	HoldID string
 }
+
+// holdName is the id of a hold a site makes for the peer's job key (a
+// quote's, or an RQF take's), the job's id at the site being id: new at
+// every hold, across restarts too as long as the driver keeps Ready.Seq
+// (the Journal does).
+func holdName(key JobKey, id int64) string { return key.String() + "#" + strconv.FormatInt(id, 10) }
 
 // Offer is a quote backed by a hold.
 type Offer struct {

@@ -63,7 +63,7 @@ func TestReserve(t *testing.T) {
 				a.Step(0, Message{Kind: KindQuoteRequest, From: "o", To: "s", Job: peerJob, Spec: spec, Route: route, HoldSeconds: 60})
 			case tc.peer:
 				a.Step(0, Message{Kind: KindQuoteRequest, From: "o", To: "s", Job: peerJob, Spec: spec, Route: route, HoldSeconds: 60})
-				a.Step(0, Message{Kind: KindAgree, From: "o", To: "s", Job: peerJob})
+				a.Step(0, agreeTo(a, "o", peerJob))
 				waiting = peerJob
 			default:
 				a.Submit(0, 2, spec)

@@ -57,6 +57,9 @@ type SavedJob struct {
 	// HandOver (agreeing): the agree hands the job over to Peer, which
 	// took it from the queue (RQF); a refusal brings it back to the plan.
 	HandOver bool
+	// HoldID is the hold a peer's job was accepted under (waiting,
+	// running), or the peer's hold the agree confirms (agreeing).
+	HoldID string
 	// Cancelled: cancelled while running (its kill decided, its end to
 	// come), agreeing or delegated.
 	Cancelled bool
@@ -149,10 +152,11 @@ func (j *Journal) apply(d *Decision, now int64) {
 	case DecideOffer:
 		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseOffering, Spec: d.Spec, Route: d.Route, Offer: d.Offer}
 	case DecideAgree:
-		sj.Phase, sj.Peer, sj.Placement, sj.Price, sj.HandOver = PhaseAgreeing, d.Peer, d.Placement, d.Price, d.HandOver
+		sj.Phase, sj.Peer, sj.Placement, sj.Price, sj.HandOver, sj.HoldID = PhaseAgreeing, d.Peer, d.Placement, d.Price, d.HandOver, d.HoldID
 	case DecideAccept:
 		j.order++
-		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseWaiting, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Price: d.Price, Order: j.order}
+		jobs[d.Job] = &SavedJob{Key: d.Job, Phase: PhaseWaiting, Spec: d.Spec, Route: d.Route, Placement: d.Placement, Peer: d.Peer, Price: d.Price, Order: j.order,
+			HoldID: d.HoldID}
 	case DecideMove:
 		sj.Placement = d.Placement
 	case DecideStart:
@@ -301,7 +305,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 		if sj.Spec.ID <= 0 || sj.Spec.ID > s.Seq {
 			return nil, fmt.Errorf("site agent %s: saved job %v has id %d, outside 1..%d: %w", cfg.Name, sj.Key, sj.Spec.ID, s.Seq, ErrInvalid)
 		}
-		jb := &job{key: sj.Key, pj: sj.Spec, route: sj.Route, place: sj.Placement, price: sj.Price, cancelled: sj.Cancelled}
+		jb := &job{key: sj.Key, pj: sj.Spec, route: sj.Route, place: sj.Placement, price: sj.Price, cancelled: sj.Cancelled, holdID: sj.HoldID}
 		switch sj.Phase {
 		case PhaseWaiting, PhaseRunning:
 			running := sj.Phase == PhaseRunning
@@ -363,7 +367,7 @@ func Restore(cfg Config, now int64, s *Saved) (*Agent, error) {
 				jb.rounds = a.rounds(now, jb)
 			}
 			jb.deadline = now + a.cfg.ReplySeconds
-			a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key})
+			a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key, HoldID: jb.holdID})
 			continue
 		}
 		if !a.reoffer(now, jb) {

@@ -93,6 +93,10 @@ type replay struct {
 	// loss: one message in loss is lost (0: none); salt picks which.
 	loss, salt uint64
 	lostN      int
+	// dup: one message in dup comes a second time, up to three reply
+	// periods late (0: none).
+	dup  uint64
+	dupN int
 }
 
 // replayView gives each agent the other agents' exact outlook, as the
@@ -143,11 +147,32 @@ func (r *replay) drain(name string, now int64) {
 		}
 	}
 	for _, m := range rd.Messages {
+		if late, ok := r.duplicated(m); ok {
+			r.push(&event{at: now + r.latency + late, kind: evMessage, msg: m})
+		}
 		if r.lost(m) {
 			continue
 		}
 		r.push(&event{at: now + r.latency, kind: evMessage, msg: m})
 	}
+}
+
+// duplicated picks one message in r.dup to come twice, and how late its
+// copy comes, as lost picks (by the message, never the order of sending).
+func (r *replay) duplicated(m Message) (int64, bool) {
+	if r.dup == 0 {
+		return 0, false
+	}
+	id := fmt.Sprintf("dup %v %s %s %v", m.Kind, m.From, m.To, m.Job)
+	r.sent[id]++
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s %d %d", id, r.sent[id], r.salt)
+	x := h.Sum64()
+	if x%r.dup != 0 {
+		return 0, false
+	}
+	r.dupN++
+	return int64(x/r.dup) % (3 * r.agents[m.From].cfg.ReplySeconds), true
 }
 
 // lost drops one message in r.loss: which one depends on the message,
@@ -369,6 +394,17 @@ func TestRestoreContinuesAsIfNoCrashRQF(t *testing.T) {
 	crashTrials(t, delegation.RQF, 4, false)
 }
 
+// playClean plays the KTH replay of seed (restoreWorkload) with what set
+// changes in it (its losses), to its end, and checks that it ends clean.
+func playClean(t *testing.T, seed uint64, transfer delegation.TransferMode, set func(r *replay)) *replay {
+	r, subs := restoreWorkload(t, seed, transfer)
+	set(r)
+	r.start(subs)
+	r.play(0, "", nil)
+	checkClean(t, r)
+	return r
+}
+
 // TestLossLosesNoJob is the hand-over's property: federation replays
 // (the KTH slices of the restore property, six workloads) losing one
 // message in 2, 3, 5 or 8, each loss pattern its own, under RQF and under
@@ -381,11 +417,7 @@ func TestLossLosesNoJob(t *testing.T) {
 		var lost, handOvers, back int
 		for seed := uint64(1); seed <= 6; seed++ {
 			for _, loss := range []uint64{2, 3, 5, 8} {
-				r, subs := restoreWorkload(t, seed, transfer)
-				r.loss, r.salt = loss, seed*31+loss
-				r.start(subs)
-				r.play(0, "", nil)
-				checkClean(t, r)
+				r := playClean(t, seed, transfer, func(r *replay) { r.loss, r.salt = loss, seed*31+loss })
 				lost += r.lostN
 				agreed := map[JobKey]bool{}
 				for _, l := range r.log {
@@ -403,6 +435,27 @@ func TestLossLosesNoJob(t *testing.T) {
 		t.Logf("%v: %d messages lost; %d hand-overs, %d came back to their origin", transfer, lost, handOvers, back)
 		if lost == 0 || transfer == delegation.RQF && (handOvers == 0 || back == 0) {
 			t.Fatalf("%v: the replays did not lose what the property is about", transfer)
+		}
+	}
+}
+
+// TestLateCopiesRunNoJobTwice is the same property when messages also
+// come twice, the copy late (up to three reply periods): every message is
+// idempotent, and one about an earlier negotiation of the same job (an
+// agree or a refusal of an earlier RQF hand-over to the same taker, a
+// quote, a queue) settles nothing. One message in 8 is lost, and one in
+// 3 or 5 comes twice.
+func TestLateCopiesRunNoJobTwice(t *testing.T) {
+	for _, transfer := range []delegation.TransferMode{delegation.RQF, delegation.ACF} {
+		var dups int
+		for seed := uint64(1); seed <= 6; seed++ {
+			for _, dup := range []uint64{3, 5} {
+				dups += playClean(t, seed, transfer, func(r *replay) { r.dup, r.salt = dup, seed*37+dup }).dupN
+			}
+		}
+		t.Logf("%v: %d messages came twice", transfer, dups)
+		if dups == 0 {
+			t.Fatalf("%v: no message came twice", transfer)
 		}
 	}
 }
@@ -540,7 +593,7 @@ func TestRestoreKeepsQueueOrder(t *testing.T) {
 	step(0)
 	a.Submit(1, 2, plan.Job{Procs: 3, Estimate: 500, Release: 1, Deadline: plan.Forever}) // after the hold: 1500..2000
 	step(1)
-	a.Step(2, Message{Kind: KindAgree, From: "a", To: "b", Job: peer})
+	a.Step(2, agreeTo(a, "a", peer))
 	step(2)
 	b, err := Restore(cfg, 2, j.Saved())
 	if err != nil {
@@ -594,7 +647,7 @@ func TestRestoreResendsOwedOnTheirGrid(t *testing.T) {
 		key := JobKey{"small", 1}
 		a.Step(0, Message{Kind: KindQuoteRequest, From: "small", To: "big", Job: key, Spec: plan.Job{Procs: 2, Estimate: 1000, Deadline: plan.Forever},
 			Route: delegation.Route{{Site: "small", Action: delegation.ActionSubmitted}}, StartNow: true})
-		a.Step(0, Message{Kind: KindAgree, From: "small", To: "big", Job: key})
+		a.Step(0, agreeTo(a, "small", key))
 		a.Tick(0)
 		x.flush(0)
 		a.End(100, key, true) // its report is lost
@@ -736,7 +789,8 @@ func TestRestoreAnswersARepeatedAgreeAsBefore(t *testing.T) {
 	key := JobKey{"origin", 1}
 	a.Step(0, Message{Kind: KindQuoteRequest, From: "origin", To: "peer", Job: key, Spec: plan.Job{Procs: 2, Estimate: 3600, Deadline: 20000},
 		Route: delegation.Route{{Site: "origin", Action: delegation.ActionSubmitted}}})
-	a.Step(1, Message{Kind: KindAgree, From: "origin", To: "peer", Job: key})
+	agree := agreeTo(a, "origin", key)
+	a.Step(1, agree)
 	x.flush(1)
 	first := x.out[len(x.out)-1]
 	if first.Kind != KindAgreed || first.Offer == nil || first.Offer.Price <= 0 {
@@ -747,7 +801,7 @@ func TestRestoreAnswersARepeatedAgreeAsBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Ready()
-	b.Step(10, Message{Kind: KindAgree, From: "origin", To: "peer", Job: key})
+	b.Step(10, agree)
 	r := b.Ready()
 	if len(r.Messages) != 1 || r.Messages[0].Offer == nil {
 		t.Fatalf("the repeated agree: %+v", r.Messages)

@@ -62,10 +62,10 @@ func (a *Agent) pick(now int64, m Message) {
 		if r != nil {
 			continue
 		}
-		jb := &job{key: q.Job, pj: pj, route: q.Route, place: pl, expires: now + a.cfg.ReplySeconds, from: m.From}
+		jb := &job{key: q.Job, pj: pj, route: q.Route, place: pl, expires: now + a.cfg.ReplySeconds, from: m.From, holdID: holdName(q.Job, pj.ID)}
 		a.add(jb)
 		a.set(jb, stateTaking)
-		a.send(Message{Kind: KindTake, To: m.From, Job: q.Job})
+		a.send(Message{Kind: KindTake, To: m.From, Job: q.Job, HoldID: jb.holdID})
 	}
 }
 
@@ -86,15 +86,15 @@ const reasonTaken = "taken from the queue by a peer that could start it now (RQF
 func (a *Agent) handOver(now int64, m Message) {
 	a.pass(now)
 	jb := a.jobs[m.Job]
-	if jb != nil && jb.state == stateAgreeing && jb.handOver && jb.peer == m.From {
-		a.send(Message{Kind: KindAgree, To: m.From, Job: m.Job}) // a repeated take
+	if jb != nil && jb.state == stateAgreeing && jb.handOver && jb.peer == m.From && jb.holdID == m.HoldID {
+		a.send(Message{Kind: KindAgree, To: m.From, Job: m.Job, HoldID: m.HoldID}) // a repeated take
 		return
 	}
 	// The disclosure rule again: only a job the taker may see may be
 	// taken (its free processors are its hold's business).
 	if jb == nil || jb.state != stateLocal || jb.started || !Discloses(&a.rules, jb.key.Site, jb.route, jb.pj.Procs, m.From, jb.pj.Procs) ||
 		!a.site.Cancel(now, jb.pj.ID) {
-		a.send(Message{Kind: KindTaken, To: m.From, Job: m.Job, Reason: "the job no longer waits here"})
+		a.send(Message{Kind: KindTaken, To: m.From, Job: m.Job, HoldID: m.HoldID, Reason: "the job no longer waits here"})
 		return
 	}
 	if a.adm != nil {
@@ -102,18 +102,18 @@ func (a *Agent) handOver(now int64, m Message) {
 	}
 	// What is agreed to: a slot that starts now at the taker (its hold
 	// was made with start-now); RQF does not price.
-	jb.handOver, jb.peer, jb.rounds = true, m.From, nil
+	jb.handOver, jb.peer, jb.holdID, jb.rounds = true, m.From, m.HoldID, nil
 	jb.place, jb.price = plan.Placement{Start: now, End: now + jb.pj.Estimate, Reason: plan.ReasonPlacedInFull}, 0
 	jb.deadline = now + a.cfg.ReplySeconds
 	a.set(jb, stateAgreeing)
-	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: m.From, Placement: jb.place, HandOver: true})
-	a.send(Message{Kind: KindAgree, To: m.From, Job: m.Job})
+	a.decide(Decision{Kind: DecideAgree, Job: jb.key, Peer: m.From, Placement: jb.place, HandOver: true, HoldID: m.HoldID})
+	a.send(Message{Kind: KindAgree, To: m.From, Job: m.Job, HoldID: m.HoldID})
 }
 
 // taken is the origin's refusal of a take (the job no longer waits
 // there): the hold goes. (The hand-over itself comes as an agree.)
 func (a *Agent) taken(now int64, m Message) {
-	if jb := a.jobs[m.Job]; jb != nil && jb.state == stateTaking && jb.from == m.From && m.Reason != "" {
+	if jb := a.jobs[m.Job]; jb != nil && jb.state == stateTaking && jb.from == m.From && jb.holdID == m.HoldID && m.Reason != "" {
 		a.site.Unhold(now, jb.pj.ID)
 		a.forget(jb)
 	}

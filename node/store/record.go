@@ -3,12 +3,14 @@ package store
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -62,8 +64,23 @@ func validateJob(rec JobRecord) error {
 	if rec.Job.GetId() == "" {
 		return fmt.Errorf("job without an id: %w", ErrInvalid)
 	}
-	if strings.IndexByte(rec.Job.GetSpec().GetUser(), 0) >= 0 {
-		return fmt.Errorf("job %s: user name contains NUL: %w", rec.Job.GetId(), ErrInvalid)
+	id, user := rec.Job.GetId(), rec.Job.GetSpec().GetUser()
+	if strings.IndexByte(user, 0) >= 0 {
+		return fmt.Errorf("job %s: user name contains NUL: %w", id, ErrInvalid)
+	}
+	// The longest keys a job makes: its state and user index entries
+	// (stateKey, userKey), and its idempotency key.
+	return errors.Join(keyFits("job id", len(stateKey(0, id))), keyFits("job user and id", len(user)+1+len(id)),
+		keyFits("idempotency key", len(rec.IdempotencyKey)))
+}
+
+// keyFits refuses a key of n bytes that bbolt would refuse (longer than
+// bolt.MaxKeySize). Every store refuses it up front: WALStore would
+// otherwise acknowledge a change that no checkpoint, and no replay, can
+// write to the file.
+func keyFits(what string, n int) error {
+	if n > bolt.MaxKeySize {
+		return fmt.Errorf("%s: a key of %d bytes, above the store's %d: %w", what, n, bolt.MaxKeySize, ErrInvalid)
 	}
 	return nil
 }
@@ -98,7 +115,7 @@ func validateReservation(r ReservationRecord) error {
 	if r.ID == "" {
 		return fmt.Errorf("reservation without an id: %w", ErrInvalid)
 	}
-	return nil
+	return keyFits("reservation id", len(r.ID))
 }
 
 func encodeReservation(r ReservationRecord) ([]byte, error) {
@@ -128,7 +145,7 @@ func validateSLA(r SLARecord) error {
 	if r.JobID == "" {
 		return fmt.Errorf("SLA record without a job id: %w", ErrInvalid)
 	}
-	return nil
+	return keyFits("SLA job id", len(r.JobID))
 }
 
 func encodeSLA(r SLARecord) ([]byte, error) {
@@ -205,10 +222,16 @@ func validateChanges(c Changes) error {
 		if name == "" {
 			return fmt.Errorf("statistics blob without a name: %w", ErrInvalid)
 		}
+		if err := keyFits("statistics name", len(name)); err != nil {
+			return err
+		}
 	}
 	for _, a := range c.PutAgreements {
 		if a.ID == "" {
 			return fmt.Errorf("agreement without an id: %w", ErrInvalid)
+		}
+		if err := keyFits("agreement id", len(a.ID)); err != nil {
+			return err
 		}
 	}
 	for _, r := range c.PutStanding {
@@ -230,6 +253,9 @@ func validateStanding(r StandingRecord) error {
 		return fmt.Errorf("standing reservation without an id: %w", ErrInvalid)
 	case r.EverySeconds <= 0:
 		return fmt.Errorf("standing reservation %s: period %d s: %w", r.ID, r.EverySeconds, ErrInvalid)
+	}
+	if err := keyFits("standing reservation id", len(r.ID)); err != nil {
+		return err
 	}
 	for _, d := range r.Weekdays {
 		if d < time.Sunday || d > time.Saturday {

@@ -515,3 +515,20 @@ func TestClosedAndCancelled(t *testing.T) {
 		}
 	})
 }
+
+// TestApplyRefusesOversizeKeys: every store refuses, as invalid, a change
+// with a key bbolt cannot hold (WALStore must, before it logs it; see
+// TestWALRefusesKeysTheFileCannotHold), and still takes the next write.
+func TestApplyRefusesOversizeKeys(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		for name, c := range oversizeKeyChanges() {
+			if err := s.Apply(ctx, c); !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: Apply = %v, want ErrInvalid", name, err)
+			}
+		}
+		if err := s.PutJob(ctx, job("ok-1", "alice", fedschedv1.JobState_JOB_STATE_PENDING)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -214,6 +214,12 @@ func OpenWAL(dataDir string, opts *Options) (*WALStore, error) {
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		return fail(err)
 	}
+	// The log's own entry in the data directory (new at the first open)
+	// is durable before a record relies on it; rotate syncs the entries
+	// of the log's segments.
+	if err := syncDir(dataDir); err != nil {
+		return fail(fmt.Errorf("write-ahead log: %w", err))
+	}
 	segs, err := listSegments(w.dir)
 	if err != nil {
 		return fail(err)
@@ -348,21 +354,25 @@ func (w *WALStore) Apply(ctx context.Context, c Changes) error {
 	w.wmu.Lock()
 	err = w.appendLocked(e)
 	w.wmu.Unlock()
-	return w.afterAppend(err)
-}
-
-// afterAppend wakes the checkpointer when the log has grown past a
-// threshold, and makes a checkpoint itself when it has grown past
-// logHardFactor thresholds.
-func (w *WALStore) afterAppend(err error) error {
 	if err != nil {
 		return err
 	}
+	w.afterAppend()
+	return nil
+}
+
+// afterAppend, after a durable append, wakes the checkpointer when the log
+// has grown past a threshold, and makes a checkpoint itself when it has
+// grown past logHardFactor thresholds. The append stands whatever the
+// checkpoint does: a checkpoint that fails fails the store (fail), and so
+// the writes that follow, not the one that is durable already.
+func (w *WALStore) afterAppend() {
 	w.mu.RLock()
 	n, size := len(w.pending), w.pendingBytes
 	w.mu.RUnlock()
 	if n >= logHardFactor*w.ckRecords || size >= logHardFactor*w.ckBytes {
-		return w.checkpoint()
+		w.checkpoint() //nolint:errcheck // fail has logged it and refuses later writes
+		return
 	}
 	if n >= w.ckRecords || size >= w.ckBytes {
 		select {
@@ -370,7 +380,6 @@ func (w *WALStore) afterAppend(err error) error {
 		default:
 		}
 	}
-	return nil
 }
 
 // appendLocked writes e to the log as one record, syncs it, and lays it
@@ -767,7 +776,7 @@ func (w *WALStore) PutJobIfNewKey(ctx context.Context, key string, bodyHash []by
 	stored, created, err := w.putIfNewKeyLocked(ctx, key, bodyHash, rec, e)
 	w.wmu.Unlock()
 	if created {
-		err = w.afterAppend(err)
+		w.afterAppend()
 	}
 	if err != nil {
 		return JobRecord{}, false, err

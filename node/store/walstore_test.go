@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -593,4 +595,184 @@ func TestWALWritesAfterFailure(t *testing.T) {
 	w.Close()
 	w = openWAL(t, dir, noCheckpoints)
 	haveJobs(t, w, 1)
+}
+
+// oversizeKeyChanges are changes with a key longer than bbolt takes
+// (bolt.MaxKeySize): of a record, or of the index entry a job makes (its
+// user, a zero byte and its id).
+func oversizeKeyChanges() map[string]Changes {
+	long := strings.Repeat("k", bolt.MaxKeySize+1)
+	pending := fedschedv1.JobState_JOB_STATE_PENDING
+	keyed := job("j-1", "alice", pending)
+	keyed.IdempotencyKey = long
+	return map[string]Changes{
+		"job id":          {PutJobs: []JobRecord{job(long, "alice", pending)}},
+		"idempotency key": {PutJobs: []JobRecord{keyed}},
+		"user index key":  {PutJobs: []JobRecord{job("j-1", strings.Repeat("u", bolt.MaxKeySize), pending)}},
+		"reservation id":  {PutReservations: []ReservationRecord{{ID: long, Procs: 1}}},
+		"SLA job id":      {PutSLAOutcomes: []SLARecord{{JobID: long}}},
+		"statistics name": {PutStats: map[string][]byte{long: []byte("{}")}},
+		"agreement id":    {PutAgreements: []AgreementRecord{{ID: long, Body: []byte("a")}}},
+		"standing id":     {PutStanding: []StandingRecord{{ID: long, EverySeconds: 60}}},
+	}
+}
+
+// TestWALRefusesKeysTheFileCannotHold: Apply refuses a change that bbolt
+// would refuse. Logged and acknowledged, such a change fails every
+// checkpoint, so the store refuses all writes, Close fails, and every open
+// fails too (its replay writes the change to the file): the node cannot
+// start until the log, and every change in it, is thrown away.
+func TestWALRefusesKeysTheFileCannotHold(t *testing.T) {
+	ctx := context.Background()
+	for name, c := range oversizeKeyChanges() {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			w := openWAL(t, dir, noCheckpoints)
+			if err := w.Apply(ctx, c); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Apply = %v, want ErrInvalid", err)
+			}
+			if err := w.PutJob(ctx, job("ok-1", "alice", fedschedv1.JobState_JOB_STATE_PENDING)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			w, err := OpenWAL(dir, noCheckpoints)
+			if err != nil {
+				t.Fatalf("reopen: %v", err)
+			}
+			defer w.Close()
+			if _, err := w.GetJob(ctx, "ok-1"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	w := openWAL(t, t.TempDir(), noCheckpoints)
+	long := strings.Repeat("k", bolt.MaxKeySize+1)
+	if _, _, err := w.PutJobIfNewKey(ctx, long, []byte{1}, job("j-1", "alice", fedschedv1.JobState_JOB_STATE_PENDING)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("PutJobIfNewKey with a long key = %v, want ErrInvalid", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close after PutJobIfNewKey: %v", err)
+	}
+}
+
+// TestWALDurableWriteNotReportedFailed: an Apply (or PutJobIfNewKey) past
+// logHardFactor thresholds checkpoints itself; when that checkpoint fails,
+// the change is already durable in the log and in the overlay (reads see
+// it, the next open replays it), so the write must report success. The
+// checkpoint's failure stops the writes that follow.
+func TestWALDurableWriteNotReportedFailed(t *testing.T) {
+	ctx := context.Background()
+	pending := fedschedv1.JobState_JOB_STATE_PENDING
+	for name, write := range map[string]func(w *WALStore) error{
+		"Apply": func(w *WALStore) error { return w.PutJob(ctx, job("d-1", "alice", pending)) },
+		"PutJobIfNewKey": func(w *WALStore) error {
+			_, created, err := w.PutJobIfNewKey(ctx, "key-1", []byte{1}, job("d-1", "alice", pending))
+			if err == nil && !created {
+				t.Error("not created")
+			}
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			// One record passes logHardFactor times the bytes threshold.
+			w := openWAL(t, dir, &Options{CheckpointRecords: 1 << 30, CheckpointBytes: 1, CheckpointInterval: time.Hour})
+			// The checkpoint's next segment cannot be made.
+			w.cmu.Lock()
+			block := filepath.Join(w.dir, segmentName(w.gen+1))
+			w.cmu.Unlock()
+			if err := os.Mkdir(block, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := write(w); err != nil {
+				t.Errorf("durable write = %v, want success", err)
+			}
+			if _, err := w.GetJob(ctx, "d-1"); err != nil {
+				t.Fatalf("the write is not read back: %v", err)
+			}
+			if err := w.PutJob(ctx, job("d-2", "alice", pending)); err == nil || !strings.Contains(err.Error(), "failed earlier") {
+				t.Fatalf("write after the failed checkpoint = %v", err)
+			}
+			if err := w.Close(); err == nil {
+				t.Fatal("Close after a failed checkpoint succeeded")
+			}
+			if err := os.Remove(block); err != nil {
+				t.Fatal(err)
+			}
+			w = openWAL(t, dir, noCheckpoints)
+			if _, err := w.GetJob(ctx, "d-1"); err != nil {
+				t.Fatalf("after reopen: %v", err)
+			}
+			haveJobs(t, w, 1)
+		})
+	}
+}
+
+// TestWALReadYourWritesDuringCheckpoints: writers each read back what they
+// wrote (Get, ListJobs, CountIdempotencyKeys) while the checkpointer
+// writes the log to the file after nearly every record: a change is read
+// back whether it is in the overlay, in the file, or in the middle of a
+// checkpoint's commit.
+func TestWALReadYourWritesDuringCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	w := openWAL(t, t.TempDir(), &Options{CheckpointRecords: 1, CheckpointInterval: time.Millisecond})
+	const writers, writes = 4, 150
+	errs := make(chan error, writers)
+	for g := range writers {
+		go func() {
+			errs <- func() error {
+				user := fmt.Sprintf("u%d", g)
+				live := map[string]bool{}
+				for i := range writes {
+					id := fmt.Sprintf("%s-%04d", user, i)
+					rec := job(id, user, fedschedv1.JobState_JOB_STATE_PENDING)
+					rec.IdempotencyKey, rec.BodyHash = user+"/"+id, []byte{1}
+					c := Changes{PutJobs: []JobRecord{rec}}
+					if i%3 == 2 { // delete the one before
+						gone := fmt.Sprintf("%s-%04d", user, i-1)
+						c.DeleteJobs = []string{gone}
+						delete(live, gone)
+					}
+					if err := w.Apply(ctx, c); err != nil {
+						return err
+					}
+					live[id] = true
+					if _, err := w.GetJob(ctx, id); err != nil {
+						return fmt.Errorf("GetJob %s after its write: %w", id, err)
+					}
+					if _, err := w.GetIdempotencyKey(ctx, rec.IdempotencyKey); err != nil {
+						return fmt.Errorf("key of %s after its write: %w", id, err)
+					}
+					for _, gone := range c.DeleteJobs {
+						if _, err := w.GetJob(ctx, gone); !errors.Is(err, ErrNotFound) {
+							return fmt.Errorf("GetJob %s after its deletion: %v", gone, err)
+						}
+					}
+					jobs, _, err := w.ListJobs(ctx, JobQuery{User: user, PageSize: MaxPageSize})
+					if err != nil {
+						return err
+					}
+					if len(jobs) != len(live) {
+						return fmt.Errorf("ListJobs after write %d: %d jobs, want %d", i, len(jobs), len(live))
+					}
+					for _, j := range jobs {
+						if !live[j.ID()] {
+							return fmt.Errorf("ListJobs after write %d: %s, deleted", i, j.ID())
+						}
+					}
+					if n, err := w.CountIdempotencyKeys(ctx, user+"/", 0); err != nil || n != len(live) {
+						return fmt.Errorf("CountIdempotencyKeys after write %d: %d (%v), want %d", i, n, err, len(live))
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -1533,13 +1533,12 @@ func (x *TakeRequest) GetHoldId() string {
 	return ""
 }
 
-// TakeResponse hands the job over when the site drives a site agent
-// (spec and route set: the job is the taker's now); empty, the origin has
-// recorded the hand-over and agrees to the hold next (today's node).
+// TakeResponse is empty: the origin has recorded the hand-over and
+// agrees to the taker's hold next (Agree, retried until answered); the
+// job is the taker's once it confirms. A take of a job that no longer
+// waits is refused with the RPC's error.
 type TakeResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Spec          *JobSpec               `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
-	Route         []*RouteHop            `protobuf:"bytes,2,rep,name=route,proto3" json:"route,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1572,20 +1571,6 @@ func (x *TakeResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use TakeResponse.ProtoReflect.Descriptor instead.
 func (*TakeResponse) Descriptor() ([]byte, []int) {
 	return file_fedsched_v1_federation_proto_rawDescGZIP(), []int{22}
-}
-
-func (x *TakeResponse) GetSpec() *JobSpec {
-	if x != nil {
-		return x.Spec
-	}
-	return nil
-}
-
-func (x *TakeResponse) GetRoute() []*RouteHop {
-	if x != nil {
-		return x.Route
-	}
-	return nil
 }
 
 var File_fedsched_v1_federation_proto protoreflect.FileDescriptor
@@ -1697,10 +1682,8 @@ const file_fedsched_v1_federation_proto_rawDesc = "" +
 	"\vTakeRequest\x12\x12\n" +
 	"\x04site\x18\x01 \x01(\tR\x04site\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x17\n" +
-	"\ahold_id\x18\x03 \x01(\tR\x06holdId\"e\n" +
-	"\fTakeResponse\x12(\n" +
-	"\x04spec\x18\x01 \x01(\v2\x14.fedsched.v1.JobSpecR\x04spec\x12+\n" +
-	"\x05route\x18\x02 \x03(\v2\x15.fedsched.v1.RouteHopR\x05route*\xa3\x02\n" +
+	"\ahold_id\x18\x03 \x01(\tR\x06holdId\"'\n" +
+	"\fTakeResponseJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03R\x04specR\x05route*\xa3\x02\n" +
 	"\x0eAgreementState\x12\x1f\n" +
 	"\x1bAGREEMENT_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17AGREEMENT_STATE_PENDING\x10\x01\x12\x1c\n" +
@@ -1788,33 +1771,31 @@ var file_fedsched_v1_federation_proto_depIdxs = []int32{
 	24, // 16: fedsched.v1.QueuedJob.spec:type_name -> fedsched.v1.JobSpec
 	25, // 17: fedsched.v1.QueuedJob.route:type_name -> fedsched.v1.RouteHop
 	20, // 18: fedsched.v1.PeerQueueResponse.jobs:type_name -> fedsched.v1.QueuedJob
-	24, // 19: fedsched.v1.TakeResponse.spec:type_name -> fedsched.v1.JobSpec
-	25, // 20: fedsched.v1.TakeResponse.route:type_name -> fedsched.v1.RouteHop
-	1,  // 21: fedsched.v1.FederationService.Quote:input_type -> fedsched.v1.QuoteRequest
-	4,  // 22: fedsched.v1.FederationService.Agree:input_type -> fedsched.v1.AgreeRequest
-	7,  // 23: fedsched.v1.FederationService.Release:input_type -> fedsched.v1.ReleaseRequest
-	9,  // 24: fedsched.v1.FederationService.GetAgreement:input_type -> fedsched.v1.GetAgreementRequest
-	11, // 25: fedsched.v1.FederationService.Terminate:input_type -> fedsched.v1.TerminateRequest
-	13, // 26: fedsched.v1.FederationService.ReportOutcome:input_type -> fedsched.v1.ReportOutcomeRequest
-	15, // 27: fedsched.v1.FederationService.ListMembers:input_type -> fedsched.v1.ListMembersRequest
-	18, // 28: fedsched.v1.FederationService.PeerJobOutput:input_type -> fedsched.v1.PeerJobOutputRequest
-	19, // 29: fedsched.v1.FederationService.PeerQueue:input_type -> fedsched.v1.PeerQueueRequest
-	22, // 30: fedsched.v1.FederationService.Take:input_type -> fedsched.v1.TakeRequest
-	3,  // 31: fedsched.v1.FederationService.Quote:output_type -> fedsched.v1.QuoteResponse
-	6,  // 32: fedsched.v1.FederationService.Agree:output_type -> fedsched.v1.AgreeResponse
-	8,  // 33: fedsched.v1.FederationService.Release:output_type -> fedsched.v1.ReleaseResponse
-	10, // 34: fedsched.v1.FederationService.GetAgreement:output_type -> fedsched.v1.GetAgreementResponse
-	12, // 35: fedsched.v1.FederationService.Terminate:output_type -> fedsched.v1.TerminateResponse
-	14, // 36: fedsched.v1.FederationService.ReportOutcome:output_type -> fedsched.v1.ReportOutcomeResponse
-	17, // 37: fedsched.v1.FederationService.ListMembers:output_type -> fedsched.v1.ListMembersResponse
-	29, // 38: fedsched.v1.FederationService.PeerJobOutput:output_type -> fedsched.v1.JobOutputChunk
-	21, // 39: fedsched.v1.FederationService.PeerQueue:output_type -> fedsched.v1.PeerQueueResponse
-	23, // 40: fedsched.v1.FederationService.Take:output_type -> fedsched.v1.TakeResponse
-	31, // [31:41] is the sub-list for method output_type
-	21, // [21:31] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	1,  // 19: fedsched.v1.FederationService.Quote:input_type -> fedsched.v1.QuoteRequest
+	4,  // 20: fedsched.v1.FederationService.Agree:input_type -> fedsched.v1.AgreeRequest
+	7,  // 21: fedsched.v1.FederationService.Release:input_type -> fedsched.v1.ReleaseRequest
+	9,  // 22: fedsched.v1.FederationService.GetAgreement:input_type -> fedsched.v1.GetAgreementRequest
+	11, // 23: fedsched.v1.FederationService.Terminate:input_type -> fedsched.v1.TerminateRequest
+	13, // 24: fedsched.v1.FederationService.ReportOutcome:input_type -> fedsched.v1.ReportOutcomeRequest
+	15, // 25: fedsched.v1.FederationService.ListMembers:input_type -> fedsched.v1.ListMembersRequest
+	18, // 26: fedsched.v1.FederationService.PeerJobOutput:input_type -> fedsched.v1.PeerJobOutputRequest
+	19, // 27: fedsched.v1.FederationService.PeerQueue:input_type -> fedsched.v1.PeerQueueRequest
+	22, // 28: fedsched.v1.FederationService.Take:input_type -> fedsched.v1.TakeRequest
+	3,  // 29: fedsched.v1.FederationService.Quote:output_type -> fedsched.v1.QuoteResponse
+	6,  // 30: fedsched.v1.FederationService.Agree:output_type -> fedsched.v1.AgreeResponse
+	8,  // 31: fedsched.v1.FederationService.Release:output_type -> fedsched.v1.ReleaseResponse
+	10, // 32: fedsched.v1.FederationService.GetAgreement:output_type -> fedsched.v1.GetAgreementResponse
+	12, // 33: fedsched.v1.FederationService.Terminate:output_type -> fedsched.v1.TerminateResponse
+	14, // 34: fedsched.v1.FederationService.ReportOutcome:output_type -> fedsched.v1.ReportOutcomeResponse
+	17, // 35: fedsched.v1.FederationService.ListMembers:output_type -> fedsched.v1.ListMembersResponse
+	29, // 36: fedsched.v1.FederationService.PeerJobOutput:output_type -> fedsched.v1.JobOutputChunk
+	21, // 37: fedsched.v1.FederationService.PeerQueue:output_type -> fedsched.v1.PeerQueueResponse
+	23, // 38: fedsched.v1.FederationService.Take:output_type -> fedsched.v1.TakeResponse
+	29, // [29:39] is the sub-list for method output_type
+	19, // [19:29] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_fedsched_v1_federation_proto_init() }
