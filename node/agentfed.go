@@ -131,6 +131,13 @@ func (n *Node) stepPeer(req proto.Message, now int64) (proto.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r, ok := req.(*fedschedv1.TakeRequest); ok {
+		// The origin agrees to the taker's hold by this id: one that
+		// names no hold of this job would be refused for ever.
+		if k, err := keyOfHold(r.GetHoldId()); err != nil || k != m.Job {
+			return nil, fmt.Errorf("hold %q is not a hold of job %s: %w", r.GetHoldId(), r.GetJobId(), ErrInvalidRequest)
+		}
+	}
 	// What the node's records settle without the agent, which forgets a
 	// job once it has ended here: an agree asked again (a restarted
 	// origin) is answered with the agreement, a quote for a job this
