@@ -230,8 +230,8 @@ func TestWALMatchesMemStore(t *testing.T) {
 	}
 	w.crash(t)
 	w = openWAL(t, dir, noCheckpoints)
-	if w.Replayed() != len(rest) {
-		t.Fatalf("replayed %d records, want %d", w.Replayed(), len(rest))
+	if w.replayed != len(rest) {
+		t.Fatalf("replayed %d records, want %d", w.replayed, len(rest))
 	}
 	sameContents(t, w, mem, ids, keys)
 	if err := w.Close(); err != nil {
@@ -313,8 +313,8 @@ func TestWALTornTail(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := openWAL(t, dir, noCheckpoints)
-			if w.Replayed() != 2 {
-				t.Fatalf("replayed %d records, want 2", w.Replayed())
+			if w.replayed != 2 {
+				t.Fatalf("replayed %d records, want 2", w.replayed)
 			}
 			haveJobs(t, w, 2)
 			// The next record takes the torn one's number, in a new segment.
@@ -324,8 +324,8 @@ func TestWALTornTail(t *testing.T) {
 			w.crash(t)
 			w = openWAL(t, dir, noCheckpoints)
 			haveJobs(t, w, 3)
-			if w.Replayed() != 1 {
-				t.Fatalf("replayed %d, want 1", w.Replayed())
+			if w.replayed != 1 {
+				t.Fatalf("replayed %d, want 1", w.replayed)
 			}
 		})
 	}
@@ -454,8 +454,8 @@ func TestWALCheckpointThenCrash(t *testing.T) {
 		t.Fatalf("segments: %v", segs)
 	}
 	w = openWAL(t, dir, noCheckpoints)
-	if w.Replayed() != 2 {
-		t.Fatalf("replayed %d, want 2", w.Replayed())
+	if w.replayed != 2 {
+		t.Fatalf("replayed %d, want 2", w.replayed)
 	}
 	haveJobs(t, w, 7)
 	running, _, err := w.ListJobs(ctx, JobQuery{States: []fedschedv1.JobState{fedschedv1.JobState_JOB_STATE_RUNNING}})
