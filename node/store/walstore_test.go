@@ -94,25 +94,18 @@ func sameContents(t *testing.T, got, want Store, jobIDs, keys []string) {
 			t.Fatalf("ListJobs(%+v):\n%s: %v\n%s: %v", q, got.Name(), g, want.Name(), w)
 		}
 	}
-	gr, err1 := got.ListReservations(ctx)
-	wr, err2 := want.ListReservations(ctx)
-	if err := errors.Join(err1, err2); err != nil || fmt.Sprint(gr) != fmt.Sprint(wr) {
-		t.Fatalf("ListReservations: %v\n%s: %v\n%s: %v", err, got.Name(), gr, want.Name(), wr)
+	lists := map[string]func(Store) (any, error){
+		"ListReservations": func(s Store) (any, error) { return s.ListReservations(ctx) },
+		"ListStanding":     func(s Store) (any, error) { return s.ListStanding(ctx) },
+		"ListAgreements":   func(s Store) (any, error) { return s.ListAgreements(ctx) },
+		"ListSLAOutcomes":  func(s Store) (any, error) { return s.ListSLAOutcomes(ctx) },
 	}
-	gs, err1 := got.ListStanding(ctx)
-	ws, err2 := want.ListStanding(ctx)
-	if err := errors.Join(err1, err2); err != nil || fmt.Sprint(gs) != fmt.Sprint(ws) {
-		t.Fatalf("ListStanding: %v\n%s: %v\n%s: %v", err, got.Name(), gs, want.Name(), ws)
-	}
-	ga, err1 := got.ListAgreements(ctx)
-	wa, err2 := want.ListAgreements(ctx)
-	if err := errors.Join(err1, err2); err != nil || fmt.Sprint(ga) != fmt.Sprint(wa) {
-		t.Fatalf("ListAgreements: %v\n%s: %v\n%s: %v", err, got.Name(), ga, want.Name(), wa)
-	}
-	gl, err1 := got.ListSLAOutcomes(ctx)
-	wl, err2 := want.ListSLAOutcomes(ctx)
-	if err := errors.Join(err1, err2); err != nil || fmt.Sprint(gl) != fmt.Sprint(wl) {
-		t.Fatalf("ListSLAOutcomes: %v\n%s: %v\n%s: %v", err, got.Name(), gl, want.Name(), wl)
+	for name, list := range lists {
+		g, err1 := list(got)
+		w, err2 := list(want)
+		if err := errors.Join(err1, err2); err != nil || fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Fatalf("%s: %v\n%s: %v\n%s: %v", name, err, got.Name(), g, want.Name(), w)
+		}
 	}
 	for _, name := range []string{"runtimes", "other"} {
 		g, gerr := got.GetStats(ctx, name)
