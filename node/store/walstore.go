@@ -292,8 +292,19 @@ func (w *WALStore) Close() error {
 	<-w.done
 	w.cmu.Lock()
 	defer w.cmu.Unlock()
-	err := w.checkpointLocked()
 	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	// No append follows (closed): the last checkpoint needs no new
+	// segment, and the log goes once the file holds it all.
+	var err error
+	if p := w.failed.Load(); p != nil {
+		err = *p
+	} else {
+		err = w.commit(w.pending)
+	}
+	w.mu.Lock()
+	w.pending, w.pendingBytes = nil, 0
+	w.mu.Unlock()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
@@ -301,10 +312,19 @@ func (w *WALStore) Close() error {
 		w.spare.Close()
 		os.Remove(w.sparePath) // it holds no record
 	}
-	if err == nil && w.failed.Load() == nil {
-		err = os.Remove(w.current)
+	if err == nil {
+		for _, p := range append(w.older, w.current) {
+			err = errors.Join(err, os.Remove(p))
+		}
+		// The log stays gone after a power loss: the file alone is the
+		// state (OpenBolt refuses a directory whose log holds records).
+		if err == nil {
+			err = syncDir(w.dir)
+		}
+		if err != nil {
+			err = fmt.Errorf("write-ahead log: %w", err)
+		}
 	}
-	w.wmu.Unlock()
 	if berr := w.b.Close(); err == nil {
 		err = berr
 	}
@@ -510,6 +530,9 @@ func (w *WALStore) checkpoint() error {
 func (w *WALStore) checkpointLocked() error {
 	if p := w.failed.Load(); p != nil {
 		return *p
+	}
+	if w.closed.Load() {
+		return ErrClosed // Close made the last one
 	}
 	// The next segment is made before the appends are held up.
 	w.mu.RLock()

@@ -769,3 +769,39 @@ func TestWALReadYourWritesDuringCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestWALCloseMakesNoSegment: a clean stop writes the pending records to
+// the file and removes the log without making a new segment first (Close
+// made one, of up to 16 MiB of zeros and two syncs, only to delete it, and
+// failed, keeping the log, when it could not: on a full disk, say).
+func TestWALCloseMakesNoSegment(t *testing.T) {
+	dir := t.TempDir()
+	w := openWAL(t, dir, noCheckpoints)
+	ctx := context.Background()
+	for i := range 3 {
+		if err := w.PutJob(ctx, job(fmt.Sprintf("c-%d", i), "alice", fedschedv1.JobState_JOB_STATE_PENDING)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.cmu.Lock()
+	block := filepath.Join(w.dir, segmentName(w.gen+1)) // no segment can be made
+	w.cmu.Unlock()
+	if err := os.Mkdir(block, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := os.Remove(block); err != nil {
+		t.Fatal(err)
+	}
+	if segs, err := listSegments(filepath.Join(dir, LogDirName)); err != nil || len(segs) > 0 {
+		t.Fatalf("after Close, the log holds %v (%v)", segs, err)
+	}
+	b, err := OpenBolt(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	haveJobs(t, b, 3)
+}
