@@ -674,9 +674,12 @@ func (w *WALStore) prepareSpare() error {
 	return nil
 }
 
-// flushed runs f with every logged change in the file and no write in
-// between: the writes that are not Apply's (PutMeta, NextSequence,
-// PruneIdempotencyKeys) go to bbolt directly, after the log's.
+// flushed runs f, a write straight to bbolt (PutMeta,
+// PruneIdempotencyKeys), once every change logged before the call is in
+// the file, with appends held while f runs. An Apply racing the call may
+// be logged between the checkpoint and f: it stays in the overlay and wins
+// over f's write to the same key, as if it came after f, which two
+// concurrent writes allow.
 func (w *WALStore) flushed(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
