@@ -3,6 +3,8 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,7 +30,12 @@ const benchClients = 8
 // the fsync of the turn that decided it (group commit).
 //
 // conns=shared: the 8 clients share one grpc.ClientConn (one HTTP/2
-// connection); conns=own: each client has its own.
+// connection); conns=own: each client has its own. clients=1: one client
+// alone, whose every commit carries its one job (what the group commit's
+// gather may cost a client nobody joins). arrivals=R/s: no clients in a
+// loop, but submissions at random times at R a second, each sent whether
+// or not the earlier ones were answered (what the gather costs traffic
+// that does not come back in step with the commits).
 //
 // Reported: submits/s (over the whole run), and the p50/p99/max latency of
 // one SubmitJob call as the client sees it, in milliseconds; cpu-us/submit,
@@ -57,14 +64,42 @@ func BenchmarkDurableSubmit(b *testing.B) {
 			if delay == 0 {
 				name = "batch-delay=1ms/" + name
 			}
-			b.Run(name, func(b *testing.B) { benchDurableSubmit(b, own, delay, 0) })
+			b.Run(name, func(b *testing.B) {
+				benchDurableSubmit(b, durableCase{clients: benchClients, ownConns: own, batchDelay: delay})
+			})
 		}
 	}
 	// While jobs start and end: besides the clients' submissions, a
 	// steady stream of short jobs (1 processor, 2 s estimate, 1 s runtime,
 	// released now) starts and ends early on the 64 processors, so that
 	// turns also carry starts, exits and re-planning.
-	b.Run("while-running/conns=shared", func(b *testing.B) { benchDurableSubmit(b, false, -1, 40) })
+	b.Run("while-running/conns=shared", func(b *testing.B) {
+		benchDurableSubmit(b, durableCase{clients: benchClients, batchDelay: -1, churn: 40})
+	})
+	// One client alone: no other client's request can share its commit,
+	// so its latency is a round trip, the turn's work and one commit, plus
+	// whatever the group commit's gather makes it wait for nobody.
+	b.Run("clients=1", func(b *testing.B) { benchDurableSubmit(b, durableCase{clients: 1, batchDelay: -1}) })
+	// Open arrivals: submissions come at random times (a Poisson process
+	// of the given rate), each on its own, whether or not the earlier ones
+	// were answered, as from many users each submitting now and then. No
+	// client waits for another, so a turn that waits for requests to share
+	// its commit only delays the ones it holds: the latency shows what the
+	// gather costs such traffic.
+	for _, rate := range []int{500, 2000} {
+		b.Run(fmt.Sprintf("arrivals=%d/s", rate), func(b *testing.B) {
+			benchDurableSubmit(b, durableCase{batchDelay: -1, rate: rate})
+		})
+	}
+}
+
+// durableCase is one variant of BenchmarkDurableSubmit.
+type durableCase struct {
+	clients    int           // clients that each submit as soon as answered
+	ownConns   bool          // one connection each (else one shared)
+	batchDelay time.Duration // the store's MaxBatchDelay (-1: as Launch opens it)
+	churn      int           // short jobs a second that start and end meanwhile
+	rate       int           // > 0: open arrivals at this rate instead of clients
 }
 
 // timedStore counts and times the store calls the event loop makes per
@@ -98,18 +133,17 @@ func (s *timedStore) reset() {
 	}
 }
 
-// benchDurableSubmit runs the clients' submissions; churn > 0 also submits
-// that many short jobs a second that start at once and end early.
-func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration, churn int) {
+// benchDurableSubmit runs one variant's submissions.
+func benchDurableSubmit(b *testing.B, dc durableCase) {
 	cfg := testConfig("")
 	cfg.Procs = 64
-	bn := startBenchNode(b, cfg, "", batchDelay)
+	bn := startBenchNode(b, cfg, "", dc.batchDelay)
 	defer bn.stop()
 	st := bn.st
-	conns := make([]*grpc.ClientConn, benchClients)
+	conns := make([]*grpc.ClientConn, max(dc.clients, 1))
 	for i := range conns {
 		conns[i] = bn.conn
-		if ownConns && i > 0 {
+		if dc.ownConns && i > 0 {
 			c, err := grpc.NewClient(bn.conn.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
 				b.Fatal(err)
@@ -135,14 +169,14 @@ func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration, c
 	}
 	// Warm up: connections, the store's first pages, the plan.
 	for i := range 200 {
-		if _, err := submit(fedschedv1.NewSiteServiceClient(conns[i%benchClients])); err != nil {
+		if _, err := submit(fedschedv1.NewSiteServiceClient(conns[i%len(conns)])); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if churn > 0 {
+	if dc.churn > 0 {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		wg.Go(func() { churnJobs(b, bn.conn, churn, stop) })
+		wg.Go(func() { churnJobs(b, bn.conn, dc.churn, stop) })
 		defer func() { close(stop); wg.Wait() }()
 		time.Sleep(2 * time.Second) // the first short jobs end
 	}
@@ -152,11 +186,19 @@ func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration, c
 	ends0 := bn.ends()
 	stopProfile := profileMeasured(b)
 	cost := startCost()
-	lats, elapsed := benchClientsRun(b, conns, submit)
+	var (
+		lats    []time.Duration
+		elapsed time.Duration
+	)
+	if dc.rate > 0 {
+		lats, elapsed = benchArrivalsRun(b, dc.rate, bn.conn, submit)
+	} else {
+		lats, elapsed = benchClientsRun(b, dc.clients, conns, submit)
+	}
 	cost.report(b, len(lats))
 	stopProfile()
 	reportLatencies(b, lats, elapsed)
-	if churn > 0 {
+	if dc.churn > 0 {
 		b.ReportMetric(float64(bn.ends()-ends0)/elapsed.Seconds(), "ends/s")
 	}
 	if a := st.applies.Load(); a > 0 {
@@ -167,6 +209,47 @@ func benchDurableSubmit(b *testing.B, ownConns bool, batchDelay time.Duration, c
 	if r := st.idemReads.Load(); r > 0 {
 		b.ReportMetric(float64(st.idemNs.Load())/float64(r)/1e3, "idem-read-us")
 	}
+}
+
+// benchArrivalsRun makes b.N calls of submit on conn at the times of a
+// Poisson process of rate calls a second (exponential gaps, from a fixed
+// seed), each call in its own goroutine, and returns the sorted latencies
+// and the elapsed time. A call whose time has passed (the sleep overslept)
+// starts at once, so that the mean rate holds.
+func benchArrivalsRun(b *testing.B, rate int, conn *grpc.ClientConn, submit func(c fedschedv1.SiteServiceClient) (time.Duration, error)) ([]time.Duration, time.Duration) {
+	b.Helper()
+	c := fedschedv1.NewSiteServiceClient(conn)
+	rng := rand.New(rand.NewPCG(16, uint64(rate)))
+	lats := make([]time.Duration, b.N)
+	var (
+		wg       sync.WaitGroup
+		failOnce sync.Once
+		failed   error
+	)
+	b.ResetTimer()
+	start := time.Now()
+	at := start
+	for i := range b.N {
+		at = at.Add(time.Duration(rng.ExpFloat64() / float64(rate) * float64(time.Second)))
+		if d := time.Until(at); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Go(func() {
+			lat, err := submit(c)
+			if err != nil {
+				failOnce.Do(func() { failed = err })
+			}
+			lats[i] = lat
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if failed != nil {
+		b.Fatal(failed)
+	}
+	slices.Sort(lats)
+	return lats, elapsed
 }
 
 // churnJobs submits rate short jobs a second (1 processor, 2 s estimate,

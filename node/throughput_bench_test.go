@@ -218,13 +218,13 @@ func fillQueue(b *testing.B, conn *grpc.ClientConn, n int) {
 	}
 }
 
-// benchClientsRun runs b.N calls of submit shared by benchClients clients,
-// client i on conns[i % len(conns)], and returns the sorted latencies and the
-// elapsed time.
-func benchClientsRun(b *testing.B, conns []*grpc.ClientConn, submit func(c fedschedv1.SiteServiceClient) (time.Duration, error)) ([]time.Duration, time.Duration) {
+// benchClientsRun runs b.N calls of submit shared by the given number of
+// clients, client i on conns[i % len(conns)], and returns the sorted
+// latencies and the elapsed time.
+func benchClientsRun(b *testing.B, clients int, conns []*grpc.ClientConn, submit func(c fedschedv1.SiteServiceClient) (time.Duration, error)) ([]time.Duration, time.Duration) {
 	b.Helper()
 	var next atomic.Int64
-	lats := make([][]time.Duration, benchClients)
+	lats := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	var (
 		failOnce sync.Once
@@ -232,10 +232,10 @@ func benchClientsRun(b *testing.B, conns []*grpc.ClientConn, submit func(c fedsc
 	)
 	b.ResetTimer()
 	start := time.Now()
-	for i := range benchClients {
+	for i := range clients {
 		wg.Go(func() {
 			c := fedschedv1.NewSiteServiceClient(conns[i%len(conns)])
-			own := make([]time.Duration, 0, b.N/benchClients+1)
+			own := make([]time.Duration, 0, b.N/clients+1)
 			for next.Add(1) <= int64(b.N) {
 				lat, err := submit(c)
 				if err != nil {
@@ -447,7 +447,7 @@ func benchThroughput(b *testing.B, dir string, waiting int) {
 	bn.st.reset()
 	stopProfile := profileMeasured(b)
 	cost := startCost()
-	lats, elapsed := benchClientsRun(b, []*grpc.ClientConn{bn.conn}, submit)
+	lats, elapsed := benchClientsRun(b, benchClients, []*grpc.ClientConn{bn.conn}, submit)
 	cost.report(b, len(lats))
 	stopProfile()
 	reportLatencies(b, lats, elapsed)

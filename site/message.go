@@ -124,7 +124,8 @@ type Message struct {
 
 // holdName is the id of a hold a site makes for the peer's job key (a
 // quote's, or an RQF take's), the job's id at the site being id: new at
-// every hold, across restarts.
+// every hold, across restarts too as long as the driver keeps Ready.Seq
+// (the Journal does).
 func holdName(key JobKey, id int64) string { return key.String() + "#" + strconv.FormatInt(id, 10) }
 
 // Offer is a quote backed by a hold.
