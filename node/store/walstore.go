@@ -380,7 +380,9 @@ func (w *WALStore) afterAppend() {
 	w.mu.RLock()
 	n, size := len(w.pending), w.pendingBytes
 	w.mu.RUnlock()
-	if n >= logHardFactor*w.ckRecords || size >= logHardFactor*w.ckBytes {
+	// n/logHardFactor >= ck is n >= logHardFactor*ck without the product,
+	// which wraps around for thresholds near their type's largest value.
+	if n/logHardFactor >= w.ckRecords || size/logHardFactor >= w.ckBytes {
 		w.checkpoint() //nolint:errcheck // fail has logged it and refuses later writes
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -804,4 +805,19 @@ func TestWALCloseMakesNoSegment(t *testing.T) {
 	}
 	defer b.Close()
 	haveJobs(t, b, 3)
+}
+
+// TestWALLargestThresholds: thresholds as large as their types hold (an
+// operator's "never by count") make no checkpoint: logHardFactor times
+// them must not wrap around to a negative number that every write passes.
+func TestWALLargestThresholds(t *testing.T) {
+	w := openWAL(t, t.TempDir(), &Options{CheckpointRecords: math.MaxInt, CheckpointBytes: math.MaxInt64, CheckpointInterval: time.Hour})
+	for i := range 3 {
+		if err := w.PutJob(context.Background(), job(fmt.Sprintf("m-%d", i), "alice", fedschedv1.JobState_JOB_STATE_PENDING)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := w.pendingLen(); n != 3 {
+		t.Fatalf("%d records pending, want 3 (no checkpoint)", n)
+	}
 }
