@@ -247,8 +247,9 @@ func TestWALMatchesMemStore(t *testing.T) {
 }
 
 // crashedLog leaves a crashed WALStore in dir whose log holds n records,
-// each putting job c-<i>, and returns the path of its segment.
-func crashedLog(t *testing.T, dir string, n int) string {
+// each putting job c-<i> (all of one size), and returns the path of its
+// segment, the segment's bytes and the size of a record.
+func crashedLog(t *testing.T, dir string, n int) (seg string, data []byte, size int) {
 	t.Helper()
 	w := openWAL(t, dir, noCheckpoints)
 	for i := range n {
@@ -261,7 +262,13 @@ func crashedLog(t *testing.T, dir string, n int) string {
 	if err != nil || len(segs) != 1 {
 		t.Fatalf("segments: %v %v", segs, err)
 	}
-	return segs[0].path
+	if data, err = os.ReadFile(segs[0].path); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, size, err = decodeFrame(data); err != nil {
+		t.Fatal(err)
+	}
+	return segs[0].path, data, size
 }
 
 func haveJobs(t *testing.T, s Store, n int) {
@@ -277,15 +284,7 @@ func haveJobs(t *testing.T, s Store, n int) {
 // the others.
 func TestWALTornTail(t *testing.T) {
 	src := t.TempDir()
-	seg := crashedLog(t, src, 3)
-	data, err := os.ReadFile(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, size, err := decodeFrame(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seg, data, size := crashedLog(t, src, 3)
 	lastStart := 2 * size // the three records are the same size
 	cases := map[string][]byte{}
 	for _, cut := range []int{1, frameHeader - 1, frameHeader, frameHeader + 1, size / 2, size - 1} {
@@ -359,15 +358,7 @@ func copyStore(t *testing.T, from, to string) {
 // acknowledged changes). So does a missing record.
 func TestWALDamageBeforeGoodRecords(t *testing.T) {
 	src := t.TempDir()
-	seg := crashedLog(t, src, 3)
-	data, err := os.ReadFile(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, size, err := decodeFrame(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seg, data, size := crashedLog(t, src, 3)
 	damaged := map[string][]byte{}
 	for _, at := range []int{2, 5, 9, frameHeader + 3, size - 1} {
 		b := slices.Clone(data)
