@@ -407,6 +407,8 @@ func TestWALDamageBeforeGoodRecords(t *testing.T) {
 			if b, err := OpenBolt(dir, nil); err == nil {
 				b.Close()
 				t.Fatal("OpenBolt opened a data directory whose log holds records")
+			} else if !errors.Is(err, ErrLogNotReplayed) {
+				t.Fatalf("OpenBolt = %v, want ErrLogNotReplayed", err)
 			}
 		})
 	}
