@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +60,15 @@ func TestCancelWhileDelegating(t *testing.T) {
 				t.Fatalf("a never called %s", method)
 			}
 			const id = "a.000000000002" // the filler is the first
+			// While it is out of the plan, the job waits for the
+			// delegation (the status page, jobs and explain say so).
+			g, err := a.Client.GetJob(bg(t), &fedschedv1.GetJobRequest{JobId: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := g.GetJob().GetWait(); w.GetKind() != "delegation" || method == "Agree" && !strings.HasPrefix(w.GetMessage(), "agreeing with b (hold a/2#") {
+				t.Fatalf("job while its %s is out waits for %v, want the delegation", method, w)
+			}
 			r, err := a.Client.CancelJob(bg(t), &fedschedv1.CancelJobRequest{JobId: id, Message: "e2e: cancelled while delegating"})
 			if err != nil {
 				t.Fatalf("cancel while the %s is out: %v", method, err)

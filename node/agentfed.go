@@ -494,6 +494,12 @@ func offering(lj *liveJob) bool {
 	return lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && lj.peek().GetReason() == fedschedv1.Reason_REASON_DELEGATED
 }
 
+// beingDelegated reports whether lj is out of the plan, offered to peers
+// (the node's own core: in flight; the agent's: offering).
+func (n *Node) beingDelegated(lj *liveJob) bool {
+	return n.inflight[lj.seq] != nil || n.agent != nil && offering(lj)
+}
+
 // replyDelegation answers the submission of an offered job that waits for
 // the delegation's end, once the decision that ended it is durable.
 func (n *Node) replyDelegation(lj *liveJob) {

@@ -140,7 +140,7 @@ func (h *reachHeap) Pop() any {
 
 // queuedJob reports whether lj counts towards queuedReach.
 func (n *Node) queuedJob(seq int64, lj *liveJob) bool {
-	return lj != nil && lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && n.inflight[seq] == nil
+	return lj != nil && lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && !n.beingDelegated(lj)
 }
 
 // noteQueued records that job seq, of estimate est, may now count towards

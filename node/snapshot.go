@@ -307,6 +307,17 @@ func (n *Node) queuedWait(lj *liveJob, ahead *liveJob, pc *planCtx) *WaitReason 
 		}
 		return &WaitReason{Kind: WaitDelegation, Message: msg}
 	}
+	if n.beingDelegated(lj) {
+		// The site agent's offer: its agree, written ahead, names the
+		// peer and the hold.
+		msg := "a peer quote is in flight: asking peers for a slot"
+		if r := lj.peek().GetRoute(); len(r) > 0 {
+			if h := r[len(r)-1]; h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
+				msg = "agreeing with " + h.GetPeerSite() + " (hold " + heldBy(h.GetMessage()) + ")"
+			}
+		}
+		return &WaitReason{Kind: WaitDelegation, Message: msg}
+	}
 	if lj.pj.Release > now {
 		return &WaitReason{Kind: WaitRelease, Message: "waits for its release time " + humanTime(lj.pj.Release), Until: lj.pj.Release}
 	}
