@@ -88,10 +88,6 @@ func (n *Node) startAgent(ctx context.Context, now int64) error {
 		s.skipped = 0
 	}
 	n.agent, n.site, n.stats = a, a.Site(), a.Stats()
-	// The agent offers again what was being offered, and asks the peer
-	// it was agreeing with again (Restore): nothing is in flight in the
-	// node's own core.
-	clear(n.inflight)
 	if n.adm != nil {
 		n.adm.Stats = a.Stats()
 	}
@@ -155,7 +151,10 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 		n.pending.stats = true
 	}
 	if len(r.Messages) > 0 && !n.federating() {
-		return fmt.Errorf("site agent: %d messages from a site that does not federate: %w", len(r.Messages), ErrInvalidRequest)
+		// An agree restored for a job a peer may have taken, on a node
+		// restarted without federation: resent until federation is back.
+		n.log.Warn("federation is off: the site agent's messages are not sent", "messages", len(r.Messages), "kind", r.Messages[0].Kind.String(), "to", r.Messages[0].To)
+		r.Messages = r.Messages[:0]
 	}
 	if n.pending.empty() == false && slices.ContainsFunc(r.Decisions, func(d site.Decision) bool { return d.Kind == site.DecideStart }) {
 		// A start outside the pass (a peer's request passes first): the

@@ -294,6 +294,15 @@ func inFlight(s *site.Saved) bool {
 	return false
 }
 
+// queueAnswer is a queue request's or a take's answer as the RQF metrics
+// label it.
+func queueAnswer(err error) string {
+	if err != nil {
+		return "refused"
+	}
+	return "ok"
+}
+
 // rqfRound tells the messages of an RQF round (GetSite's pulling).
 func rqfRound(k site.Kind) bool { return k == site.KindQueueRequest || k == site.KindTake }
 
@@ -494,10 +503,9 @@ func offering(lj *liveJob) bool {
 	return lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && lj.peek().GetReason() == fedschedv1.Reason_REASON_DELEGATED
 }
 
-// beingDelegated reports whether lj is out of the plan, offered to peers
-// (the node's own core: in flight; the agent's: offering).
+// beingDelegated reports whether lj is out of the plan, offered to peers.
 func (n *Node) beingDelegated(lj *liveJob) bool {
-	return n.inflight[lj.seq] != nil || n.agent != nil && offering(lj)
+	return n.agent != nil && offering(lj)
 }
 
 // replyDelegation answers the submission of an offered job that waits for
@@ -682,7 +690,7 @@ func (n *Node) outcome(d site.Decision, now int64) error {
 	if r, ok := n.stepReq.(*fedschedv1.ReportOutcomeRequest); ok && r.GetJob() != nil {
 		pj = r.GetJob()
 	}
-	return n.settleReport(a, pj, now, false)
+	return n.settleReport(a, pj, now)
 }
 
 // peerAccepted records a peer's job this site accepted (DecideAccept with

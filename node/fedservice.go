@@ -37,36 +37,14 @@ func (s *fedService) Quote(ctx context.Context, req *fedschedv1.QuoteRequest) (*
 	if err := noUnknownFields(req); err != nil {
 		return nil, ToStatus(err)
 	}
-	if s.n.agent != nil {
-		return stepAs[*fedschedv1.QuoteResponse](ctx, s, req)
-	}
-	o := &quoteOp{req: req, reply: make(chan quoteResult, 1)}
-	if err := s.n.send(ctx, o); err != nil {
-		return nil, ToStatus(err)
-	}
-	r, err := await(ctx, s.n, o.reply)
-	if err != nil {
-		return nil, ToStatus(err)
-	}
-	if r.err != nil {
-		return nil, ToStatus(r.err)
-	}
-	return r.resp, nil
+	return stepAs[*fedschedv1.QuoteResponse](ctx, s, req)
 }
 
 func (s *fedService) Agree(ctx context.Context, req *fedschedv1.AgreeRequest) (*fedschedv1.AgreeResponse, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	if s.n.agent != nil {
-		return stepAs[*fedschedv1.AgreeResponse](ctx, s, req)
-	}
-	o := &agreeOp{req: req, reply: make(chan agreeResult, 1)}
-	r, err := s.roundTrip(ctx, o, o.reply)
-	if err != nil {
-		return nil, err
-	}
-	return &fedschedv1.AgreeResponse{Agreement: r.a}, nil
+	return stepAs[*fedschedv1.AgreeResponse](ctx, s, req)
 }
 
 func (s *fedService) roundTrip(ctx context.Context, o op, reply chan agreeResult) (agreeResult, error) {
@@ -87,17 +65,7 @@ func (s *fedService) Release(ctx context.Context, req *fedschedv1.ReleaseRequest
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	if s.n.agent != nil {
-		return stepAs[*fedschedv1.ReleaseResponse](ctx, s, req)
-	}
-	o := &releaseOp{id: req.GetHoldId(), reply: make(chan error, 1)}
-	if err := s.n.send(ctx, o); err != nil {
-		return nil, ToStatus(err)
-	}
-	if err, werr := await(ctx, s.n, o.reply); werr != nil || err != nil {
-		return nil, ToStatus(fmt.Errorf("%w: %w", ErrUnavailable, firstErr(werr, err)))
-	}
-	return &fedschedv1.ReleaseResponse{}, nil
+	return stepAs[*fedschedv1.ReleaseResponse](ctx, s, req)
 }
 
 // stepAs sends a peer's request to the loop, which Steps it into the site
@@ -144,15 +112,7 @@ func (s *fedService) Terminate(ctx context.Context, req *fedschedv1.TerminateReq
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	if s.n.agent != nil {
-		return stepAs[*fedschedv1.TerminateResponse](ctx, s, req)
-	}
-	o := &terminateOp{req: req, reply: make(chan agreeResult, 1)}
-	r, err := s.roundTrip(ctx, o, o.reply)
-	if err != nil {
-		return nil, err
-	}
-	return &fedschedv1.TerminateResponse{Agreement: r.a}, nil
+	return stepAs[*fedschedv1.TerminateResponse](ctx, s, req)
 }
 
 func (s *fedService) ReportOutcome(ctx context.Context, req *fedschedv1.ReportOutcomeRequest) (*fedschedv1.ReportOutcomeResponse, error) {
@@ -162,18 +122,7 @@ func (s *fedService) ReportOutcome(ctx context.Context, req *fedschedv1.ReportOu
 	if err := validateReport(req); err != nil {
 		return nil, ToStatus(err)
 	}
-	if s.n.agent != nil {
-		return stepAs[*fedschedv1.ReportOutcomeResponse](ctx, s, req)
-	}
-	o := &reportOp{req: req, reply: make(chan error, 1)}
-	if err := s.n.send(ctx, o); err != nil {
-		return nil, ToStatus(err)
-	}
-	err, werr := await(ctx, s.n, o.reply)
-	if e := firstErr(werr, err); e != nil {
-		return nil, ToStatus(e)
-	}
-	return &fedschedv1.ReportOutcomeResponse{}, nil
+	return stepAs[*fedschedv1.ReportOutcomeResponse](ctx, s, req)
 }
 
 // ListMembers answers from gossip; without federation, the site alone.

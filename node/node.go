@@ -88,21 +88,15 @@ type Node struct {
 	procs     int
 	usable    int // processors the executor's batch system offers (slurm.go)
 
-	// Federation (federation.go). agreements, byOrigin and inflight are
-	// owned by the loop; history and conns are shared with the delegation
-	// goroutines under their mutexes.
+	// Federation (federation.go, agentfed.go). agreements and byOrigin
+	// are owned by the loop; conns is shared with the sending goroutines
+	// under its mutex.
 	fed        FederationConfig
 	agreements map[string]*agreementRec
 	byOrigin   map[string]string
-	inflight   map[int64]*inflight
-	holds      holdHeap   // the peers' holds by expiry (index.go)
 	reach      reachIndex // queuedReach's index (index.go)
-	launch     []int64
-	histMu     sync.Mutex
-	history    map[string]delegation.History
 	connMu     sync.Mutex
 	conns      map[string]*grpc.ClientConn
-	kick       chan struct{}
 	rqf        rqfState // RQF's pull timing (rqf.go), owned by the loop
 	bg         sync.WaitGroup
 	digest     atomic.Pointer[discovery.Digest]
@@ -206,8 +200,8 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs, usable: cfg.Procs,
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), killRetry: make(map[int64]int64), watchers: make(map[int]*watcher),
-		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
-		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), rqf: newRQFState(),
+		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string),
+		conns: make(map[string]*grpc.ClientConn), rqf: newRQFState(),
 		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait},
 		held: make(map[site.JobKey]heldJob), deferred: make(map[int64]func(submitResult)), sendq: make(chan outCall, sendQueue)}
 	n.scaled, _ = deps.Clock.(interface{ Factor() float64 })
@@ -260,6 +254,9 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.recover(ctx); err != nil {
 		return fmt.Errorf("node: recover: %w", err)
 	}
+	if n.federating() && !n.drivesAgent() {
+		return fmt.Errorf("node: the node's own core does not federate (ownCore is for the differential tests of a site alone): %w", ErrInvalidRequest)
+	}
 	if n.drivesAgent() {
 		if err := n.startAgent(ctx, n.now()); err != nil {
 			return fmt.Errorf("node: recover: %w", err)
@@ -280,7 +277,7 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.bg.Wait()
 	n.bg.Add(1)
 	go func() { defer n.bg.Done(); n.pruneKeys(ctx) }()
-	if n.federating() && n.agent != nil {
+	if n.federating() {
 		// The agent's messages: sent by the node's goroutines, its
 		// resends its own (agentfed.go).
 		for range sendWorkers {
@@ -290,16 +287,6 @@ func (n *Node) Run(ctx context.Context) error {
 		n.bg.Add(1)
 		go func() { defer n.bg.Done(); n.rememberMembers(ctx, 2*time.Second) }()
 		n.flushOut() // what the restore sent, committed with it
-	} else if n.federating() {
-		n.bg.Add(1)
-		go func() { defer n.bg.Done(); n.report(ctx) }()
-		n.bg.Add(1)
-		go func() { defer n.bg.Done(); n.rememberMembers(ctx, 2*time.Second) }()
-		for seq := range n.inflight {
-			n.launch = append(n.launch, seq)
-		}
-		slices.Sort(n.launch)
-		n.launchDelegations(ctx)
 	}
 	var timer clock.Timer
 	defer func() {
@@ -415,12 +402,8 @@ func (n *Node) Run(ctx context.Context) error {
 			n.closeWatchers()
 			return fmt.Errorf("node: commit: %w", err)
 		}
-		n.launchDelegations(ctx)
 		n.freezeDue()
 		n.publishDigest(now)
-		// A wake due by now makes the turn a tick of the agent's, whether
-		// its timer fired or a request came first.
-		n.pull(ctx, now, wake <= now || len(exits) > 0 || anyEvent(batch))
 	}
 }
 
@@ -445,22 +428,6 @@ func (n *Node) pruneKeys(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-}
-
-// launchDelegations starts the delegation protocol for jobs whose intent to
-// delegate is now durable.
-func (n *Node) launchDelegations(ctx context.Context) {
-	for _, seq := range n.launch {
-		fl := n.inflight[seq]
-		if fl == nil {
-			continue
-		}
-		cp := *fl
-		cp.job = proto.Clone(fl.job).(*fedschedv1.Job)
-		n.bg.Add(1)
-		go func() { defer n.bg.Done(); n.delegate(ctx, cp) }()
-	}
-	n.launch = n.launch[:0]
 }
 
 // publishDigest refreshes the capability digest gossip reads: processors

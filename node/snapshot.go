@@ -300,13 +300,6 @@ func (n *Node) waitFor(lj *liveJob, r plan.Reservation, pc *planCtx) *WaitReason
 // queuedWait says what a queued job (no reservation) waits for.
 func (n *Node) queuedWait(lj *liveJob, ahead *liveJob, pc *planCtx) *WaitReason {
 	now := pc.now
-	if fl := n.inflight[lj.seq]; fl != nil {
-		msg := "a peer quote is in flight: asking peers for a slot"
-		if fl.peer != "" {
-			msg = "agreeing with " + fl.peer + " (hold " + fl.hold + ")"
-		}
-		return &WaitReason{Kind: WaitDelegation, Message: msg}
-	}
 	if n.beingDelegated(lj) {
 		// The site agent's offer: its agree, written ahead, names the
 		// peer and the hold.
