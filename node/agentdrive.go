@@ -13,14 +13,13 @@ import (
 )
 
 // The node as the site agent's driver (docs/architecture.md, "The node as
-// the agent's driver: plan"), its local part: a node that does not
-// federate hands every decision about its own jobs, its operators' fixed
-// and standing reservations and the processors its batch system takes out
-// of service to a site.Agent it owns, and writes the agent's decisions to
-// its records (applyReady). Federation still runs on the node's own core;
-// it switches next.
+// the agent's driver"), its local part: a node hands every decision about
+// its own jobs, its operators' fixed and standing reservations and the
+// processors its batch system takes out of service to a site.Agent it
+// owns, and writes the agent's decisions to its records (applyReady); the
+// federation's part is agentfed.go.
 //
-// In this mode the node's plan is the agent's (n.site is n.agent.Site(),
+// The node's plan is the agent's (n.site is n.agent.Site(),
 // read by the status, explain and reservation-conflict code), and so are
 // the runtime statistics (n.stats is n.agent.Stats(): the agent learns,
 // the node's learn does nothing).

@@ -18,7 +18,7 @@ import (
 
 // savedFromStore reads what today's node keeps in its store as the site
 // agent's site.Saved (the switch's recovery step, docs/architecture.md
-// "The node as the agent's driver: plan"): a restarted node rebuilds its
+// "The node as the agent's driver"): a restarted node rebuilds its
 // agent with site.Restore(agentConfig, now, saved) instead of recover's
 // own core. It maps:
 //
