@@ -648,6 +648,7 @@ func (n *Node) delegatedTo(lj *liveJob, d site.Decision, now int64) {
 	for _, a := range j.QuoteAnswers {
 		asked = append(asked, a.GetPeerSite())
 	}
+	asked = slices.Compact(asked) // sorted: a peer asked again after a restart is named once
 	msg := fmt.Sprintf("delegated to %s%s (quotes asked of %v)", d.Peer, as, asked)
 	if taken {
 		msg = fmt.Sprintf("delegated to %s%s: it took the job from this site's queue to start it at once (RQF)", d.Peer, as)
