@@ -12,6 +12,7 @@ import (
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/node/store"
+	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 	"github.com/fedsched/fedsched/site"
 )
@@ -70,5 +71,80 @@ func TestAgentMessagesWaitForTheCommit(t *testing.T) {
 	r, ok := c.req.(*fedschedv1.AgreeRequest)
 	if !ok || c.m.To != "p" || r.GetHoldId() != "o/1#3" || r.GetOriginJobId() != job.GetId() {
 		t.Fatalf("sent %T %v to %s, want the agree to p's hold o/1#3", c.req, c.req, c.m.To)
+	}
+}
+
+// TestSavedFromStoreRestoresTheAgreesHold: the records the node writes for
+// the agent's agrees and accepts (applyFed, peerAccepted) give back, after
+// a restart (savedFromStore), the hold each agree confirms and whether it
+// hands a job over (RQF), and the hold a peer's job was accepted under, so
+// that the restored agent asks its agree again of the same hold (a peer
+// that still holds it accepts it) and knows which repeated agree is the
+// peer's.
+func TestSavedFromStoreRestoresTheAgreesHold(t *testing.T) {
+	cfg := config.Default()
+	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor = "o", t.TempDir(), 4, "simulated"
+	clk := clock.NewManual(time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC))
+	st := store.NewMemStore()
+	n, err := New(cfg, Deps{Store: st, Executor: executor.NewSimulated(executor.SimulatedConfig{Clock: clk}), Clock: clk,
+		Federation: FederationConfig{Peers: noPeers{}, Dial: func(context.Context, string, string) (*grpc.ClientConn, error) {
+			return nil, errors.New("test: no dialing")
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clk.Now().Unix()
+	agrees := []site.Decision{
+		{Kind: site.DecideAgree, Job: site.JobKey{Site: "o", ID: 1}, Peer: "p", HoldID: "o/1#3",
+			Placement: plan.Placement{Start: now, End: now + 600, Reason: plan.ReasonPlacedInFull}},
+		{Kind: site.DecideAgree, Job: site.JobKey{Site: "o", ID: 2}, Peer: "q", HoldID: "o/2#9", HandOver: true},
+	}
+	for _, d := range agrees {
+		spec := &fedschedv1.JobSpec{Procs: 2, EstimateSeconds: 600, User: "u"}
+		job := &fedschedv1.Job{Id: jobID("o", uint64(d.Job.ID)), Spec: spec, Site: "o", OriginSite: "o", SubmitTime: toTime(now)}
+		lj := &liveJob{seq: d.Job.ID, j: job, pj: planJob(spec, d.Job.ID, now)}
+		lj.rec = n.setState(job, store.JobRecord{Job: job}, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, acfOffering, now)
+		n.live[lj.seq] = lj
+		if _, err := n.applyFed(d, lj, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peers := site.JobKey{Site: "p", ID: 5}
+	if err := n.peerAccepted(site.Decision{Kind: site.DecideAccept, Job: peers, Peer: "p", HoldID: "p/5#4",
+		Spec:      plan.Job{ID: 4, Procs: 1, Estimate: 60, Release: now, Deadline: plan.Forever, User: "u"},
+		Placement: plan.Placement{Start: now + 600, End: now + 660, Reason: plan.ReasonPlacedInFull}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := savedFromStore(context.Background(), st, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range agrees {
+		sj := saved.Jobs[d.Job]
+		if sj == nil || sj.Phase != site.PhaseAgreeing || sj.Peer != d.Peer || sj.HoldID != d.HoldID || sj.HandOver != d.HandOver {
+			t.Fatalf("job %v restored as %+v, want agreeing with %s's hold %s (hand-over %v)", d.Job, sj, d.Peer, d.HoldID, d.HandOver)
+		}
+	}
+	if sj := saved.Jobs[peers]; sj == nil || sj.Peer != "p" || sj.HoldID != "p/5#4" {
+		t.Fatalf("p's job restored as %+v, want accepted under p's hold p/5#4", sj)
+	}
+	// The restored agent asks each agree again, of the same hold.
+	a, err := site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now+1, saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := map[site.JobKey]string{}
+	for _, m := range a.Ready().Messages {
+		if m.Kind == site.KindAgree {
+			asked[m.Job] = m.To + " " + m.HoldID
+		}
+	}
+	for _, d := range agrees {
+		if asked[d.Job] != d.Peer+" "+d.HoldID {
+			t.Fatalf("the restored agent asks %v's agree as %q, want %q (all: %v)", d.Job, asked[d.Job], d.Peer+" "+d.HoldID, asked)
+		}
 	}
 }
