@@ -13,7 +13,7 @@ import (
 )
 
 // The site agent's configuration of a node (the switch's second step,
-// docs/architecture.md "The node as the agent's driver: plan"): the
+// docs/architecture.md "The node as the agent's driver"): the
 // settings the node's own loop reads today, as site.Config.
 
 // nodeView is the node's membership as the agent's PeerView: the alive

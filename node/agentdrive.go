@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/fedsched/fedsched/node/executor"
 	"github.com/fedsched/fedsched/plan"
@@ -12,24 +13,26 @@ import (
 )
 
 // The node as the site agent's driver (docs/architecture.md, "The node as
-// the agent's driver: plan"), its local part: a node that does not
-// federate hands every decision about its own jobs, its operators' fixed
-// and standing reservations and the processors its batch system takes out
-// of service to a site.Agent it owns, and writes the agent's decisions to
-// its records (applyReady). Federation still runs on the node's own core;
-// it switches next.
+// the agent's driver"), its local part: a node hands every decision about
+// its own jobs, its operators' fixed and standing reservations and the
+// processors its batch system takes out of service to a site.Agent it
+// owns, and writes the agent's decisions to its records (applyReady); the
+// federation's part is agentfed.go.
 //
-// In this mode the node's plan is the agent's (n.site is n.agent.Site(),
+// The node's plan is the agent's (n.site is n.agent.Site(),
 // read by the status, explain and reservation-conflict code), and so are
 // the runtime statistics (n.stats is n.agent.Stats(): the agent learns,
 // the node's learn does nothing).
 
-// drivesAgent reports whether the node, as recovered, can hand its
-// decisions to a site agent: it does not federate and has no fixed
-// reservation it could not lay.
+// drivesAgent reports whether the node hands its decisions to a site
+// agent: always, but in the differential tests' own-core nodes (ownCore).
 func (n *Node) drivesAgent() bool {
-	return !n.ownCore && !n.federating() && len(n.resv.unfit) == 0
+	return !n.ownCore
 }
+
+// restoreWait bounds how long a restarting node waits for gossip to know
+// a peer before it restores offers in flight (awaitPeers).
+const restoreWait = 10 * time.Second
 
 // startAgent builds the node's agent from what recovery left in the store
 // (savedFromStore, site.Restore) and makes its plan and statistics the
@@ -39,10 +42,23 @@ func (n *Node) startAgent(ctx context.Context, now int64) error {
 	if err != nil {
 		return fmt.Errorf("site agent: %w", err)
 	}
+	if n.federating() && inFlight(saved) {
+		n.awaitPeers(ctx, restoreWait)
+	}
 	// The statistics as recovery left them: a first start has trained
 	// them on overbooking.history without storing them yet.
 	if saved.Stats, err = n.stats.MarshalJSON(); err != nil {
 		return fmt.Errorf("site agent: statistics: %w", err)
+	}
+	// A stored fixed reservation that recovery could not lay (the site
+	// restarted smaller, or work is in its way: reservations.unfit) is
+	// kept as a record only, out of the plan, as the node's own core
+	// keeps it: listed with its problem, deletable, tried again at the
+	// next restart.
+	for id, f := range saved.Reservations {
+		if slices.ContainsFunc(n.resv.unfit, func(u *fixedRes) bool { return u.id == f.Name }) {
+			delete(saved.Reservations, id)
+		}
 	}
 	// The standing rules come from the store (saved.Standing), as the
 	// ones added at run time: the agent lays their instances again.
@@ -78,7 +94,18 @@ func (n *Node) startAgent(ctx context.Context, now int64) error {
 }
 
 // keyOf is the agent's key of one of the site's own jobs.
-func (n *Node) keyOf(lj *liveJob) site.JobKey { return site.JobKey{Site: n.cfg.Site, ID: lj.seq} }
+// A peer's job is known to the agent by its origin's key (its agreement's
+// job).
+func (n *Node) keyOf(lj *liveJob) site.JobKey {
+	if o := lj.peek().GetOriginSite(); o != "" && o != n.cfg.Site {
+		if a := n.peerAgreement(lj.seq); a != nil {
+			if k, err := keyOfID(a.JobID); err == nil {
+				return k
+			}
+		}
+	}
+	return site.JobKey{Site: n.cfg.Site, ID: lj.seq}
+}
 
 // agentSubmit admits a job through the agent: its accept or reject is
 // written as today's admission writes it. lj is not live yet.
@@ -95,6 +122,12 @@ func (n *Node) agentSubmit(lj *liveJob, now int64) error {
 // agentTick is the scheduling pass of a node that drives its agent: the
 // agent's Tick, its starts made durable first (as pass does).
 func (n *Node) agentTick(ctx context.Context, now int64, replies func(error)) error {
+	if !n.agent.Stepped() && n.coreWake > now && n.agent.StandingWake() > now {
+		// Nothing happened to the site and nothing is due: a turn that
+		// only read (a status, a listing) is no event, as in the
+		// simulator (an idle RQF site would ask for work at it).
+		return nil
+	}
 	n.agent.Tick(now)
 	r := n.agent.Ready()
 	if slices.ContainsFunc(r.Decisions, func(d site.Decision) bool { return d.Kind == site.DecideStart }) {
@@ -116,29 +149,68 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 	if r.Learnt {
 		n.pending.stats = true
 	}
-	if len(r.Messages) > 0 {
-		return fmt.Errorf("site agent: %d messages from a site that does not federate: %w", len(r.Messages), ErrInvalidRequest)
+	if len(r.Messages) > 0 && !n.federating() {
+		// An agree restored for a job a peer may have taken, on a node
+		// restarted without federation: resent until federation is back.
+		n.log.Warn("federation is off: the site agent's messages are not sent", "messages", len(r.Messages), "kind", r.Messages[0].Kind.String(), "to", r.Messages[0].To)
+		r.Messages = r.Messages[:0]
 	}
+	if n.pending.empty() == false && slices.ContainsFunc(r.Decisions, func(d site.Decision) bool { return d.Kind == site.DecideStart }) {
+		// A start outside the pass (a peer's request passes first): the
+		// batch's records are durable before any process runs.
+		if err := n.commit(ctx); err != nil {
+			return err
+		}
+	}
+	n.gaveUp = n.gaveUp[:0]
+	n.rqf.last = r.PulledAt
+	// One counter names the site's jobs, its peers' jobs and its holds:
+	// the agent's (a hold given a quote takes an id too).
+	n.nextSeq = max(n.nextSeq, uint64(r.Seq))
+	n.queueOut(now, r.Messages)
 	var displaced []plan.Displaced
 	var reserve string
+	terminated := map[site.JobKey]bool{}
 	for _, d := range r.Decisions {
-		lj := n.live[d.Job.ID]
-		if d.Job.Site != n.cfg.Site {
-			lj = nil
-		}
+		lj := n.liveOf(d.Job)
 		if b := n.born; b != nil && d.Job == n.keyOf(b) {
 			lj = b
 		}
+		if fed, err := n.applyFed(d, lj, now); fed {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		switch d.Kind {
 		case site.DecideAccept:
+			if d.Job.Site != n.cfg.Site {
+				if err := n.peerAccepted(d, now); err != nil {
+					return err
+				}
+				continue
+			}
 			if lj == nil {
 				return fmt.Errorf("site agent: accept of unknown job %v: %w", d.Job, ErrInvalidRequest)
+			}
+			if offering(lj) {
+				n.offerEnded(lj, d, now)
+				continue
 			}
 			lj.job().OverbookSamples, lj.job().TooFewSamples = d.Placement.Samples, d.Placement.TooFewSamples
 			n.acceptLocal(lj, d.Placement, now)
 		case site.DecideReject:
+			if d.Job.Site != n.cfg.Site {
+				// A peer's job handed over after its hold ran out, that
+				// this site could not place: its origin gets a report.
+				continue
+			}
 			if lj == nil {
 				return fmt.Errorf("site agent: reject of unknown job %v: %w", d.Job, ErrInvalidRequest)
+			}
+			if offering(lj) {
+				n.offerEnded(lj, d, now)
+				continue
 			}
 			lj.job().OverbookSamples, lj.job().TooFewSamples = d.Placement.Samples, d.Placement.TooFewSamples
 			reason, msg := rejectReason(d.Placement, lj.pj, n.cfg.Site, now)
@@ -180,7 +252,18 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 			default:
 				n.failNode(lj, now)
 			}
-		case site.DecideEnd, site.DecideCancel, site.DecideKill, site.DecideExtend, site.DecideReserve, site.DecideUnreserve,
+		case site.DecideCancel:
+			// A cancel at this site is written by its op; a peer's job
+			// its origin terminated, here.
+			if d.Peer != "" && lj != nil {
+				terminated[d.Job] = true
+				n.terminated(lj, d.Peer, now)
+			}
+		case site.DecideKill:
+			if terminated[d.Job] && lj != nil {
+				n.kill(lj, now)
+			}
+		case site.DecideEnd, site.DecideExtend, site.DecideReserve, site.DecideUnreserve,
 			site.DecideStanding, site.DecideUnstanding:
 			// Written by the op that called the agent; a running job's
 			// kill time is its supervisor's and never moves
@@ -193,6 +276,18 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 		n.displacedBy = append(n.displacedBy, n.settleDisplaced(displaced, reserve, now)...)
 	}
 	n.syncStanding()
+	return nil
+}
+
+// liveOf is the live job the agent's key names: one of the site's own
+// jobs, or a peer's it runs (by its agreement), nil if none.
+func (n *Node) liveOf(k site.JobKey) *liveJob {
+	if k.Site == n.cfg.Site {
+		return n.live[k.ID]
+	}
+	if a := n.agreementOfKey(k); a != nil && a.Role == rolePeer {
+		return n.live[a.Seq]
+	}
 	return nil
 }
 

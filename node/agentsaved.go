@@ -18,7 +18,7 @@ import (
 
 // savedFromStore reads what today's node keeps in its store as the site
 // agent's site.Saved (the switch's recovery step, docs/architecture.md
-// "The node as the agent's driver: plan"): a restarted node rebuilds its
+// "The node as the agent's driver"): a restarted node rebuilds its
 // agent with site.Restore(agentConfig, now, saved) instead of recover's
 // own core. It maps:
 //
@@ -114,6 +114,9 @@ func savedFromStore(ctx context.Context, st store.Store, self string) (*site.Sav
 		sj := &site.SavedJob{Key: key, Spec: pj, Route: agentRoute(j.GetRoute())}
 		if key.Site != self {
 			sj.Peer = key.Site
+			if a, ok := byJobAt(agreements, j.GetId()); ok {
+				sj.HoldID = a.Quote.HoldID // a repeated agree names it
+			}
 		}
 		if r := j.GetReservation(); r != nil {
 			sj.Placement = plan.Placement{Start: r.GetStart().AsTime().Unix(), End: r.GetEnd().AsTime().Unix(), PoF: j.GetPof(), Reason: plan.ReasonPlacedInFull}
@@ -130,7 +133,9 @@ func savedFromStore(ctx context.Context, st store.Store, self string) (*site.Sav
 			sj.Offer = site.OfferDecision{Offer: true, LocalEnd: plan.Forever, StartNow: j.GetMessage() == acfOffering}
 			for _, h := range j.GetRoute() {
 				if h.GetSite() == self && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
-					sj.Phase, sj.Peer = site.PhaseAgreeing, h.GetPeerSite()
+					// An agree written ahead: to a quote, or to the hold
+					// of an RQF taker (the hop marked taken).
+					sj.Phase, sj.Peer, sj.HandOver, sj.HoldID = site.PhaseAgreeing, h.GetPeerSite(), h.GetTaken(), heldBy(h.GetMessage())
 				}
 			}
 		case state == fedschedv1.JobState_JOB_STATE_PENDING:

@@ -291,20 +291,15 @@ func answerKind(k site.Kind) site.Kind {
 // ErrJobFinished), as the node's RPCs answer today; a take answered by an
 // agree to the taker's hold (the hand-over) is an empty TakeResponse.
 func (w agentWire) response(req site.Message, out []site.Message, now int64) (proto.Message, error) {
-	want := answerKind(req.Kind)
-	if want == 0 {
+	if answerKind(req.Kind) == 0 {
 		return responseOf(req.Kind), nil
 	}
-	i := -1
-	for k, m := range out {
-		if m.Kind == want && m.To == req.From && (m.Job == req.Job || want == site.KindQueue) {
-			i = k
-			break
-		}
+	for _, m := range out {
 		if req.Kind == site.KindTake && m.Kind == site.KindAgree && m.To == req.From && m.Job == req.Job {
-			return &fedschedv1.TakeResponse{}, nil
+			return &fedschedv1.TakeResponse{}, nil // the hand-over: its agree goes as an RPC of its own
 		}
 	}
+	i := answerAt(req, out)
 	if i < 0 {
 		return nil, fmt.Errorf("site %s did not answer the %v of %s for %v: %w", w.site, req.Kind, req.From, req.Job, ErrUnavailable)
 	}
@@ -339,6 +334,21 @@ func (w agentWire) response(req site.Message, out []site.Message, now int64) (pr
 		return nil, fmt.Errorf("%s: %w", a.Reason, ErrJobFinished)
 	}
 	return nil, fmt.Errorf("answer %v: %w", a.Kind, ErrInvalidRequest)
+}
+
+// answerAt is the position in out of the answer to req (one to req's
+// sender, of req's answer kind, about its job), -1 if none.
+func answerAt(req site.Message, out []site.Message) int {
+	want := answerKind(req.Kind)
+	if want == 0 {
+		return -1
+	}
+	for k, m := range out {
+		if m.Kind == want && m.To == req.From && (m.Job == req.Job || want == site.KindQueue) {
+			return k
+		}
+	}
+	return -1
 }
 
 func responseOf(k site.Kind) proto.Message {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/fedsched/fedsched/discovery"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
@@ -35,30 +37,14 @@ func (s *fedService) Quote(ctx context.Context, req *fedschedv1.QuoteRequest) (*
 	if err := noUnknownFields(req); err != nil {
 		return nil, ToStatus(err)
 	}
-	o := &quoteOp{req: req, reply: make(chan quoteResult, 1)}
-	if err := s.n.send(ctx, o); err != nil {
-		return nil, ToStatus(err)
-	}
-	r, err := await(ctx, s.n, o.reply)
-	if err != nil {
-		return nil, ToStatus(err)
-	}
-	if r.err != nil {
-		return nil, ToStatus(r.err)
-	}
-	return r.resp, nil
+	return stepAs[*fedschedv1.QuoteResponse](ctx, s, req)
 }
 
 func (s *fedService) Agree(ctx context.Context, req *fedschedv1.AgreeRequest) (*fedschedv1.AgreeResponse, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	o := &agreeOp{req: req, reply: make(chan agreeResult, 1)}
-	r, err := s.roundTrip(ctx, o, o.reply)
-	if err != nil {
-		return nil, err
-	}
-	return &fedschedv1.AgreeResponse{Agreement: r.a}, nil
+	return stepAs[*fedschedv1.AgreeResponse](ctx, s, req)
 }
 
 func (s *fedService) roundTrip(ctx context.Context, o op, reply chan agreeResult) (agreeResult, error) {
@@ -79,14 +65,26 @@ func (s *fedService) Release(ctx context.Context, req *fedschedv1.ReleaseRequest
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	o := &releaseOp{id: req.GetHoldId(), reply: make(chan error, 1)}
+	return stepAs[*fedschedv1.ReleaseResponse](ctx, s, req)
+}
+
+// stepAs sends a peer's request to the loop, which Steps it into the site
+// agent (stepOp), and returns the answer as the RPC's response.
+func stepAs[T proto.Message](ctx context.Context, s *fedService, req proto.Message) (T, error) {
+	var zero T
+	o := &stepOp{req: req, reply: make(chan stepResult, 1)}
 	if err := s.n.send(ctx, o); err != nil {
-		return nil, ToStatus(err)
+		return zero, ToStatus(err)
 	}
-	if err, werr := await(ctx, s.n, o.reply); werr != nil || err != nil {
-		return nil, ToStatus(fmt.Errorf("%w: %w", ErrUnavailable, firstErr(werr, err)))
+	r, err := await(ctx, s.n, (<-chan stepResult)(o.reply))
+	if e := firstErr(err, r.err); e != nil {
+		return zero, ToStatus(e)
 	}
-	return &fedschedv1.ReleaseResponse{}, nil
+	resp, ok := r.resp.(T)
+	if !ok {
+		return zero, ToStatus(fmt.Errorf("site %s answered %T, not %T: %w", s.n.cfg.Site, r.resp, zero, ErrUnavailable))
+	}
+	return resp, nil
 }
 
 func firstErr(errs ...error) error {
@@ -114,12 +112,7 @@ func (s *fedService) Terminate(ctx context.Context, req *fedschedv1.TerminateReq
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	o := &terminateOp{req: req, reply: make(chan agreeResult, 1)}
-	r, err := s.roundTrip(ctx, o, o.reply)
-	if err != nil {
-		return nil, err
-	}
-	return &fedschedv1.TerminateResponse{Agreement: r.a}, nil
+	return stepAs[*fedschedv1.TerminateResponse](ctx, s, req)
 }
 
 func (s *fedService) ReportOutcome(ctx context.Context, req *fedschedv1.ReportOutcomeRequest) (*fedschedv1.ReportOutcomeResponse, error) {
@@ -129,15 +122,7 @@ func (s *fedService) ReportOutcome(ctx context.Context, req *fedschedv1.ReportOu
 	if err := validateReport(req); err != nil {
 		return nil, ToStatus(err)
 	}
-	o := &reportOp{req: req, reply: make(chan error, 1)}
-	if err := s.n.send(ctx, o); err != nil {
-		return nil, ToStatus(err)
-	}
-	err, werr := await(ctx, s.n, o.reply)
-	if e := firstErr(werr, err); e != nil {
-		return nil, ToStatus(e)
-	}
-	return &fedschedv1.ReportOutcomeResponse{}, nil
+	return stepAs[*fedschedv1.ReportOutcomeResponse](ctx, s, req)
 }
 
 // ListMembers answers from gossip; without federation, the site alone.

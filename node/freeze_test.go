@@ -43,7 +43,7 @@ func TestFrozenJobsMatchTheStore(t *testing.T) {
 		o := &inLoop{done: make(chan struct{}), f: func(n *Node) {
 			frozen := 0
 			for seq, lj := range n.live {
-				waits := lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && !lj.cancelled && n.inflight[seq] == nil
+				waits := lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && !lj.cancelled && !n.beingDelegated(lj)
 				if waits && !lj.frozen() {
 					t.Errorf("%s: job %d waits and is not frozen", when, seq)
 				}

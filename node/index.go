@@ -3,7 +3,6 @@ package node
 import (
 	"container/heap"
 
-	"github.com/fedsched/fedsched/delegation"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -59,41 +58,9 @@ func (n *Node) notePending(j *fedschedv1.Job, prev, state fedschedv1.JobState) {
 	}
 }
 
-// holdHeap orders the holds this site gave peers' quotes (pending
-// agreements of role peer) by the end of their hold, so that each turn
-// expires the holds that ran out without walking every agreement the node
-// remembers (agreements stay in memory once agreed). A hold that was
-// agreed, released or dropped before its end is skipped when it surfaces.
-type holdHeap []*agreementRec
-
-func (h holdHeap) Len() int           { return len(h) }
-func (h holdHeap) Less(i, j int) bool { return h[i].Quote.Expires < h[j].Quote.Expires }
-func (h holdHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *holdHeap) Push(x any)        { *h = append(*h, x.(*agreementRec)) }
-func (h *holdHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return x
-}
-
-// addHold records a new hold for expireAgreements.
-func (n *Node) addHold(a *agreementRec) {
-	heap.Push(&n.holds, a)
-}
-
-// expireAgreements marks agreements whose hold ran out as rejected (the
-// core already dropped the holds in its pass): O(log n) per hold.
-func (n *Node) expireAgreements(now int64) {
-	for len(n.holds) > 0 && n.holds[0].Quote.Expires <= now {
-		a := heap.Pop(&n.holds).(*agreementRec)
-		if n.agreements[a.ID] == a && a.Role == rolePeer && a.State == delegation.Pending {
-			a.Apply(delegation.EventExpire, now) //nolint:errcheck // pending -> rejected is always allowed
-			n.dropHold(a, now)
-		}
-	}
-}
+// expireAgreements forgets the full specs of peers' jobs whose hold ran
+// out (the agent's holds expire in the agent).
+func (n *Node) expireAgreements(now int64) { n.forgetHeld(now) }
 
 // peerAgreement is the agreement under which this site runs the job it
 // received from a peer as core id seq (its id is the job id the site gave
@@ -136,7 +103,7 @@ func (h *reachHeap) Pop() any {
 
 // queuedJob reports whether lj counts towards queuedReach.
 func (n *Node) queuedJob(seq int64, lj *liveJob) bool {
-	return lj != nil && lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && n.inflight[seq] == nil
+	return lj != nil && lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && !n.beingDelegated(lj)
 }
 
 // noteQueued records that job seq, of estimate est, may now count towards

@@ -111,8 +111,8 @@ func testPendingCounts(t *testing.T, policy string) {
 			}
 			now := n.now()
 			reach := now
-			for seq, lj := range n.live {
-				if lj.job().GetState() == fedschedv1.JobState_JOB_STATE_PENDING && n.inflight[seq] == nil {
+			for _, lj := range n.live {
+				if lj.job().GetState() == fedschedv1.JobState_JOB_STATE_PENDING && !n.beingDelegated(lj) {
 					reach = max(reach, now+lj.pj.Estimate)
 				}
 			}

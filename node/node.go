@@ -88,21 +88,15 @@ type Node struct {
 	procs     int
 	usable    int // processors the executor's batch system offers (slurm.go)
 
-	// Federation (federation.go). agreements, byOrigin and inflight are
-	// owned by the loop; history and conns are shared with the delegation
-	// goroutines under their mutexes.
+	// Federation (federation.go, agentfed.go). agreements and byOrigin
+	// are owned by the loop; conns is shared with the sending goroutines
+	// under its mutex.
 	fed        FederationConfig
 	agreements map[string]*agreementRec
 	byOrigin   map[string]string
-	inflight   map[int64]*inflight
-	holds      holdHeap   // the peers' holds by expiry (index.go)
 	reach      reachIndex // queuedReach's index (index.go)
-	launch     []int64
-	histMu     sync.Mutex
-	history    map[string]delegation.History
 	connMu     sync.Mutex
 	conns      map[string]*grpc.ClientConn
-	kick       chan struct{}
 	rqf        rqfState // RQF's pull timing (rqf.go), owned by the loop
 	bg         sync.WaitGroup
 	digest     atomic.Pointer[discovery.Digest]
@@ -139,6 +133,25 @@ type Node struct {
 	agent       *site.Agent
 	born        *liveJob
 	displacedBy []*fedschedv1.DisplacedJob
+	// The federation through the agent (agentfed.go), owned by the loop
+	// but for sendq: held are the full specs of peers' jobs held here;
+	// stepReq and stepResp the RPC request or response being Stepped;
+	// outq the messages to send after the next commit, by sendq's
+	// goroutines; settled the replies that wait for that commit; deferred
+	// the submissions whose reply waits for the end of their offer; gaveUp
+	// the jobs whose owed message the node gave up in this batch.
+	held     map[site.JobKey]heldJob
+	stepReq  proto.Message
+	stepResp proto.Message
+	outq     []site.Message
+	sendq    chan outCall
+	settled  []func(error)
+	deferred map[int64]func(submitResult)
+	gaveUp   []site.JobKey
+	// coreWake is when the core next has work without a new event, as of
+	// the last pass: the agent Ticks only then or after an event, as the
+	// simulator ticks it.
+	coreWake int64
 	// ownCore keeps the node's own core where it could drive its agent
 	// (set by tests before Run: the switch's differential tests compare
 	// the two).
@@ -187,9 +200,10 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs, usable: cfg.Procs,
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), killRetry: make(map[int64]int64), watchers: make(map[int]*watcher),
-		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string), inflight: make(map[int64]*inflight),
-		history: make(map[string]delegation.History), conns: make(map[string]*grpc.ClientConn), kick: make(chan struct{}, 1), rqf: newRQFState(),
-		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait}}
+		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string),
+		conns: make(map[string]*grpc.ClientConn), rqf: newRQFState(),
+		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait},
+		held: make(map[site.JobKey]heldJob), deferred: make(map[int64]func(submitResult)), sendq: make(chan outCall, sendQueue)}
 	n.scaled, _ = deps.Clock.(interface{ Factor() float64 })
 	n.fed.defaults()
 	n.metrics = newMetrics(n)
@@ -240,6 +254,9 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.recover(ctx); err != nil {
 		return fmt.Errorf("node: recover: %w", err)
 	}
+	if n.federating() && !n.drivesAgent() {
+		return fmt.Errorf("node: the node's own core does not federate (ownCore is for the differential tests of a site alone): %w", ErrInvalidRequest)
+	}
 	if n.drivesAgent() {
 		if err := n.startAgent(ctx, n.now()); err != nil {
 			return fmt.Errorf("node: recover: %w", err)
@@ -261,15 +278,15 @@ func (n *Node) Run(ctx context.Context) error {
 	n.bg.Add(1)
 	go func() { defer n.bg.Done(); n.pruneKeys(ctx) }()
 	if n.federating() {
-		n.bg.Add(1)
-		go func() { defer n.bg.Done(); n.report(ctx) }()
+		// The agent's messages: sent by the node's goroutines, its
+		// resends its own (agentfed.go).
+		for range sendWorkers {
+			n.bg.Add(1)
+			go func() { defer n.bg.Done(); n.sendLoop(ctx) }()
+		}
 		n.bg.Add(1)
 		go func() { defer n.bg.Done(); n.rememberMembers(ctx, 2*time.Second) }()
-		for seq := range n.inflight {
-			n.launch = append(n.launch, seq)
-		}
-		slices.Sort(n.launch)
-		n.launchDelegations(ctx)
+		n.flushOut() // what the restore sent, committed with it
 	}
 	var timer clock.Timer
 	defer func() {
@@ -294,7 +311,8 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		var tick <-chan time.Time
 		n.rqf.wake = n.pullWake(passed)
-		wake := min(n.nextWake(passed), n.reservationWake(), n.killRetryWake(), n.rqf.wake)
+		n.coreWake = n.nextWake(passed)
+		wake := min(n.coreWake, n.reservationWake(), n.killRetryWake(), n.rqf.wake)
 		if wake < plan.Forever {
 			timer = n.deps.Clock.NewTimer(max(time.Unix(wake, 0).Sub(n.deps.Clock.Now()), 0))
 			tick = timer.C()
@@ -384,12 +402,8 @@ func (n *Node) Run(ctx context.Context) error {
 			n.closeWatchers()
 			return fmt.Errorf("node: commit: %w", err)
 		}
-		n.launchDelegations(ctx)
 		n.freezeDue()
 		n.publishDigest(now)
-		// A wake due by now makes the turn a tick of the agent's, whether
-		// its timer fired or a request came first.
-		n.pull(ctx, now, wake <= now || len(exits) > 0 || anyEvent(batch))
 	}
 }
 
@@ -414,22 +428,6 @@ func (n *Node) pruneKeys(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-}
-
-// launchDelegations starts the delegation protocol for jobs whose intent to
-// delegate is now durable.
-func (n *Node) launchDelegations(ctx context.Context) {
-	for _, seq := range n.launch {
-		fl := n.inflight[seq]
-		if fl == nil {
-			continue
-		}
-		cp := *fl
-		cp.job = proto.Clone(fl.job).(*fedschedv1.Job)
-		n.bg.Add(1)
-		go func() { defer n.bg.Done(); n.delegate(ctx, cp) }()
-	}
-	n.launch = n.launch[:0]
 }
 
 // publishDigest refreshes the capability digest gossip reads: processors
@@ -555,6 +553,7 @@ func (n *Node) commit(ctx context.Context) error {
 	c := &n.pending
 	if c.empty() {
 		n.publishPending()
+		n.afterCommit(nil)
 		return nil
 	}
 	var ch store.Changes
@@ -610,6 +609,7 @@ func (n *Node) commit(ctx context.Context) error {
 	if err == nil {
 		n.publishPending()
 	}
+	n.afterCommit(err)
 	return err
 }
 

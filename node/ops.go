@@ -15,7 +15,6 @@ import (
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
-	"github.com/fedsched/fedsched/site"
 )
 
 // jobID is the id of the seq-th job of a site; ids sort in submission order.
@@ -52,17 +51,34 @@ func (o *submitOp) run(n *Node, now int64) func(error) {
 	res := n.submit(o.ctx, o.req, o.hash, now)
 	return func(err error) {
 		if res.deferred != 0 && err == nil {
-			if fl := n.inflight[res.deferred]; fl != nil {
-				fl.reply = func(r submitResult) { o.reply <- r }
-				n.launch = append(n.launch, res.deferred)
+			if lj := n.live[res.deferred]; lj != nil && offering(lj) {
+				n.deferred[res.deferred] = func(r submitResult) { o.reply <- r }
 				return
 			}
+			res = n.jobResult(res.deferred)
 		}
 		if err != nil && res.err == nil {
 			res = submitResult{err: fmt.Errorf("storing the decision failed: %w: %w", ErrUnavailable, err)}
 		}
 		o.reply <- res
 	}
+}
+
+// jobResult is the reply with job seq's record as it stands (this turn's
+// writes first).
+func (n *Node) jobResult(seq int64) submitResult {
+	id := jobID(n.cfg.Site, uint64(seq))
+	if lj := n.live[seq]; lj != nil {
+		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
+	}
+	if rec, ok := n.pending.jobs[id]; ok {
+		return submitResult{job: proto.Clone(rec.Job).(*fedschedv1.Job)}
+	}
+	rec, err := n.deps.Store.GetJob(context.Background(), id)
+	if err != nil {
+		return submitResult{err: fmt.Errorf("job %s: %w: %w", id, ErrUnavailable, err)}
+	}
+	return submitResult{job: proto.Clone(rec.Job).(*fedschedv1.Job)}
 }
 
 // userKey is the stored form of a submission's idempotency key, "" if it
@@ -122,41 +138,21 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		SubmitTime: toTime(now)}
 	job.Route = []*fedschedv1.RouteHop{{Site: n.cfg.Site, Reason: fedschedv1.Reason_REASON_UNSPECIFIED, Message: "submitted", Time: toTime(now)}}
 	rec := store.JobRecord{Job: job, IdempotencyKey: key, BodyHash: hash}
-	if n.federating() {
-		// The transfer policy before admission, the site agent's rule
-		// (site.OfferFirst): under ACF a job the site would accept but its
-		// own policy would not start now is offered, out of the plan, to
-		// peers that would start it now; it comes back if none does. The
-		// reply waits for the offer (bounded by the quote timeout).
-		if d := site.OfferFirst(n.site, n.rules(), now, pj, routeOf(job.GetRoute())); d.Offer {
-			lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
-			n.live[lj.seq] = lj
-			lj.rec = n.setState(job, rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, acfOffering, now)
-			n.inflight[lj.seq] = &inflight{seq: lj.seq, job: job, acf: true, offer: d}
-			return submitResult{deferred: lj.seq}
-		}
-	}
 	if n.agent != nil {
 		lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
 		if err := n.agentSubmit(lj, now); err != nil {
 			return submitResult{err: err}
+		}
+		if offering(lj) {
+			// Offered to peers: the reply waits for the offer's end
+			// (the agent's reply period bounds it).
+			return submitResult{deferred: lj.seq}
 		}
 		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
 	}
 	pl := n.site.Submit(now, pj)
 	pl = n.clearOfStanding(now, pj, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
 	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
-	if n.federating() {
-		// The transfer policy after a rejection (site.OfferRejected): a
-		// job the site cannot take goes to the peers. The reply waits for
-		// the protocol (bounded by the quote timeout).
-		if d := site.OfferRejected(n.rules(), routeOf(job.GetRoute()), pl); d.Offer {
-			lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
-			n.live[lj.seq] = lj
-			n.startDelegation(lj, pl, d, now)
-			return submitResult{deferred: lj.seq}
-		}
-	}
 	if !pl.OK() {
 		reason, msg := rejectReason(pl, pj, n.cfg.Site, now)
 		rec = n.setState(job, rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg, now)
@@ -267,24 +263,15 @@ func (o *cancelOp) run(n *Node, now int64) func(error) {
 func (n *Node) cancel(id, note string, now int64) submitResult {
 	seq, ok := seqOf(n.cfg.Site, id)
 	lj := n.live[int64(seq)]
-	if ok && lj == nil {
-		if rec, err := n.deps.Store.GetJob(context.Background(), id); err == nil && rec.Job.GetState() == fedschedv1.JobState_JOB_STATE_DELEGATED {
-			msg := "cancelled by the user"
-			if note != "" {
-				msg += ": " + note
-			}
-			if j, done := n.cancelDelegated(rec, msg, now); done {
-				return submitResult{job: j}
-			}
+	if n.agent != nil && ok {
+		if res, done := n.agentCancelAway(id, int64(seq), lj, note, now); done {
+			return res
 		}
 	}
 	if ok && lj != nil && lj.cancelled {
 		// Cancelled while running, its process not ended yet: cancelling
 		// again is harmless.
 		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
-	}
-	if ok && n.inflight[int64(seq)] != nil {
-		return submitResult{err: fmt.Errorf("job %s is being delegated to a peer; retry the cancel in a few seconds: %w", id, ErrUnavailable)}
 	}
 	if !ok || lj == nil {
 		return submitResult{err: errJobNotLive}
@@ -328,7 +315,7 @@ func (n *Node) siteInfo(now int64) *fedschedv1.Site {
 	return &fedschedv1.Site{Name: n.cfg.Site, Procs: int32(n.procs), Policy: n.pol.String(), FreeProcs: int32(n.site.Plan().Free(now)),
 		RunningJobs: int32(n.site.Running()), PendingJobs: int32(n.site.Waiting()), Version: n.deps.Version, Executor: n.cfg.Executor,
 		TimeScale: n.cfg.TimeScale, Now: timestamppb.New(time.Unix(now, 0)), Overbooking: n.adm != nil, PofMax: n.pofMax(),
-		NextPull: n.nextPullTime(), Pulling: n.rqf.pulling}
+		NextPull: n.nextPullTime(), Pulling: n.pulling()}
 }
 
 // pofMax is the site's PoF threshold, 0 when it does not overbook.

@@ -1,9 +1,6 @@
 package node
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/fedsched/fedsched/discovery"
 )
 
@@ -24,40 +21,4 @@ func (n *Node) aliveMember(site string) bool {
 		}
 	}
 	return false
-}
-
-// absentOp records that the site an outbox item is owed to is not an alive
-// member (or, with back, that it is again), and gives up on the item when
-// it has been absent long enough.
-type absentOp struct {
-	id, kind string
-	back     bool
-}
-
-func (o *absentOp) run(n *Node, now int64) func(error) {
-	a := n.agreements[o.id]
-	if a == nil || a.Pending != o.kind {
-		return nil
-	}
-	to := a.Origin
-	if o.kind == "terminate" {
-		to = a.Peer
-	}
-	switch {
-	case o.back:
-		if a.AbsentSince != 0 {
-			a.AbsentSince = 0
-			n.putAgreement(a, now)
-		}
-	case a.AbsentSince == 0:
-		a.AbsentSince = now
-		n.putAgreement(a, now)
-	case now-a.AbsentSince >= int64(n.fed.OutboxGiveUp/time.Second):
-		a.Undelivered = fmt.Sprintf("gave up delivering the %s to %s at %s: it has not been an alive member since %s",
-			o.kind, to, time.Unix(now, 0).UTC().Format(time.RFC3339), time.Unix(a.AbsentSince, 0).UTC().Format(time.RFC3339))
-		a.Pending, a.AbsentSince = "", 0
-		n.log.Warn("outbox item given up", "agreement", a.ID, "kind", o.kind, "to", to, "why", a.Undelivered)
-		n.putAgreement(a, now)
-	}
-	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/fedsched/fedsched/node/store"
 	"github.com/fedsched/fedsched/plan"
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
-	"github.com/fedsched/fedsched/site"
 )
 
 // metaSite names the site a data directory belongs to.
@@ -260,34 +259,25 @@ func (n *Node) recoverAgreements(ctx context.Context, now int64) error {
 	return nil
 }
 
-// recoverInflight resumes a delegation that was in flight when the node
-// stopped. If the job's route says which peer the origin was agreeing
-// with, that peer alone is asked; otherwise the protocol starts over. The
-// job is not in the plan: it never had a local slot.
+// recoverInflight keeps a job that was being delegated when the node
+// stopped among the live jobs, out of the plan: the site agent, restored
+// from the store (savedFromStore), offers it again or asks the peer its
+// route says it was agreeing with again. Without federation, a job no peer
+// was about to take is rejected: nobody can be asked. (One that a peer may
+// have taken stays, its agree waiting for federation to be back.)
 func (n *Node) recoverInflight(rec store.JobRecord, now int64) {
 	j := rec.Job
 	seq, _ := seqOf(n.cfg.Site, j.GetId())
 	spec := j.GetSpec()
 	pj := planJob(spec, int64(seq), j.GetSubmitTime().AsTime().Unix())
 	lj := &liveJob{seq: int64(seq), j: j, rec: rec, pj: pj, sla: spec.GetDeadline() != nil}
-	n.live[lj.seq] = lj
-	fl := &inflight{seq: lj.seq, job: j, acf: j.GetMessage() == acfOffering, take: isHandOver(j)}
-	// The local end it had to beat is not stored: after a restart any
-	// quote does (under ACF, any that starts now).
-	fl.offer = site.OfferDecision{Offer: true, LocalEnd: plan.Forever, StartNow: fl.acf}
-	for _, h := range j.GetRoute() {
-		if h.GetSite() == n.cfg.Site && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
-			fl.peer = h.GetPeerSite()
-		}
-	}
-	n.inflight[lj.seq] = fl
-	if !n.federating() && fl.peer == "" {
-		// Federation is off now and no peer was about to take the job:
-		// nobody can be asked, so it is rejected. (One that a peer may
-		// have taken stays in flight until federation is back.)
-		delete(n.inflight, lj.seq)
-		delete(n.live, lj.seq)
+	agreeing := slices.ContainsFunc(j.GetRoute(), func(h *fedschedv1.RouteHop) bool {
+		return h.GetSite() == n.cfg.Site && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != ""
+	})
+	if !n.federating() && !agreeing {
 		n.setState(j, rec, fedschedv1.JobState_JOB_STATE_REJECTED, fedschedv1.Reason_REASON_REJECTED_NO_GAP,
 			"the node restarted without federation while the job was being delegated", now)
+		return
 	}
+	n.live[lj.seq] = lj
 }

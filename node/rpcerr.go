@@ -55,6 +55,7 @@ var errorTable = []struct {
 	{ErrReservationConflict, codes.FailedPrecondition, "RESERVATION_CONFLICT"},
 	{store.ErrLocked, codes.FailedPrecondition, "DATA_DIR_LOCKED"},
 	{store.ErrSchemaTooNew, codes.FailedPrecondition, "SCHEMA_TOO_NEW"},
+	{store.ErrLogNotReplayed, codes.FailedPrecondition, "STORE_LOG_NOT_REPLAYED"},
 	{ErrDataDirMismatch, codes.FailedPrecondition, "DATA_DIR_MISMATCH"},
 	{store.ErrCorrupt, codes.DataLoss, "STORE_CORRUPT"},
 	{ErrOverloaded, codes.ResourceExhausted, "OVERLOADED"},

@@ -36,6 +36,7 @@ func TestToStatusCodes(t *testing.T) {
 		"overloaded":              {ErrOverloaded, codes.ResourceExhausted},
 		"shutting down":           {ErrUnavailable, codes.Unavailable},
 		"store closed":            {store.ErrClosed, codes.Unavailable},
+		"log not replayed":        {fmt.Errorf("open store: %w", store.ErrLogNotReplayed), codes.FailedPrecondition},
 		"deadline":                {context.DeadlineExceeded, codes.DeadlineExceeded},
 		"cancelled":               {fmt.Errorf("wait: %w", context.Canceled), codes.Canceled},
 		"anything else":           {errors.New("disk on fire"), codes.Internal},

@@ -300,10 +300,14 @@ func (n *Node) waitFor(lj *liveJob, r plan.Reservation, pc *planCtx) *WaitReason
 // queuedWait says what a queued job (no reservation) waits for.
 func (n *Node) queuedWait(lj *liveJob, ahead *liveJob, pc *planCtx) *WaitReason {
 	now := pc.now
-	if fl := n.inflight[lj.seq]; fl != nil {
+	if n.beingDelegated(lj) {
+		// The site agent's offer: its agree, written ahead, names the
+		// peer and the hold.
 		msg := "a peer quote is in flight: asking peers for a slot"
-		if fl.peer != "" {
-			msg = "agreeing with " + fl.peer + " (hold " + fl.hold + ")"
+		if r := lj.peek().GetRoute(); len(r) > 0 {
+			if h := r[len(r)-1]; h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
+				msg = "agreeing with " + h.GetPeerSite() + " (hold " + heldBy(h.GetMessage()) + ")"
+			}
 		}
 		return &WaitReason{Kind: WaitDelegation, Message: msg}
 	}

@@ -1185,6 +1185,18 @@ func (a *Agent) Tick(now int64) {
 			a.choose(now, jb)
 		case jb.state == stateAgreeing && jb.deadline <= now:
 			jb.deadline = now + a.cfg.ReplySeconds
+			if len(jb.rounds) == 0 && a.cfg.Peers != nil {
+				// The agree's answer did not come: if the peer refuses
+				// the agree asked again (it lost its hold in a crash),
+				// the peers are asked again, as after a restart, whose
+				// route keeps no quote answers (Restore).
+				route := jb.route
+				jb.route = slices.DeleteFunc(slices.Clone(route), func(h delegation.Hop) bool {
+					return h.Action == delegation.ActionQuoted || h.Action == delegation.ActionRefused
+				})
+				jb.rounds = a.rounds(now, jb)
+				jb.route = route
+			}
 			a.send(Message{Kind: KindAgree, To: jb.peer, Job: jb.key, HoldID: jb.holdID})
 		}
 	}

@@ -692,6 +692,9 @@ func (c Config) Validate() error {
 	}
 	if st := c.Store; st.CheckpointRecords < 0 || st.CheckpointBytes < 0 || st.CheckpointInterval < 0 {
 		bad("store", "checkpoint settings must not be negative (0 means the default)")
+	} else if st.CheckpointInterval > 0 && st.CheckpointInterval < time.Millisecond {
+		// At 1µs the checkpointer alone took a core of an idle node.
+		bad("store.checkpoint_interval", "%v is below 1ms: the checkpointer would spin", st.CheckpointInterval)
 	}
 	if l.MaxMessageBytes > 0 && l.MaxMessageBytes < 64<<10 {
 		bad("limits.max_message_bytes", "%d is too small for a job with its environment; at least 65536", l.MaxMessageBytes)

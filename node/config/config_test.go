@@ -291,6 +291,7 @@ func TestValidate(t *testing.T) {
 		"unknown policy":            {func(c *Config) { c.Policy = "random" }, "policy"},
 		"negative kill grace":       {func(c *Config) { c.KillGrace = -time.Second }, "kill_grace"},
 		"negative checkpoint":       {func(c *Config) { c.Store.CheckpointRecords = -1 }, "store"},
+		"checkpoint interval 1µs":   {func(c *Config) { c.Store.CheckpointInterval = time.Microsecond }, "store.checkpoint_interval"},
 		"pof_max above one":         {func(c *Config) { c.Overbooking.PoFMax = 1.5 }, "overbooking.pof_max"},
 		"unknown risk test":         {func(c *Config) { c.Overbooking.RiskTest = "vibes" }, "overbooking.risk_test"},
 		"negative security factor":  {func(c *Config) { c.Overbooking.SecurityFactor = -1 }, "overbooking.security_factor"},

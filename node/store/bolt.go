@@ -246,8 +246,11 @@ func logIsEmpty(dataDir string) error {
 	}
 	for _, sg := range segs {
 		b, err := os.ReadFile(sg.path)
-		if err != nil || slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
-			return fmt.Errorf("the write-ahead log %s may hold changes the file does not have yet: open the store with its log (store.log: true) to replay them", dir)
+		if err != nil {
+			return fmt.Errorf("read the write-ahead log: %w", err)
+		}
+		if slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+			return fmt.Errorf("the write-ahead log %s may hold changes: open the store with its log (store.log: true) to replay them: %w", dir, ErrLogNotReplayed)
 		}
 	}
 	return nil

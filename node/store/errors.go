@@ -38,6 +38,11 @@ var (
 	// version of fedsched than this one.
 	ErrSchemaTooNew = errors.New("database schema is newer than this fedsched")
 
+	// ErrLogNotReplayed is returned by OpenBolt for a data directory whose
+	// write-ahead log holds records the file does not have yet: only
+	// OpenWAL (store.log: true) replays them.
+	ErrLogNotReplayed = errors.New("the write-ahead log holds changes the file does not have")
+
 	// ErrClosed is returned by every method after Close.
 	ErrClosed = errors.New("store is closed")
 )

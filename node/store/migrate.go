@@ -21,7 +21,11 @@ type migration struct {
 }
 
 // migrations are applied in order; each one's from is the previous one's to,
-// and the last one's to is CurrentSchemaVersion.
+// and the last one's to is CurrentSchemaVersion. They run when the file
+// opens, before OpenWAL replays its write-ahead log into it: after a crash
+// the log may hold records encoded for the schema before the migration
+// (and the .bak copy lacks them). A migration that changes how records
+// are encoded must convert the log's records too.
 var migrations = []migration{
 	{from: 1, to: 2, name: "index jobs by state and by user", apply: migrateIndexJobs},
 	{from: 2, to: 3, name: "agreements bucket for delegation", apply: migrateAgreements},

@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -68,10 +67,16 @@ func validateJob(rec JobRecord) error {
 	if strings.IndexByte(user, 0) >= 0 {
 		return fmt.Errorf("job %s: user name contains NUL: %w", id, ErrInvalid)
 	}
-	// The longest keys a job makes: its state and user index entries
-	// (stateKey, userKey), and its idempotency key.
-	return errors.Join(keyFits("job id", len(stateKey(0, id))), keyFits("job user and id", len(user)+1+len(id)),
-		keyFits("idempotency key", len(rec.IdempotencyKey)))
+	// The longest keys a job makes: its index entries by state (stateKey:
+	// 4 bytes and the id) and by user (userKey: the user, 0 and the id),
+	// and its idempotency key.
+	if err := keyFits("job id", 4+len(id)); err != nil {
+		return err
+	}
+	if err := keyFits("job user and id", len(user)+1+len(id)); err != nil {
+		return err
+	}
+	return keyFits("idempotency key", len(rec.IdempotencyKey))
 }
 
 // keyFits refuses a key of n bytes that bbolt would refuse (longer than

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -123,18 +124,8 @@ func listSegments(dir string) ([]segment, error) {
 		}
 		segs = append(segs, segment{path: filepath.Join(dir, name), gen: gen})
 	}
-	slices.SortFunc(segs, func(a, b segment) int { return compareUint(a.gen, b.gen) })
+	slices.SortFunc(segs, func(a, b segment) int { return cmp.Compare(a.gen, b.gen) })
 	return segs, nil
-}
-
-func compareUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // logRecord is one decoded record of the log.

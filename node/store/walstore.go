@@ -85,7 +85,9 @@ type WALStore struct {
 	// holds both).
 	lastSegBytes int64
 
-	// mu guards the overlay and pending (readers take it shared).
+	// mu guards the overlay's contents and pending (readers take it
+	// shared). The overlay's maps are made once, by OpenWAL, and never
+	// replaced: a reader may hold one between locks.
 	mu sync.RWMutex
 	ov overlay
 	// pending are the records logged but not yet in bbolt, in order.
@@ -189,13 +191,12 @@ func OpenWAL(dataDir string, opts *Options) (*WALStore, error) {
 		w.log.Warn("write-ahead log: dropped a torn last record (a crash during its write; it was never acknowledged)", "tail", scan.torn)
 	}
 	w.nextSeq = max(after, scan.last) + 1
-	for _, r := range scan.recs {
-		w.overlayApply(r.seq, r.e)
-		w.pending = append(w.pending, r)
-		w.pendingBytes += int64(r.size)
-	}
 	w.replayed = len(scan.recs)
 	if o.ReadOnly {
+		// Replayed into memory only: reads see them, nothing is written.
+		for _, r := range scan.recs {
+			w.overlayApply(r.seq, r.e)
+		}
 		close(w.done)
 		return w, nil
 	}
@@ -206,11 +207,9 @@ func OpenWAL(dataDir string, opts *Options) (*WALStore, error) {
 	// goes (the torn tail with them), and the new segment's directory
 	// sync makes those deletions durable before a record is written to
 	// it.
-	if err := w.commit(w.pending); err != nil {
+	if err := w.commit(scan.recs); err != nil {
 		return fail(err)
 	}
-	w.pending, w.pendingBytes = nil, 0
-	w.dropUpTo(scan.last)
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		return fail(err)
 	}
@@ -273,20 +272,11 @@ func (w *WALStore) Name() string { return "wal" }
 // Path returns the path of the store's bbolt file.
 func (w *WALStore) Path() string { return w.b.Path() }
 
-// LogDir returns the directory of the write-ahead log.
-func (w *WALStore) LogDir() string { return w.dir }
-
-// Replayed returns how many log records the open replayed.
-func (w *WALStore) Replayed() int { return w.replayed }
-
 // Check is BoltStore.Check of the file, and what the open found wrong
 // with the log (read-only opens; a writable open fails instead).
 func (w *WALStore) Check(ctx context.Context) ([]string, error) {
 	problems, err := w.b.Check(ctx)
-	for _, p := range w.problems {
-		problems = append(problems, p)
-	}
-	return problems, err
+	return append(problems, w.problems...), err
 }
 
 // Close makes a last checkpoint, deletes the log (everything is in the
@@ -302,8 +292,19 @@ func (w *WALStore) Close() error {
 	<-w.done
 	w.cmu.Lock()
 	defer w.cmu.Unlock()
-	err := w.checkpointLocked()
 	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	// No append follows (closed): the last checkpoint needs no new
+	// segment, and the log goes once the file holds it all.
+	var err error
+	if p := w.failed.Load(); p != nil {
+		err = *p
+	} else {
+		err = w.commit(w.pending)
+	}
+	w.mu.Lock()
+	w.pending, w.pendingBytes = nil, 0
+	w.mu.Unlock()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
@@ -311,10 +312,19 @@ func (w *WALStore) Close() error {
 		w.spare.Close()
 		os.Remove(w.sparePath) // it holds no record
 	}
-	if err == nil && w.failed.Load() == nil {
-		err = os.Remove(w.current)
+	if err == nil {
+		for _, p := range append(w.older, w.current) {
+			err = errors.Join(err, os.Remove(p))
+		}
+		// The log stays gone after a power loss: the file alone is the
+		// state (OpenBolt refuses a directory whose log holds records).
+		if err == nil {
+			err = syncDir(w.dir)
+		}
+		if err != nil {
+			err = fmt.Errorf("write-ahead log: %w", err)
+		}
 	}
-	w.wmu.Unlock()
 	if berr := w.b.Close(); err == nil {
 		err = berr
 	}
@@ -370,7 +380,9 @@ func (w *WALStore) afterAppend() {
 	w.mu.RLock()
 	n, size := len(w.pending), w.pendingBytes
 	w.mu.RUnlock()
-	if n >= logHardFactor*w.ckRecords || size >= logHardFactor*w.ckBytes {
+	// n/logHardFactor >= ck is n >= logHardFactor*ck without the product,
+	// which wraps around for thresholds near their type's largest value.
+	if n/logHardFactor >= w.ckRecords || size/logHardFactor >= w.ckBytes {
 		w.checkpoint() //nolint:errcheck // fail has logged it and refuses later writes
 		return
 	}
@@ -477,11 +489,12 @@ func (w *WALStore) rawLocked(m map[string]ovVal, name []byte, key string) ([]byt
 	return out, err == nil && out != nil
 }
 
-// lookup is the overlay's value of key in m: found says the overlay has
-// the key (val nil: deleted); otherwise the file's value stands.
-func (w *WALStore) lookup(m func(overlay) map[string]ovVal, key string) (val []byte, found bool) {
+// lookup is the value of key in m, one of the overlay's maps: found says
+// the overlay has the key (val nil: deleted); otherwise the file's value
+// stands.
+func (w *WALStore) lookup(m map[string]ovVal, key string) (val []byte, found bool) {
 	w.mu.RLock()
-	v, ok := m(w.ov)[key]
+	v, ok := m[key]
 	w.mu.RUnlock()
 	return v.val, ok
 }
@@ -519,6 +532,9 @@ func (w *WALStore) checkpoint() error {
 func (w *WALStore) checkpointLocked() error {
 	if p := w.failed.Load(); p != nil {
 		return *p
+	}
+	if w.closed.Load() {
+		return ErrClosed // Close made the last one
 	}
 	// The next segment is made before the appends are held up.
 	w.mu.RLock()
@@ -588,7 +604,7 @@ func (w *WALStore) commit(recs []logRecord) error {
 }
 
 // dropUpTo drops from the overlay the values of records up to last, which
-// the file now holds. mu is held (or the store is not yet shared).
+// the file now holds. mu is held.
 func (w *WALStore) dropUpTo(last uint64) {
 	for _, m := range w.ov.all() {
 		for k, v := range m {
@@ -660,9 +676,12 @@ func (w *WALStore) prepareSpare() error {
 	return nil
 }
 
-// flushed runs f with every logged change in the file and no write in
-// between: the writes that are not Apply's (PutMeta, NextSequence,
-// PruneIdempotencyKeys) go to bbolt directly, after the log's.
+// flushed runs f, a write straight to bbolt (PutMeta,
+// PruneIdempotencyKeys), once every change logged before the call is in
+// the file, with appends held while f runs. An Apply racing the call may
+// be logged between the checkpoint and f: it stays in the overlay and wins
+// over f's write to the same key, as if it came after f, which two
+// concurrent writes allow.
 func (w *WALStore) flushed(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -680,18 +699,9 @@ func (w *WALStore) flushed(ctx context.Context, f func() error) error {
 	return f()
 }
 
-func ovJobs(o overlay) map[string]ovVal       { return o.jobs }
-func ovIdem(o overlay) map[string]ovVal       { return o.idem }
-func ovRes(o overlay) map[string]ovVal        { return o.res }
-func ovSLA(o overlay) map[string]ovVal        { return o.sla }
-func ovStats(o overlay) map[string]ovVal      { return o.stats }
-func ovAgreements(o overlay) map[string]ovVal { return o.agreements }
-func ovStanding(o overlay) map[string]ovVal   { return o.standing }
-func ovMeta(o overlay) map[string]ovVal       { return o.meta }
-
 // getOver is a Get through the overlay: its value if it has the key,
 // else the file's (fromFile).
-func getOver[T any](w *WALStore, ctx context.Context, m func(overlay) map[string]ovVal, what, key string,
+func getOver[T any](w *WALStore, ctx context.Context, m map[string]ovVal, what, key string,
 	decode func([]byte) (T, error), fromFile func(context.Context, string) (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
@@ -716,13 +726,13 @@ func getOver[T any](w *WALStore, ctx context.Context, m func(overlay) map[string
 
 // listOver is a List through the overlay: the file's records that the
 // overlay leaves alone and the overlay's, in order of id.
-func listOver[T any](w *WALStore, ctx context.Context, m func(overlay) map[string]ovVal, what string,
+func listOver[T any](w *WALStore, ctx context.Context, m map[string]ovVal, what string,
 	decode func(key string, v []byte) (T, error), fromFile func(context.Context) ([]T, error), id func(T) string) ([]T, error) {
 	if w.closed.Load() {
 		return nil, ErrClosed
 	}
 	w.mu.RLock()
-	snap := maps.Clone(m(w.ov))
+	snap := maps.Clone(m)
 	w.mu.RUnlock()
 	base, err := fromFile(ctx) // after the snapshot: see WALStore.ListJobs
 	if err != nil {
@@ -745,7 +755,7 @@ func listOver[T any](w *WALStore, ctx context.Context, m func(overlay) map[strin
 
 // GetJob implements JobStore.
 func (w *WALStore) GetJob(ctx context.Context, id string) (JobRecord, error) {
-	return getOver(w, ctx, ovJobs, "job", id, decodeJobRecord, w.b.GetJob)
+	return getOver(w, ctx, w.ov.jobs, "job", id, decodeJobRecord, w.b.GetJob)
 }
 
 // PutJob implements JobStore.
@@ -837,7 +847,7 @@ func (w *WALStore) ListJobs(ctx context.Context, q JobQuery) ([]JobRecord, strin
 
 // GetReservation implements ReservationStore.
 func (w *WALStore) GetReservation(ctx context.Context, id string) (ReservationRecord, error) {
-	return getOver(w, ctx, ovRes, "reservation", id, decodeReservation, w.b.GetReservation)
+	return getOver(w, ctx, w.ov.res, "reservation", id, decodeReservation, w.b.GetReservation)
 }
 
 // PutReservation implements ReservationStore.
@@ -852,7 +862,7 @@ func (w *WALStore) DeleteReservation(ctx context.Context, id string) error {
 
 // ListReservations implements ReservationStore.
 func (w *WALStore) ListReservations(ctx context.Context) ([]ReservationRecord, error) {
-	return listOver(w, ctx, ovRes, "reservation", keyless(decodeReservation), w.b.ListReservations,
+	return listOver(w, ctx, w.ov.res, "reservation", keyless(decodeReservation), w.b.ListReservations,
 		func(r ReservationRecord) string { return r.ID })
 }
 
@@ -863,7 +873,7 @@ func keyless[T any](decode func([]byte) (T, error)) func(string, []byte) (T, err
 
 // GetSLAOutcome implements SLAStore.
 func (w *WALStore) GetSLAOutcome(ctx context.Context, jobID string) (SLARecord, error) {
-	return getOver(w, ctx, ovSLA, "SLA of job", jobID, decodeSLA, w.b.GetSLAOutcome)
+	return getOver(w, ctx, w.ov.sla, "SLA of job", jobID, decodeSLA, w.b.GetSLAOutcome)
 }
 
 // PutSLAOutcome implements SLAStore.
@@ -873,13 +883,13 @@ func (w *WALStore) PutSLAOutcome(ctx context.Context, r SLARecord) error {
 
 // ListSLAOutcomes implements SLAStore.
 func (w *WALStore) ListSLAOutcomes(ctx context.Context) ([]SLARecord, error) {
-	return listOver(w, ctx, ovSLA, "SLA of job", keyless(decodeSLA), w.b.ListSLAOutcomes,
+	return listOver(w, ctx, w.ov.sla, "SLA of job", keyless(decodeSLA), w.b.ListSLAOutcomes,
 		func(r SLARecord) string { return r.JobID })
 }
 
 // GetStats implements StatsStore.
 func (w *WALStore) GetStats(ctx context.Context, name string) ([]byte, error) {
-	return getOver(w, ctx, ovStats, "statistics", name, decodeStats, w.b.GetStats)
+	return getOver(w, ctx, w.ov.stats, "statistics", name, decodeStats, w.b.GetStats)
 }
 
 // PutStats implements StatsStore.
@@ -890,7 +900,7 @@ func (w *WALStore) PutStats(ctx context.Context, name string, blob []byte) error
 // GetIdempotencyKey implements IdempotencyStore: a map lookup when the
 // key is in the overlay.
 func (w *WALStore) GetIdempotencyKey(ctx context.Context, key string) (IdempotencyRecord, error) {
-	return getOver(w, ctx, ovIdem, "idempotency key", key,
+	return getOver(w, ctx, w.ov.idem, "idempotency key", key,
 		func(v []byte) (IdempotencyRecord, error) { return decodeIdempotency(key, v) }, w.b.GetIdempotencyKey)
 }
 
@@ -951,7 +961,7 @@ func (w *WALStore) SchemaVersion(ctx context.Context) (int, error) { return w.b.
 
 // GetMeta implements MetaStore.
 func (w *WALStore) GetMeta(ctx context.Context, key string) (string, error) {
-	return getOver(w, ctx, ovMeta, "meta", string(metaKey(key)),
+	return getOver(w, ctx, w.ov.meta, "meta", string(metaKey(key)),
 		func(v []byte) (string, error) { return string(v), nil },
 		func(ctx context.Context, _ string) (string, error) { return w.b.GetMeta(ctx, key) })
 }
@@ -975,22 +985,22 @@ func (w *WALStore) NextSequence(ctx context.Context) (uint64, error) {
 
 // GetAgreement implements AgreementStore.
 func (w *WALStore) GetAgreement(ctx context.Context, id string) (AgreementRecord, error) {
-	return getOver(w, ctx, ovAgreements, "agreement", id, agreementDecoder(id), w.b.GetAgreement)
+	return getOver(w, ctx, w.ov.agreements, "agreement", id, agreementDecoder(id), w.b.GetAgreement)
 }
 
 // ListAgreements implements AgreementStore.
 func (w *WALStore) ListAgreements(ctx context.Context) ([]AgreementRecord, error) {
-	return listOver(w, ctx, ovAgreements, "agreement", decodeAgreement, w.b.ListAgreements,
+	return listOver(w, ctx, w.ov.agreements, "agreement", decodeAgreement, w.b.ListAgreements,
 		func(a AgreementRecord) string { return a.ID })
 }
 
 // GetStanding implements StandingStore.
 func (w *WALStore) GetStanding(ctx context.Context, id string) (StandingRecord, error) {
-	return getOver(w, ctx, ovStanding, "standing reservation", id, decodeStanding, w.b.GetStanding)
+	return getOver(w, ctx, w.ov.standing, "standing reservation", id, decodeStanding, w.b.GetStanding)
 }
 
 // ListStanding implements StandingStore.
 func (w *WALStore) ListStanding(ctx context.Context) ([]StandingRecord, error) {
-	return listOver(w, ctx, ovStanding, "standing reservation", keyless(decodeStanding), w.b.ListStanding,
+	return listOver(w, ctx, w.ov.standing, "standing reservation", keyless(decodeStanding), w.b.ListStanding,
 		func(r StandingRecord) string { return r.ID })
 }
