@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -591,12 +590,12 @@ func (n *Node) applyFed(d site.Decision, lj *liveJob, now int64) (bool, error) {
 			j := lj.job()
 			j.Reservation, j.Pof, j.Overbooked = nil, 0, false
 			j.Route = append(j.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: d.Peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
-				Message: msg, Time: toTime(now), Taken: true})
+				Message: msg, Time: toTime(now), Taken: true, HoldId: d.HoldID})
 			lj.rec = n.setState(j, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, msg, now)
 			break
 		}
 		lj.job().Route = append(lj.job().Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: d.Peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
-			Message: "agreeing to the quote of " + d.Peer + " (hold " + d.HoldID + ")", Time: toTime(now)})
+			Message: "agreeing to the quote of " + d.Peer + " (hold " + d.HoldID + ")", Time: toTime(now), HoldId: d.HoldID})
 		lj.rec.Job = lj.job()
 		n.pending.putJob(lj.rec)
 	case site.DecideDelegate:
@@ -883,15 +882,4 @@ func (n *Node) heldAgreement(originSite, originJob string, now int64) *fedschedv
 	}
 	return &fedschedv1.Agreement{Id: k.String(), OriginSite: k.Site, OriginJobId: originJob, PeerSite: n.cfg.Site,
 		State: fedschedv1.AgreementState_AGREEMENT_STATE_PENDING, Offer: h.offer, UpdateTime: toTime(now)}
-}
-
-// heldBy is the hold an origin's agree names, as its intent hop (written
-// by applyFed for DecideAgree) says it: the text after its last "hold ",
-// without a closing parenthesis; "" if none.
-func heldBy(msg string) string {
-	i := strings.LastIndex(msg, "hold ")
-	if i < 0 {
-		return ""
-	}
-	return strings.TrimSuffix(msg[i+len("hold "):], ")")
 }
