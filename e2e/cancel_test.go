@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -117,5 +120,45 @@ func TestCancelWhileDelegating(t *testing.T) {
 				t.Fatalf("at a: %s, want CANCELLED", brief(j))
 			}
 		})
+	}
+}
+
+// TestAgreeGivenUpOnGonePeer: the peer the origin agreed with dies before
+// the agree reaches it and never comes back. The origin resends the agree;
+// once the peer has not been an alive member for outbox_give_up it gives
+// up: the job is not placed at the origin (the peer may have taken it)
+// but ends FAILED, reason PEER_UNREACHABLE, its outcome unknown, and the
+// submission is answered so. (The node's own core asked it for ever.)
+func TestAgreeGivenUpOnGonePeer(t *testing.T) {
+	t.Parallel()
+	f := fed()
+	f.OutboxGiveUp = 600 * time.Second // site seconds: 6 s of wall time at 100x
+	c := start(t, Options{TimeScale: 100, Federation: f, Sites: []SiteConfig{{Name: "a", Procs: 4}, {Name: "b", Procs: 8}}})
+	a := c.Site("a")
+	fill(t, a)
+	var once sync.Once
+	c.SetHook(func(ctx context.Context, call Call) error {
+		if call.From == "a" && call.To == "b" && call.Method == "Agree" && call.Phase == Before {
+			once.Do(func() {
+				if err := c.Crash("b"); err != nil {
+					t.Error(err)
+				}
+			})
+			return status.Error(codes.Unavailable, "e2e: b is gone")
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := a.Client.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: slaSpec(c, 2, 600, 300)})
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	j := r.GetJob()
+	if j.GetState() != fedschedv1.JobState_JOB_STATE_FAILED || j.GetReason() != fedschedv1.Reason_REASON_PEER_UNREACHABLE || j.GetSite() != "a" {
+		t.Fatalf("the submission's reply: %s, want FAILED for the unreachable peer", brief(j))
+	}
+	if !strings.Contains(j.GetMessage(), "gave up agreeing with b") {
+		t.Errorf("message %q does not say what was given up", j.GetMessage())
 	}
 }

@@ -162,7 +162,6 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 			return err
 		}
 	}
-	n.gaveUp = n.gaveUp[:0]
 	n.rqf.last = r.PulledAt
 	// One counter names the site's jobs, its peers' jobs and its holds:
 	// the agent's (a hold given a quote takes an id too).

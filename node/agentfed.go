@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -321,6 +320,9 @@ func (n *Node) queueOut(now int64, ms []site.Message) {
 		if (m.Kind == site.KindReport || m.Kind == site.KindTerminate) && n.givenUp(now, m) {
 			continue
 		}
+		if m.Kind == site.KindAgree && n.agreeGivenUp(now, m) {
+			continue
+		}
 		m.Route = slices.Clone(m.Route)
 		m.Jobs = slices.Clone(m.Jobs)
 		if rqfRound(m.Kind) {
@@ -357,10 +359,42 @@ func (n *Node) givenUp(now int64, m site.Message) bool {
 		n.log.Warn("outbox item given up", "agreement", a.ID, "kind", kind, "to", m.To, "why", a.Undelivered)
 		n.putAgreement(a, now)
 		n.agent.GiveUp(now, m.Job)
-		n.gaveUp = append(n.gaveUp, m.Job)
+		n.gaveUp[m.Job] = true
 		return true
 	}
 	return false
+}
+
+// agreeGivenUp applies outbox_give_up to an agree the agent resends: once
+// the peer it is for has not been an alive member for that long, the node
+// gives up on it (Agent.GiveUp: the job is forgotten). The job is not
+// placed here, since the peer may have taken it: it ends FAILED, reason
+// PEER_UNREACHABLE, its outcome unknown.
+func (n *Node) agreeGivenUp(now int64, m site.Message) bool {
+	if n.aliveMember(m.To) {
+		delete(n.absent, m.Job)
+		return false
+	}
+	since, ok := n.absent[m.Job]
+	if !ok {
+		n.absent[m.Job] = now
+		return false
+	}
+	if now-since < int64(n.fed.OutboxGiveUp/time.Second) {
+		return false
+	}
+	delete(n.absent, m.Job)
+	lj := n.liveOf(m.Job)
+	if lj == nil || !n.agent.GiveUp(now, m.Job) {
+		return false
+	}
+	n.gaveUp[m.Job] = true
+	msg := fmt.Sprintf("gave up agreeing with %s at %s: it has not been an alive member since %s (delegation.outbox_give_up); it may have taken the job, whose outcome is unknown here",
+		m.To, time.Unix(now, 0).UTC().Format(time.RFC3339), time.Unix(since, 0).UTC().Format(time.RFC3339))
+	n.log.Warn("agree given up", "job", lj.peek().GetId(), "peer", m.To, "why", msg)
+	n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_PEER_UNREACHABLE, msg, fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED, now)
+	n.replyDelegation(lj)
+	return true
 }
 
 // flushOut sends the messages decided before the commit that just
@@ -556,12 +590,12 @@ func (n *Node) applyFed(d site.Decision, lj *liveJob, now int64) (bool, error) {
 			j := lj.job()
 			j.Reservation, j.Pof, j.Overbooked = nil, 0, false
 			j.Route = append(j.Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: d.Peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
-				Message: msg, Time: toTime(now), Taken: true})
+				Message: msg, Time: toTime(now), Taken: true, HoldId: d.HoldID})
 			lj.rec = n.setState(j, lj.rec, fedschedv1.JobState_JOB_STATE_PENDING, fedschedv1.Reason_REASON_DELEGATED, msg, now)
 			break
 		}
 		lj.job().Route = append(lj.job().Route, &fedschedv1.RouteHop{Site: n.cfg.Site, PeerSite: d.Peer, Reason: fedschedv1.Reason_REASON_DELEGATED,
-			Message: "agreeing to the quote of " + d.Peer + " (hold " + d.HoldID + ")", Time: toTime(now)})
+			Message: "agreeing to the quote of " + d.Peer + " (hold " + d.HoldID + ")", Time: toTime(now), HoldId: d.HoldID})
 		lj.rec.Job = lj.job()
 		n.pending.putJob(lj.rec)
 	case site.DecideDelegate:
@@ -596,8 +630,9 @@ func (n *Node) applyFed(d site.Decision, lj *liveJob, now int64) (bool, error) {
 		a.Pending, a.AbsentSince = "", 0
 		n.putAgreement(a, now)
 	case site.DecideGaveUp:
-		if slices.Contains(n.gaveUp, d.Job) {
-			return true, nil // givenUp wrote it
+		if n.gaveUp[d.Job] {
+			delete(n.gaveUp, d.Job)
+			return true, nil // givenUp or agreeGivenUp wrote it
 		}
 		if a := n.agreementOfKey(d.Job); a != nil {
 			a.Pending, a.AbsentSince = "", 0
@@ -847,15 +882,4 @@ func (n *Node) heldAgreement(originSite, originJob string, now int64) *fedschedv
 	}
 	return &fedschedv1.Agreement{Id: k.String(), OriginSite: k.Site, OriginJobId: originJob, PeerSite: n.cfg.Site,
 		State: fedschedv1.AgreementState_AGREEMENT_STATE_PENDING, Offer: h.offer, UpdateTime: toTime(now)}
-}
-
-// heldBy is the hold an origin's agree names, as its intent hop (written
-// by applyFed for DecideAgree) says it: the text after its last "hold ",
-// without a closing parenthesis; "" if none.
-func heldBy(msg string) string {
-	i := strings.LastIndex(msg, "hold ")
-	if i < 0 {
-		return ""
-	}
-	return strings.TrimSuffix(msg[i+len("hold "):], ")")
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -145,6 +146,36 @@ func TestSavedFromStoreRestoresTheAgreesHold(t *testing.T) {
 	for _, d := range agrees {
 		if asked[d.Job] != d.Peer+" "+d.HoldID {
 			t.Fatalf("the restored agent asks %v's agree as %q, want %q (all: %v)", d.Job, asked[d.Job], d.Peer+" "+d.HoldID, asked)
+		}
+	}
+}
+
+// TestSavedFromStoreRestoresAnAgreeInFlight: a job whose agree was written
+// ahead is restored agreeing with the peer its intent hop names, under the
+// hold that hop names (RouteHop.hold_id), so that the restarted origin
+// agrees to that very hold again; an RQF hand-over's hop (taken) is
+// restored as one.
+func TestSavedFromStoreRestoresAnAgreeInFlight(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemStore()
+	for i, taken := range []bool{false, true} {
+		id := jobID("o", uint64(i+1))
+		job := &fedschedv1.Job{Id: id, Site: "o", OriginSite: "o", State: fedschedv1.JobState_JOB_STATE_PENDING, Reason: fedschedv1.Reason_REASON_DELEGATED,
+			Spec: &fedschedv1.JobSpec{Procs: 2, EstimateSeconds: 600}, SubmitTime: toTime(1000),
+			Route: []*fedschedv1.RouteHop{{Site: "o", Message: "submitted", Time: toTime(1000)},
+				{Site: "o", PeerSite: "p", Reason: fedschedv1.Reason_REASON_DELEGATED, Time: toTime(1001), Taken: taken, HoldId: fmt.Sprintf("o/%d#4", i+1)}}}
+		if err := st.PutJob(ctx, store.JobRecord{Job: job}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved, err := savedFromStore(ctx, st, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, taken := range []bool{false, true} {
+		sj := saved.Jobs[site.JobKey{Site: "o", ID: int64(i + 1)}]
+		if sj == nil || sj.Phase != site.PhaseAgreeing || sj.Peer != "p" || sj.HoldID != fmt.Sprintf("o/%d#4", i+1) || sj.HandOver != taken {
+			t.Fatalf("job %d restored as %+v, want agreeing with p under hold o/%d#4, hand-over %v", i+1, sj, i+1, taken)
 		}
 	}
 }

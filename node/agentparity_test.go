@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fedsched/fedsched/node/clock"
@@ -23,16 +24,17 @@ import (
 
 // TestAgentConfigDecidesAsTheNode: the agent a node's configuration gives
 // (agentConfig, with the node's history as pastJobs) admits a run of
-// submissions exactly as the node's own core does (ownCore): the same accepted jobs, the
-// same reservations, overbooked with the same PoF, the same rejections.
-// The node's clock stands still, so admission alone decides (the first
-// step of a differential test of the switch).
+// submissions exactly as the node does: the same accepted jobs, the same
+// reservations, overbooked with the same PoF, the same rejections; and
+// the node answers as the node's own core did (the baseline recorded
+// from it, testdata/TestAgentConfigDecidesAsTheNode.golden). The node's
+// clock stands still, so admission alone decides.
 func TestAgentConfigDecidesAsTheNode(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(3, 9))
 	hpath := parityHistory(t, dir, rng)
 	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
-	n := startNodeAt(t, parityConfig(filepath.Join(dir, "data"), hpath), clock.NewManual(t0), true)
+	n := startNodeAt(t, parityConfig(filepath.Join(dir, "data"), hpath), clock.NewManual(t0), *updateGolden)
 	past, _, err := pastJobs(hpath)
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +51,7 @@ func TestAgentConfigDecidesAsTheNode(t *testing.T) {
 	svc := &service{n: n}
 	now := t0.Unix()
 	overbooked, rejected := 0, 0
+	var tr transcript
 	for i := range 80 {
 		est := 600 + rng.Int64N(7200)
 		procs := 1 + rng.IntN(8)
@@ -77,6 +80,7 @@ func TestAgentConfigDecidesAsTheNode(t *testing.T) {
 		if node != agent {
 			t.Fatalf("job %d (%d procs, %d s, deadline +%d): node %s (%v), agent %s", i, procs, est, deadline-now, node, j.GetState(), agent)
 		}
+		tr.add("job %d: %s", i, stable(r))
 		switch {
 		case agent == "rejected":
 			rejected++
@@ -84,6 +88,7 @@ func TestAgentConfigDecidesAsTheNode(t *testing.T) {
 			overbooked++
 		}
 	}
+	tr.check(t, t.Name())
 	t.Logf("80 submissions: %d overbooked, %d rejected, the rest placed in full; all alike", overbooked, rejected)
 	if overbooked == 0 || rejected == 0 {
 		t.Fatalf("the run did not exercise overbooking (%d) and rejection (%d)", overbooked, rejected)
@@ -135,26 +140,28 @@ func parityHistory(t *testing.T, dir string, rng *rand.Rand) string {
 // TestNodeDecidesAsItsAgent: a node that drives its site agent answers a
 // run of submissions, cancels (of waiting and running jobs) and fixed
 // reservations (some displacing jobs, some refused) exactly as the
-// node's own core does: the same replies, and in the end the same job
-// records (state, reason, message, reservation, PoF, SLA) and
-// reservations. The clocks stand still; a cancelled running job's kill
-// ends it at once (the test waits for that end before the next op).
+// node's own core did (the baseline recorded from it,
+// testdata/TestNodeDecidesAsItsAgent.golden): the same replies, and in
+// the end the same job records (state, reason, message, reservation, PoF,
+// SLA), reservations and statistics. The clock stands still; a cancelled
+// running job's kill ends it at once (the test waits for that end before
+// the next op).
 func TestNodeDecidesAsItsAgent(t *testing.T) {
-	rng, _, sites := parityPair(t, 5, 11)
-	own, agent := sites[0], sites[1]
+	rng, _, s := parityNode(t, 5, 11)
 	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
 	ctx := context.Background()
 	at := func(s int64) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(s) * time.Second)) }
-	show := func(m interface{ String() string }, err error) string {
+	show := func(m proto.Message, err error) string {
 		if err != nil {
 			return "error: " + err.Error()
 		}
-		return m.String()
+		return stable(m)
 	}
+	var tr transcript
 	var ids, resIDs []string
 	kinds := map[string]int{}
 	for i := range 160 {
-		var o, a string
+		var o string
 		switch k := rng.IntN(10); {
 		case k < 6 || len(ids) == 0:
 			est := 600 + rng.Int64N(7200)
@@ -165,33 +172,28 @@ func TestNodeDecidesAsItsAgent(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				spec.Release = at(rng.Int64N(4 * 3600))
 			}
-			ro, eo := own.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: spec})
-			ra, ea := agent.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: spec})
-			o, a = show(ro, eo), show(ra, ea)
-			if eo == nil {
-				ids = append(ids, ro.GetJob().GetId())
-				kinds[ro.GetJob().GetState().String()]++
+			r, err := s.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: spec})
+			o = "submit " + show(r, err)
+			if err == nil {
+				ids = append(ids, r.GetJob().GetId())
+				kinds[r.GetJob().GetState().String()]++
 			}
 		case k < 8:
 			id := ids[rng.IntN(len(ids))]
-			ro, eo := own.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: id})
-			ra, ea := agent.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: id})
-			o, a = show(ro, eo), show(ra, ea)
+			r, err := s.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: id})
+			o = "cancel " + show(r, err)
 			kinds["cancel"]++
-			if j := ro.GetJob(); j.GetStartTime() != nil {
+			if j := r.GetJob(); j.GetStartTime() != nil {
 				// Its kill's exit frees its processors in a later turn:
 				// wait for it, so that the next op meets the same plan.
 				kinds["cancel running"]++
-				for _, s := range []*service{own, agent} {
-					waitEnded(t, s, id)
-				}
+				waitEnded(t, s, id)
 			}
 		case k == 9 && len(resIDs) > 0 && rng.IntN(3) == 0:
 			id := resIDs[rng.IntN(len(resIDs))]
-			ro, eo := own.DeleteReservation(ctx, &fedschedv1.DeleteReservationRequest{ReservationId: id})
-			ra, ea := agent.DeleteReservation(ctx, &fedschedv1.DeleteReservationRequest{ReservationId: id})
-			o, a = show(ro, eo), show(ra, ea)
-			kinds[fmt.Sprint("reservation deleted ", eo == nil)]++
+			r, err := s.DeleteReservation(ctx, &fedschedv1.DeleteReservationRequest{ReservationId: id})
+			o = "delete reservation " + show(r, err)
+			kinds[fmt.Sprint("reservation deleted ", err == nil)]++
 		default:
 			// k == 8: a fixed reservation; k == 9: a standing one (every
 			// 4 to 24 hours, 10 to 70 minutes long).
@@ -202,32 +204,27 @@ func TestNodeDecidesAsItsAgent(t *testing.T) {
 			if k == 9 {
 				req.EverySeconds, what = 3600*(4+rng.Int64N(21)), "standing"
 			}
-			ro, eo := own.CreateReservation(ctx, req)
-			ra, ea := agent.CreateReservation(ctx, req)
-			o, a = show(ro, eo), show(ra, ea)
-			if eo != nil {
+			r, err := s.CreateReservation(ctx, req)
+			o = "reserve " + show(r, err)
+			if err != nil {
 				kinds[what+" reservation refused"]++
 			} else {
-				resIDs = append(resIDs, ro.GetReservation().GetId())
-				kinds[fmt.Sprint(what, " reservation displacing ", len(ro.GetDisplaced()) > 0)]++
-				for _, d := range ro.GetDisplaced() {
+				resIDs = append(resIDs, r.GetReservation().GetId())
+				kinds[fmt.Sprint(what, " reservation displacing ", len(r.GetDisplaced()) > 0)]++
+				for _, d := range r.GetDisplaced() {
 					kinds["displaced to "+d.GetState().String()]++
 				}
 			}
 		}
-		if o != a {
-			t.Fatalf("op %d: own core\n%s\nagent\n%s", i, o, a)
-		}
+		tr.add("op %d: %s", i, o)
 	}
 	t.Logf("ops: %v", kinds)
-	if o, a := parityRecords(t, own), parityRecords(t, agent); o != a {
-		t.Fatalf("records differ:\nown core\n%s\nagent\n%s", o, a)
-	}
-	// What each learnt from the cancelled running jobs, as it would store
+	tr.add("records")
+	tr.add("%s", parityRecords(t, s))
+	// What it learnt from the cancelled running jobs, as it would store
 	// it.
-	if o, a := parityStats(t, own), parityStats(t, agent); string(o) != string(a) {
-		t.Fatalf("statistics differ:\nown core %s\nagent    %s", o, a)
-	}
+	tr.add("statistics %s", parityStats(t, s))
+	tr.check(t, t.Name())
 }
 
 // waitEnded waits until job id has an end time at s.
@@ -270,14 +267,17 @@ func parityRecords(t *testing.T, s *service) string {
 		for _, j := range r.GetJobs() {
 			ending = ending || j.GetState() == fedschedv1.JobState_JOB_STATE_CANCELLED && j.GetStartTime() != nil && j.GetEndTime() == nil
 			j.UpdateTime, j.History = nil, nil
-			fmt.Fprintln(&b, j.String())
+			fmt.Fprintln(&b, stable(j))
 		}
 		if !ending || time.Now().After(deadline) {
 			rr, err := s.ListReservations(ctx, &fedschedv1.ListReservationsRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return b.String() + rr.String()
+			for _, res := range rr.GetReservations() {
+				fmt.Fprintln(&b, stable(res))
+			}
+			return b.String()
 		}
 	}
 }
@@ -346,35 +346,25 @@ func nextDue(t *testing.T, s *service, now int64) int64 {
 
 // TestNodeRunsAsItsAgent: as TestNodeDecidesAsItsAgent, with time
 // passing: jobs start, are killed at their reservation's end or
-// cancelled, waiting jobs move up, and a node
-// that drives its agent and one on its own core keep the same records and
-// learn the same statistics, step by step (after each step both have
-// started and ended every job due). Time never jumps past a start or an
-// end: a start the loop makes late is measured from the planned start by
-// the agent and from the real one by the node's own core.
+// cancelled, waiting jobs move up, and a node that drives its agent keeps
+// the records, learns the statistics and wakes for the standing rules as
+// the node's own core did (testdata/TestNodeRunsAsItsAgent.golden), step
+// by step (after each step it has started and ended every job due). Time
+// never jumps past a start or an end: a start the loop makes late is
+// measured from the planned start by the agent and was measured from the
+// real one by the node's own core.
 func TestNodeRunsAsItsAgent(t *testing.T) {
-	rng, clks, sites := parityPair(t, 7, 13)
+	rng, clk, s := parityNode(t, 7, 13)
 	ctx := context.Background()
+	var tr transcript
 	var ids []string
 	ended := 0
-	// Both nodes answer a reservation request alike.
-	both := func(step int, f func(*service) (fmt.Stringer, error)) fmt.Stringer {
-		var got [2]string
-		var r fmt.Stringer
-		for i, s := range sites {
-			var err error
-			r, err = f(s)
-			got[i] = fmt.Sprint(r, err)
-		}
-		if got[0] != got[1] {
-			t.Fatalf("step %d, reservation: own core\n%s\nagent\n%s", step, got[0], got[1])
-		}
-		t.Logf("step %d: %s", step, got[0][:min(len(got[0]), 160)])
-		return r
+	reply := func(step int, what string, m proto.Message, err error) {
+		tr.add("step %d %s: %s %v", step, what, stable(m), err)
 	}
-	var rule string
+	var rule, stats string
 	for step := range 200 {
-		now := clks[0].Now().Unix()
+		now := clk.Now().Unix()
 		switch step {
 		case 0, 90:
 			// Standing rules: one before any job, one (displacing) among
@@ -385,14 +375,14 @@ func TestNodeRunsAsItsAgent(t *testing.T) {
 				req = &fedschedv1.CreateReservationRequest{Name: "every 5h", Procs: 6, Start: timestamppb.New(time.Unix(now+7200, 0)),
 					End: timestamppb.New(time.Unix(now+9000, 0)), EverySeconds: 5 * 3600, Displace: true}
 			}
-			r := both(step, func(s *service) (fmt.Stringer, error) { return s.CreateReservation(ctx, req) })
+			r, err := s.CreateReservation(ctx, req)
+			reply(step, "reserve", r, err)
 			if step == 0 {
-				rule = r.(*fedschedv1.CreateReservationResponse).GetReservation().GetId()
+				rule = r.GetReservation().GetId()
 			}
 		case 150:
-			both(step, func(s *service) (fmt.Stringer, error) {
-				return s.DeleteReservation(ctx, &fedschedv1.DeleteReservationRequest{ReservationId: rule})
-			})
+			r, err := s.DeleteReservation(ctx, &fedschedv1.DeleteReservationRequest{ReservationId: rule})
+			reply(step, "delete reservation", r, err)
 		}
 		for range rng.IntN(4) {
 			est := 300 + rng.Int64N(3600)
@@ -400,58 +390,50 @@ func TestNodeRunsAsItsAgent(t *testing.T) {
 			// reservation's end (a second after it): a job that ends early
 			// frees processors at the same instant as a timer may start
 			// another, and which of the two the node's loop takes first
-			// (its own core's as much as its agent's) decides the plan.
+			// decides the plan.
 			spec := &fedschedv1.JobSpec{Procs: int32(1 + rng.IntN(8)), EstimateSeconds: est, User: "u", App: "x", SimRuntimeSeconds: est + 1 + rng.Int64N(600)}
 			if rng.IntN(2) == 0 {
 				spec.Deadline, spec.Fee, spec.Penalty = timestamppb.New(time.Unix(now+est+rng.Int64N(4*est), 0)), 10, 5
 			}
-			ids = append(ids, submitBoth(t, sites, spec))
+			r, err := s.SubmitJob(ctx, &fedschedv1.SubmitJobRequest{Spec: spec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reply(step, "submit", r, err)
+			ids = append(ids, r.GetJob().GetId())
 		}
 		if len(ids) > 0 && rng.IntN(5) == 0 {
 			id := ids[rng.IntN(len(ids))]
-			var got [2]string
-			for i, s := range sites {
-				r, err := s.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: id})
-				got[i] = fmt.Sprint(r, err)
-				if r.GetJob().GetStartTime() != nil {
-					// Its kill ends it in a later turn, before time moves
-					// on.
-					waitEnded(t, s, id)
-				}
-			}
-			if got[0] != got[1] {
-				t.Fatalf("step %d, cancel: own core\n%s\nagent\n%s", step, got[0], got[1])
+			r, err := s.CancelJob(ctx, &fedschedv1.CancelJobRequest{JobId: id})
+			reply(step, "cancel", r, err)
+			if r.GetJob().GetStartTime() != nil {
+				// Its kill ends it in a later turn, before time moves on.
+				waitEnded(t, s, id)
 			}
 		}
 		// Time moves to the next start or end at the latest, so that jobs
 		// start and end on time, as on a live node whose loop is not
 		// late (see the report on late starts).
-		d := time.Duration(min(1+rng.Int64N(600), nextDue(t, sites[0], now)-now)) * time.Second
-		for i, s := range sites {
-			clks[i].Advance(d)
-			for deadline := time.Now().Add(10 * time.Second); !settled(t, s, clks[i].Now().Unix()); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("step %d: site %d never settled", step, i)
-				}
+		d := time.Duration(min(1+rng.Int64N(600), nextDue(t, s, now)-now)) * time.Second
+		clk.Advance(d)
+		for deadline := time.Now().Add(10 * time.Second); !settled(t, s, clk.Now().Unix()); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("step %d: the node never settled", step)
 			}
 		}
-		if o, a := parityRecords(t, sites[0]), parityRecords(t, sites[1]); o != a {
-			t.Fatalf("step %d: records differ:\n%s", step, firstDiff(o, a))
+		tr.delta(fmt.Sprintf("step %d records at %d", step, clk.Now().Unix()), parityRecords(t, s))
+		if st := string(parityStats(t, s)); st != stats {
+			tr.add("step %d statistics %s", step, st)
+			stats = st
 		}
-		if o, a := parityStats(t, sites[0]), parityStats(t, sites[1]); string(o) != string(a) {
-			t.Fatalf("step %d: statistics differ:\nown core %s\nagent    %s", step, o, a)
-		}
-		// The loop wakes to lay the rules further at the same time (with
-		// no op to wake it, the outlook it gossips depends on it).
-		var wakes [2]int64
-		for i, s := range sites {
-			runInLoop(t, s.n, &inLoop{done: make(chan struct{}), f: func(n *Node) { wakes[i] = n.reservationWake() }})
-		}
-		if wakes[0] != wakes[1] {
-			t.Fatalf("step %d: the standing rules' wake: own core %d, agent %d", step, wakes[0], wakes[1])
-		}
+		// The loop wakes to lay the rules further (with no op to wake it,
+		// the outlook it gossips depends on it).
+		var wake int64
+		runInLoop(t, s.n, &inLoop{done: make(chan struct{}), f: func(n *Node) { wake = n.reservationWake() }})
+		tr.add("step %d standing rules wake at %d", step, wake)
 	}
-	r, err := sites[0].ListJobs(ctx, &fedschedv1.ListJobsRequest{PageSize: 1000})
+	tr.check(t, t.Name())
+	r, err := s.ListJobs(ctx, &fedschedv1.ListJobsRequest{PageSize: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,31 +447,17 @@ func TestNodeRunsAsItsAgent(t *testing.T) {
 	t.Logf("%d jobs, %d ended: %v", len(ids), ended, states)
 }
 
-// firstDiff shows the first line in which the own core's text o and the
-// agent's a differ.
-func firstDiff(o, a string) string {
-	ol, al := strings.Split(o, "\n"), strings.Split(a, "\n")
-	for i := range min(len(ol), len(al)) {
-		if ol[i] != al[i] {
-			return fmt.Sprintf("own core %s\nagent    %s", ol[i], al[i])
-		}
-	}
-	return fmt.Sprintf("own core %d lines, agent %d", len(ol), len(al))
-}
-
-// parityPair starts the two nodes of a differential test on parityConfig,
-// trained on parityHistory, with manual clocks at the same time: the
-// first on its own core, the second driving its agent. rng (seeded with
-// a, b) drew the history and draws the test's work.
-func parityPair(t *testing.T, a, b uint64) (*rand.Rand, [2]*clock.Manual, [2]*service) {
+// parityNode starts the node of a differential test on parityConfig,
+// trained on parityHistory, with a manual clock: on its own core when it
+// records the baseline (-update), else driving its agent. rng (seeded
+// with a, b) drew the history and draws the test's work.
+func parityNode(t *testing.T, a, b uint64) (*rand.Rand, *clock.Manual, *service) {
 	t.Helper()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(a, b))
 	hpath := parityHistory(t, dir, rng)
-	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
-	clks := [2]*clock.Manual{clock.NewManual(t0), clock.NewManual(t0)}
-	return rng, clks, [2]*service{{n: startNodeAt(t, parityConfig(filepath.Join(dir, "own"), hpath), clks[0], true)},
-		{n: startNodeAt(t, parityConfig(filepath.Join(dir, "agent"), hpath), clks[1], false)}}
+	clk := clock.NewManual(time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC))
+	return rng, clk, &service{n: startNodeAt(t, parityConfig(filepath.Join(dir, "data"), hpath), clk, *updateGolden)}
 }
 
 // capacityExecutor is an executor whose batch system reports the
@@ -503,28 +471,26 @@ func (e capacityExecutor) Capacity() <-chan int { return e.c }
 
 // TestNodeLosesProcessorsAsItsAgent: as TestNodeDecidesAsItsAgent, for a
 // batch system that takes processors out of service and returns them
-// (capacity): the waiting jobs moved or failed, and the records, are the
-// same on a node that drives its agent and on one on its own core.
+// (capacity): the waiting jobs moved or failed, and the records, are
+// those of the node's own core (testdata/TestNodeLosesProcessorsAsItsAgent.golden).
 func TestNodeLosesProcessorsAsItsAgent(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(3, 17))
 	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
-	var sites [2]*service
-	var caps [2]chan int
-	for i, own := range []bool{true, false} {
-		caps[i] = make(chan int)
-		cfg := parityConfig(filepath.Join(dir, fmt.Sprint(i)), "")
-		cfg.Overbooking.Enabled = false
-		n, stop := startOnClock(t, cfg, store.NewMemStore(), clock.NewManual(t0), func(n *Node) {
-			n.ownCore, n.deps.Executor = own, capacityExecutor{Executor: n.deps.Executor, c: caps[i]}
-		})
-		t.Cleanup(stop)
-		if (n.agent == nil) != own {
-			t.Fatalf("the node drives an agent: %v, want %v", n.agent != nil, !own)
-		}
-		sites[i] = &service{n: n}
+	capc := make(chan int)
+	cfg := parityConfig(filepath.Join(dir, "data"), "")
+	cfg.Overbooking.Enabled = false
+	own := *updateGolden
+	n, stop := startOnClock(t, cfg, store.NewMemStore(), clock.NewManual(t0), func(n *Node) {
+		n.ownCore, n.deps.Executor = own, capacityExecutor{Executor: n.deps.Executor, c: capc}
+	})
+	t.Cleanup(stop)
+	if (n.agent == nil) != own {
+		t.Fatalf("the node drives an agent: %v, want %v", n.agent != nil, !own)
 	}
+	s := &service{n: n}
 	at := func(s int64) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(s) * time.Second)) }
+	var tr transcript
 	failed := 0
 	for round, usable := range []int{10, 4, 16, 2, 12} {
 		for range 12 {
@@ -533,38 +499,20 @@ func TestNodeLosesProcessorsAsItsAgent(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				spec.Deadline = at(est + rng.Int64N(3*est))
 			}
-			submitBoth(t, sites, spec)
+			r, err := s.SubmitJob(context.Background(), &fedschedv1.SubmitJobRequest{Spec: spec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.add("round %d submit %s", round, stable(r))
 		}
-		for i := range sites {
-			caps[i] <- usable
-		}
-		o, a := parityRecords(t, sites[0]), parityRecords(t, sites[1])
-		if o != a {
-			t.Fatalf("round %d (%d usable): records differ:\n%s", round, usable, firstDiff(o, a))
-		}
+		capc <- usable
+		o := parityRecords(t, s)
+		tr.delta(fmt.Sprintf("round %d (%d usable) records", round, usable), o)
 		failed = strings.Count(o, "REASON_FAILED_NODE")
 	}
+	tr.check(t, t.Name())
 	t.Logf("%d jobs failed for lost processors", failed)
 	if failed == 0 {
 		t.Fatal("no job failed for lost processors: the test did not exercise NodeDown")
 	}
-}
-
-// submitBoth submits spec to both nodes of a differential test, fails the
-// test unless both answer alike, and returns the job's id.
-func submitBoth(t *testing.T, sites [2]*service, spec *fedschedv1.JobSpec) string {
-	t.Helper()
-	var got [2]string
-	var id string
-	for i, s := range sites {
-		r, err := s.SubmitJob(context.Background(), &fedschedv1.SubmitJobRequest{Spec: spec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[i], id = r.String(), r.GetJob().GetId()
-	}
-	if got[0] != got[1] {
-		t.Fatalf("submit: %s", firstDiff(got[0], got[1]))
-	}
-	return id
 }

@@ -135,7 +135,7 @@ func savedFromStore(ctx context.Context, st store.Store, self string) (*site.Sav
 				if h.GetSite() == self && h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
 					// An agree written ahead: to a quote, or to the hold
 					// of an RQF taker (the hop marked taken).
-					sj.Phase, sj.Peer, sj.HandOver, sj.HoldID = site.PhaseAgreeing, h.GetPeerSite(), h.GetTaken(), heldBy(h.GetMessage())
+					sj.Phase, sj.Peer, sj.HandOver, sj.HoldID = site.PhaseAgreeing, h.GetPeerSite(), h.GetTaken(), h.GetHoldId()
 				}
 			}
 		case state == fedschedv1.JobState_JOB_STATE_PENDING:

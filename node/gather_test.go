@@ -171,3 +171,125 @@ func TestGatherDecidesOnArrival(t *testing.T) {
 		t.Fatalf("gather took %v: it waited for the batch before deciding", d)
 	}
 }
+
+// TestGatherWaitFollowsSpread: the wait follows how long the gathers that
+// saw their target waited for it, not the commit's time. Turns whose
+// commit takes 100 µs and whose clients come back over 400 µs end up
+// waiting about 400 µs (half the commit, the old rule, would be 50 µs and
+// miss them); a wait that ran out does not move the spread; the wait never
+// exceeds the limit, and half a long commit still sets a floor.
+func TestGatherWaitFollowsSpread(t *testing.T) {
+	const commit, spread = 100 * time.Microsecond, 400 * time.Microsecond
+	g := groupCommit{limit: time.Second}
+	turn := func(commit time.Duration, waited, full bool, used time.Duration) {
+		g.turn()
+		g.applied(commit)
+		g.waited, g.full, g.used = waited, full, used
+		g.answered(8, 0)
+	}
+	turn(commit, false, false, 0)
+	if g.target != 8 || g.wait != commit/2 {
+		t.Fatalf("before any gather was measured: target %d, wait %v; want 8, %v", g.target, g.wait, commit/2)
+	}
+	for range 50 {
+		turn(commit, true, true, spread)
+	}
+	if g.wait < spread-spread/8 || g.wait > spread+spread/8 {
+		t.Fatalf("after 50 gathers that waited %v: wait %v (spread %v, deviation %v), want about %v", spread, g.wait, g.spread, g.dev, spread)
+	}
+	s, w := g.spread, g.wait
+	turn(commit, true, false, w)
+	if g.spread != s || g.wait != w {
+		t.Fatalf("a wait that ran out moved the spread %v → %v, the wait %v → %v", s, g.spread, w, g.wait)
+	}
+	for range 50 {
+		turn(commit, true, true, 5*time.Second)
+	}
+	if g.wait != g.limit {
+		t.Fatalf("gathers that waited 5s: wait %v, want the limit %v", g.wait, g.limit)
+	}
+	g = groupCommit{limit: time.Second}
+	for range 50 {
+		turn(4*time.Millisecond, true, true, 10*time.Microsecond)
+	}
+	if g.wait != 2*time.Millisecond {
+		t.Fatalf("commits of 4ms, clients back within 10µs: wait %v, want half the commit, 2ms", g.wait)
+	}
+}
+
+// TestGatherStopsWaitingWhenWaitsRunOut: when most waits run out (the
+// requests do not come back in step with the commits), a turn does not
+// wait but once in probeEvery; when the probes see their targets again,
+// every turn waits again.
+func TestGatherStopsWaitingWhenWaitsRunOut(t *testing.T) {
+	g := groupCommit{limit: time.Second}
+	ops := make(chan op, 8)
+	// With nothing coming, a gather that waits returns at once, having
+	// waited, on a cancelled context; one whose requests are there needs
+	// no context (gather could otherwise pick the cancellation first).
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	gather := func() bool {
+		g.turn()
+		g.applied(time.Millisecond)
+		ctx := done
+		if len(ops) > 0 {
+			ctx = context.Background()
+		}
+		g.gather(ctx, ops, make([]op, 1), func(op) {})
+		waited := g.waited
+		g.answered(1, 1) // the next target: 2
+		return waited
+	}
+	gather() // sets the first target
+	waits := 0
+	for range 40 {
+		if gather() {
+			waits++
+		}
+	}
+	// The first 6 turns wait (until misses pass maxMisses), then one in
+	// probeEvery.
+	if g.misses <= maxMisses || waits > 6+40/probeEvery+1 {
+		t.Fatalf("40 turns whose waits ran out: %d waited (misses %.2f), want about %d", waits, g.misses, 6+40/probeEvery)
+	}
+	// The clients come back in step: every wait sees its target at once,
+	// and after a few probes every turn waits again.
+	fill := func() {
+		for len(ops) < cap(ops) {
+			ops <- &cancelOp{}
+		}
+	}
+	turns := 0
+	for ; g.misses > maxMisses && turns < 100; turns++ {
+		fill()
+		gather()
+	}
+	if g.misses > maxMisses {
+		t.Fatalf("100 turns whose targets came: misses still %.2f", g.misses)
+	}
+	for range 8 {
+		fill()
+		if !gather() {
+			t.Fatalf("a turn did not wait after the waits paid again (misses %.2f)", g.misses)
+		}
+	}
+}
+
+// TestGatherUsedExcludesDeciding: the time a gather measures as its wait
+// leaves out the time spent deciding what arrived, as the wait does: two
+// requests that are there at once and take 200ms each to decide count as
+// no wait, not 400ms.
+func TestGatherUsedExcludesDeciding(t *testing.T) {
+	g := groupCommit{limit: time.Second, target: 3, wait: time.Second}
+	ops := make(chan op, 2)
+	ops <- &cancelOp{}
+	ops <- &cancelOp{}
+	b := g.gather(context.Background(), ops, make([]op, 1), func(op) { time.Sleep(200 * time.Millisecond) })
+	if len(b) != 3 || !g.waited || !g.full {
+		t.Fatalf("gathered %d (waited %v, full %v), want 3 and the target seen", len(b), g.waited, g.full)
+	}
+	if g.used >= 200*time.Millisecond {
+		t.Fatalf("used %v: the time deciding was counted as waiting", g.used)
+	}
+}

@@ -139,7 +139,8 @@ type Node struct {
 	// outq the messages to send after the next commit, by sendq's
 	// goroutines; settled the replies that wait for that commit; deferred
 	// the submissions whose reply waits for the end of their offer; gaveUp
-	// the jobs whose owed message the node gave up in this batch.
+	// the jobs the node gave up on and recorded so, whose DecideGaveUp
+	// is still to come.
 	held     map[site.JobKey]heldJob
 	stepReq  proto.Message
 	stepResp proto.Message
@@ -147,7 +148,10 @@ type Node struct {
 	sendq    chan outCall
 	settled  []func(error)
 	deferred map[int64]func(submitResult)
-	gaveUp   []site.JobKey
+	gaveUp   map[site.JobKey]bool
+	// absent is since when the peer an agree is resent to has not been
+	// an alive member (memory only: a restart counts afresh).
+	absent map[site.JobKey]int64
 	// coreWake is when the core next has work without a new event, as of
 	// the last pass: the agent Ticks only then or after an event, as the
 	// simulator ticks it.
@@ -203,7 +207,8 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string),
 		conns: make(map[string]*grpc.ClientConn), rqf: newRQFState(),
 		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait},
-		held: make(map[site.JobKey]heldJob), deferred: make(map[int64]func(submitResult)), sendq: make(chan outCall, sendQueue)}
+		held: make(map[site.JobKey]heldJob), deferred: make(map[int64]func(submitResult)), sendq: make(chan outCall, sendQueue),
+		gaveUp: make(map[site.JobKey]bool), absent: make(map[site.JobKey]int64)}
 	n.scaled, _ = deps.Clock.(interface{ Factor() float64 })
 	n.fed.defaults()
 	n.metrics = newMetrics(n)

@@ -306,7 +306,7 @@ func (n *Node) queuedWait(lj *liveJob, ahead *liveJob, pc *planCtx) *WaitReason 
 		msg := "a peer quote is in flight: asking peers for a slot"
 		if r := lj.peek().GetRoute(); len(r) > 0 {
 			if h := r[len(r)-1]; h.GetReason() == fedschedv1.Reason_REASON_DELEGATED && h.GetPeerSite() != "" {
-				msg = "agreeing with " + h.GetPeerSite() + " (hold " + heldBy(h.GetMessage()) + ")"
+				msg = "agreeing with " + h.GetPeerSite() + " (hold " + h.GetHoldId() + ")"
 			}
 		}
 		return &WaitReason{Kind: WaitDelegation, Message: msg}

@@ -675,7 +675,11 @@ type RouteHop struct {
 	// On a REASON_DELEGATED step: true when peer_site took the job from the
 	// queue of `site` because it could start it at once (RQF, the pull
 	// transfer policy), false when `site` offered the job to its peers.
-	Taken         bool `protobuf:"varint,6,opt,name=taken,proto3" json:"taken,omitempty"`
+	Taken bool `protobuf:"varint,6,opt,name=taken,proto3" json:"taken,omitempty"`
+	// On a REASON_DELEGATED step written ahead of an agree: the hold of
+	// peer_site the origin agrees to (a quote's, or the taker's under RQF);
+	// a restarted origin agrees to it again.
+	HoldId        string `protobuf:"bytes,7,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -750,6 +754,13 @@ func (x *RouteHop) GetTaken() bool {
 		return x.Taken
 	}
 	return false
+}
+
+func (x *RouteHop) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
 }
 
 // Transition is one change of a job's state, kept for Explain.
@@ -3372,14 +3383,15 @@ const file_fedsched_v1_site_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x14\n" +
 	"\x05procs\x18\x03 \x01(\x05R\x05procs\x12\x12\n" +
-	"\x04site\x18\x04 \x01(\tR\x04site\"\xc8\x01\n" +
+	"\x04site\x18\x04 \x01(\tR\x04site\"\xe1\x01\n" +
 	"\bRouteHop\x12\x12\n" +
 	"\x04site\x18\x01 \x01(\tR\x04site\x12\x1b\n" +
 	"\tpeer_site\x18\x02 \x01(\tR\bpeerSite\x12+\n" +
 	"\x06reason\x18\x03 \x01(\x0e2\x13.fedsched.v1.ReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
 	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
-	"\x05taken\x18\x06 \x01(\bR\x05taken\"\xd5\x01\n" +
+	"\x05taken\x18\x06 \x01(\bR\x05taken\x12\x17\n" +
+	"\ahold_id\x18\a \x01(\tR\x06holdId\"\xd5\x01\n" +
 	"\n" +
 	"Transition\x12)\n" +
 	"\x04from\x18\x01 \x01(\x0e2\x15.fedsched.v1.JobStateR\x04from\x12%\n" +
