@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 
+	"github.com/fedsched/fedsched/delegation"
 	"github.com/fedsched/fedsched/node/clock"
 	"github.com/fedsched/fedsched/node/config"
 	"github.com/fedsched/fedsched/node/executor"
@@ -177,5 +179,54 @@ func TestSavedFromStoreRestoresAnAgreeInFlight(t *testing.T) {
 		if sj == nil || sj.Phase != site.PhaseAgreeing || sj.Peer != "p" || sj.HoldID != fmt.Sprintf("o/%d#4", i+1) || sj.HandOver != taken {
 			t.Fatalf("job %d restored as %+v, want agreeing with p under hold o/%d#4, hand-over %v", i+1, sj, i+1, taken)
 		}
+	}
+}
+
+// TestGiveUpKeepsWhy: an owed report to a peer that has not been an alive
+// member for outbox_give_up is given up (givenUp, Agent.GiveUp), and the
+// agreement keeps what was not delivered and why (docs/protocol.md,
+// "Crashes and retries"), also once the agent's gave-up decision, which
+// comes in a later batch, has been written.
+func TestGiveUpKeepsWhy(t *testing.T) {
+	cfg := config.Default()
+	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor = "o", t.TempDir(), 4, "simulated"
+	clk := clock.NewManual(time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC))
+	n, err := New(cfg, Deps{Store: store.NewMemStore(), Executor: executor.NewSimulated(executor.SimulatedConfig{Clock: clk}), Clock: clk,
+		Federation: FederationConfig{Peers: noPeers{}, OutboxGiveUp: time.Hour, Dial: func(context.Context, string, string) (*grpc.ClientConn, error) {
+			return nil, errors.New("test: no dialing")
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clk.Now().Unix()
+	k := site.JobKey{Site: "p", ID: 5}
+	saved := &site.Saved{Reports: map[site.JobKey]site.OwedReport{k: {Outcome: site.Outcome{Start: now - 60, End: now - 1, Completed: true}, Since: now - 1}}}
+	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
+		t.Fatal(err)
+	}
+	a := &agreementRec{Role: rolePeer, Seq: 3, Pending: "outcome", Agreement: delegation.Agreement{ID: jobID("o", 3), JobID: wireID(k), PeerJobID: jobID("o", 3),
+		Origin: "p", Peer: "o", State: delegation.Complete}}
+	n.putAgreement(a, now)
+	n.byOrigin[originKey(a.Origin, a.JobID)] = a.ID
+	n.agent.Tick(now + 2) // its resend is due
+	report := n.agent.Ready().Messages
+	if len(report) != 1 || report[0].Kind != site.KindReport {
+		t.Fatalf("the restored agent sends %v, want the owed report", report)
+	}
+	n.queueOut(now, report) // p is no member: absent from now
+	later := now + int64(time.Hour/time.Second)
+	n.queueOut(later, report)
+	if len(n.outq) != 1 {
+		t.Fatalf("%d messages queued, want the first report only", len(n.outq))
+	}
+	const why = "it has not been an alive member since"
+	if !strings.Contains(a.Undelivered, why) || a.Pending != "" {
+		t.Fatalf("given up: pending %q, undelivered %q", a.Pending, a.Undelivered)
+	}
+	if err := n.applyReady(context.Background(), later, n.agent.Ready()); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.agreements[a.ID]; !strings.Contains(got.Undelivered, why) {
+		t.Fatalf("after the agent's gave-up decision: undelivered %q, want why (%q)", got.Undelivered, why)
 	}
 }
