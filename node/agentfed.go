@@ -384,14 +384,19 @@ func (n *Node) agreeGivenUp(now int64, m site.Message) bool {
 		return false
 	}
 	delete(n.absent, m.Job)
-	lj := n.liveOf(m.Job)
-	if lj == nil || !n.agent.GiveUp(now, m.Job) {
+	if !n.agent.GiveUp(now, m.Job) {
 		return false
 	}
 	n.gaveUp[m.Job] = true
 	msg := fmt.Sprintf("gave up agreeing with %s at %s: it has not been an alive member since %s (delegation.outbox_give_up); it may have taken the job, whose outcome is unknown here",
 		m.To, time.Unix(now, 0).UTC().Format(time.RFC3339), time.Unix(since, 0).UTC().Format(time.RFC3339))
-	n.log.Warn("agree given up", "job", lj.peek().GetId(), "peer", m.To, "why", msg)
+	n.log.Warn("agree given up", "job", wireID(m.Job), "peer", m.To, "why", msg)
+	lj := n.liveOf(m.Job)
+	if lj == nil {
+		// Cancelled while its agree was out: its record ended then; the
+		// agree was resent only to learn whether a Terminate is owed.
+		return true
+	}
 	n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_PEER_UNREACHABLE, msg, fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED, now)
 	n.replyDelegation(lj)
 	return true

@@ -230,3 +230,40 @@ func TestGiveUpKeepsWhy(t *testing.T) {
 		t.Fatalf("after the agent's gave-up decision: undelivered %q, want why (%q)", got.Undelivered, why)
 	}
 }
+
+// TestAgreeGivenUpAfterCancel: a job cancelled while its agree was out
+// (its record CANCELLED at once) to a peer that then stays away for
+// outbox_give_up is given up too: the agree is no longer resent, and the
+// agent forgets the job.
+func TestAgreeGivenUpAfterCancel(t *testing.T) {
+	cfg := config.Default()
+	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor = "o", t.TempDir(), 4, "simulated"
+	clk := clock.NewManual(time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC))
+	n, err := New(cfg, Deps{Store: store.NewMemStore(), Executor: executor.NewSimulated(executor.SimulatedConfig{Clock: clk}), Clock: clk,
+		Federation: FederationConfig{Peers: noPeers{}, OutboxGiveUp: time.Hour, Dial: func(context.Context, string, string) (*grpc.ClientConn, error) {
+			return nil, errors.New("test: no dialing")
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clk.Now().Unix()
+	k := site.JobKey{Site: "o", ID: 1}
+	saved := &site.Saved{Seq: 1, Jobs: map[site.JobKey]*site.SavedJob{k: {Key: k, Phase: site.PhaseAgreeing, Peer: "p", HoldID: "o/1#3", Cancelled: true,
+		Spec: plan.Job{ID: 1, Procs: 2, Estimate: 600, Release: now, Deadline: plan.Forever}, Placement: plan.Placement{Reason: plan.ReasonQueued}}}}
+	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
+		t.Fatal(err)
+	}
+	agree := n.agent.Ready().Messages
+	if len(agree) != 1 || agree[0].Kind != site.KindAgree {
+		t.Fatalf("the restored agent sends %v, want the agree", agree)
+	}
+	n.queueOut(now, agree) // p is no member: absent from now
+	later := now + int64(time.Hour/time.Second)
+	n.queueOut(later, agree)
+	if len(n.outq) != 1 {
+		t.Fatalf("%d agrees queued, want the first only: the second is given up", len(n.outq))
+	}
+	if n.agent.Busy() {
+		t.Fatal("the agent still awaits the agree's answer after the give-up")
+	}
+}
