@@ -33,6 +33,24 @@ func (s *failingStore) Apply(ctx context.Context, ch store.Changes) error {
 	return s.Store.Apply(ctx, ch)
 }
 
+// fedTestNode is a federating node "o" (4 processors, simulated, no
+// peers, no dialing) on store st, with a manual clock, not running: the
+// tests call its loop's functions themselves.
+func fedTestNode(t *testing.T, st store.Store, giveUp time.Duration) (*Node, *clock.Manual) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor = "o", t.TempDir(), 4, "simulated"
+	clk := clock.NewManual(time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC))
+	n, err := New(cfg, Deps{Store: st, Executor: executor.NewSimulated(executor.SimulatedConfig{Clock: clk}), Clock: clk,
+		Federation: FederationConfig{Peers: noPeers{}, OutboxGiveUp: giveUp, Dial: func(context.Context, string, string) (*grpc.ClientConn, error) {
+			return nil, errors.New("test: no dialing")
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, clk
+}
+
 // TestAgentMessagesWaitForTheCommit: the durability rule of the federation
 // through the agent. The messages a batch of the agent's decisions sends
 // (an agree, a report, a Terminate: each promises what its decision
@@ -40,17 +58,8 @@ func (s *failingStore) Apply(ctx context.Context, ch store.Changes) error {
 // made that batch durable: none while the commit fails, all once one
 // succeeds.
 func TestAgentMessagesWaitForTheCommit(t *testing.T) {
-	cfg := config.Default()
-	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor = "o", t.TempDir(), 4, "simulated"
-	clk := clock.NewManual(time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC))
 	st := &failingStore{Store: store.NewMemStore(), fail: true}
-	n, err := New(cfg, Deps{Store: st, Executor: executor.NewSimulated(executor.SimulatedConfig{Clock: clk}), Clock: clk,
-		Federation: FederationConfig{Peers: noPeers{}, Dial: func(context.Context, string, string) (*grpc.ClientConn, error) {
-			return nil, errors.New("test: no dialing")
-		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, clk := fedTestNode(t, st, 0)
 	// A batch: the intent of an agree (a job record) and the agree it
 	// sends.
 	job := &fedschedv1.Job{Id: jobID("o", 1), Site: "o", OriginSite: "o"}
@@ -85,17 +94,8 @@ func TestAgentMessagesWaitForTheCommit(t *testing.T) {
 // that still holds it accepts it) and knows which repeated agree is the
 // peer's.
 func TestSavedFromStoreRestoresTheAgreesHold(t *testing.T) {
-	cfg := config.Default()
-	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor = "o", t.TempDir(), 4, "simulated"
-	clk := clock.NewManual(time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC))
 	st := store.NewMemStore()
-	n, err := New(cfg, Deps{Store: st, Executor: executor.NewSimulated(executor.SimulatedConfig{Clock: clk}), Clock: clk,
-		Federation: FederationConfig{Peers: noPeers{}, Dial: func(context.Context, string, string) (*grpc.ClientConn, error) {
-			return nil, errors.New("test: no dialing")
-		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, clk := fedTestNode(t, st, 0)
 	now := clk.Now().Unix()
 	agrees := []site.Decision{
 		{Kind: site.DecideAgree, Job: site.JobKey{Site: "o", ID: 1}, Peer: "p", HoldID: "o/1#3",
@@ -188,19 +188,11 @@ func TestSavedFromStoreRestoresAnAgreeInFlight(t *testing.T) {
 // "Crashes and retries"), also once the agent's gave-up decision, which
 // comes in a later batch, has been written.
 func TestGiveUpKeepsWhy(t *testing.T) {
-	cfg := config.Default()
-	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor = "o", t.TempDir(), 4, "simulated"
-	clk := clock.NewManual(time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC))
-	n, err := New(cfg, Deps{Store: store.NewMemStore(), Executor: executor.NewSimulated(executor.SimulatedConfig{Clock: clk}), Clock: clk,
-		Federation: FederationConfig{Peers: noPeers{}, OutboxGiveUp: time.Hour, Dial: func(context.Context, string, string) (*grpc.ClientConn, error) {
-			return nil, errors.New("test: no dialing")
-		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, clk := fedTestNode(t, store.NewMemStore(), time.Hour)
 	now := clk.Now().Unix()
 	k := site.JobKey{Site: "p", ID: 5}
 	saved := &site.Saved{Reports: map[site.JobKey]site.OwedReport{k: {Outcome: site.Outcome{Start: now - 60, End: now - 1, Completed: true}, Since: now - 1}}}
+	var err error
 	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
 		t.Fatal(err)
 	}
@@ -236,20 +228,12 @@ func TestGiveUpKeepsWhy(t *testing.T) {
 // outbox_give_up is given up too: the agree is no longer resent, and the
 // agent forgets the job.
 func TestAgreeGivenUpAfterCancel(t *testing.T) {
-	cfg := config.Default()
-	cfg.Site, cfg.DataDir, cfg.Procs, cfg.Executor = "o", t.TempDir(), 4, "simulated"
-	clk := clock.NewManual(time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC))
-	n, err := New(cfg, Deps{Store: store.NewMemStore(), Executor: executor.NewSimulated(executor.SimulatedConfig{Clock: clk}), Clock: clk,
-		Federation: FederationConfig{Peers: noPeers{}, OutboxGiveUp: time.Hour, Dial: func(context.Context, string, string) (*grpc.ClientConn, error) {
-			return nil, errors.New("test: no dialing")
-		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, clk := fedTestNode(t, store.NewMemStore(), time.Hour)
 	now := clk.Now().Unix()
 	k := site.JobKey{Site: "o", ID: 1}
 	saved := &site.Saved{Seq: 1, Jobs: map[site.JobKey]*site.SavedJob{k: {Key: k, Phase: site.PhaseAgreeing, Peer: "p", HoldID: "o/1#3", Cancelled: true,
 		Spec: plan.Job{ID: 1, Procs: 2, Estimate: 600, Release: now, Deadline: plan.Forever}, Placement: plan.Placement{Reason: plan.ReasonQueued}}}}
+	var err error
 	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
 		t.Fatal(err)
 	}
