@@ -19,16 +19,9 @@ import (
 // owns, and writes the agent's decisions to its records (applyReady); the
 // federation's part is agentfed.go.
 //
-// The node's plan is the agent's (n.site is n.agent.Site(),
-// read by the status, explain and reservation-conflict code), and so are
-// the runtime statistics (n.stats is n.agent.Stats(): the agent learns,
-// the node's learn does nothing).
-
-// drivesAgent reports whether the node hands its decisions to a site
-// agent: always, but in the differential tests' own-core nodes (ownCore).
-func (n *Node) drivesAgent() bool {
-	return !n.ownCore
-}
+// The node's plan is the agent's (n.site is n.agent.Site(), read by the
+// status, explain and reservation-conflict code), and so are the runtime
+// statistics (n.stats is n.agent.Stats(): the agent learns them).
 
 // restoreWait bounds how long a restarting node waits for gossip to know
 // a peer before it restores offers in flight (awaitPeers).
@@ -52,9 +45,8 @@ func (n *Node) startAgent(ctx context.Context, now int64) error {
 	}
 	// A stored fixed reservation that recovery could not lay (the site
 	// restarted smaller, or work is in its way: reservations.unfit) is
-	// kept as a record only, out of the plan, as the node's own core
-	// keeps it: listed with its problem, deletable, tried again at the
-	// next restart.
+	// kept as a record only, out of the plan: listed with its problem,
+	// deletable, tried again at the next restart.
 	for id, f := range saved.Reservations {
 		if slices.ContainsFunc(n.resv.unfit, func(u *fixedRes) bool { return u.id == f.Name }) {
 			delete(saved.Reservations, id)

@@ -112,9 +112,6 @@ func (o *stepOp) run(n *Node, now int64) func(error) {
 // response is the answer the Step put in Ready; the batch's decisions are
 // written (applyReady) and its other messages sent after the commit.
 func (n *Node) stepPeer(req proto.Message, now int64) (proto.Message, error) {
-	if n.agent == nil {
-		return nil, fmt.Errorf("site %s does not drive a site agent: %w", n.cfg.Site, ErrUnavailable)
-	}
 	w := n.wire()
 	switch r := req.(type) {
 	case *fedschedv1.QuoteRequest:
@@ -217,9 +214,6 @@ type answerOp struct {
 }
 
 func (o *answerOp) run(n *Node, now int64) func(error) {
-	if n.agent == nil {
-		return nil
-	}
 	peer := o.m.To
 	switch o.m.Kind {
 	case site.KindQueueRequest:
@@ -542,11 +536,6 @@ func offering(lj *liveJob) bool {
 	return lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && lj.peek().GetReason() == fedschedv1.Reason_REASON_DELEGATED
 }
 
-// beingDelegated reports whether lj is out of the plan, offered to peers.
-func (n *Node) beingDelegated(lj *liveJob) bool {
-	return n.agent != nil && offering(lj)
-}
-
 // replyDelegation answers the submission of an offered job that waits for
 // the delegation's end, once the decision that ended it is durable.
 func (n *Node) replyDelegation(lj *liveJob) {
@@ -663,7 +652,6 @@ func (n *Node) delegatedTo(lj *liveJob, d site.Decision, now int64) {
 	// Taken from the queue (RQF): the hand-over's hop, written ahead.
 	taken := handedOver(lj.job(), d.Peer)
 	delete(n.live, lj.seq)
-	n.noteQueued(lj.seq, lj.pj.Estimate)
 	j := lj.job()
 	j.Site = d.Peer
 	pl := d.Placement
@@ -804,7 +792,6 @@ func (n *Node) offerEnded(lj *liveJob, d site.Decision, now int64) {
 	j.OverbookSamples, j.TooFewSamples = d.Placement.Samples, d.Placement.TooFewSamples
 	if d.Kind == site.DecideAccept {
 		n.acceptLocal(lj, d.Placement, now)
-		n.noteQueued(lj.seq, lj.pj.Estimate)
 	} else {
 		var refused []string
 		for _, a := range j.QuoteAnswers {

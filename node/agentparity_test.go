@@ -34,7 +34,7 @@ func TestAgentConfigDecidesAsTheNode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	hpath := parityHistory(t, dir, rng)
 	t0 := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
-	n := startNodeAt(t, parityConfig(filepath.Join(dir, "data"), hpath), clock.NewManual(t0), *updateGolden)
+	n := startNodeAt(t, parityConfig(filepath.Join(dir, "data"), hpath), clock.NewManual(t0))
 	past, _, err := pastJobs(hpath)
 	if err != nil {
 		t.Fatal(err)
@@ -107,17 +107,13 @@ func parityConfig(dir, hpath string) config.Config {
 }
 
 // startNodeAt runs a node of cfg (that does not federate) on a memory
-// store and the manual clock clk, on its own core (own) or driving its
-// site agent, until the test ends.
-func startNodeAt(t testing.TB, cfg config.Config, clk *clock.Manual, own bool) *Node {
+// store and the manual clock clk until the test ends.
+func startNodeAt(t testing.TB, cfg config.Config, clk *clock.Manual) *Node {
 	t.Helper()
 	// A standing horizon of 6 hours: the rules are laid further, and
 	// their instances forgotten, within a test's hours.
-	n, stop := startOnClock(t, cfg, store.NewMemStore(), clk, func(n *Node) { n.ownCore, n.resv.horizon = own, 6*3600 })
+	n, stop := startOnClock(t, cfg, store.NewMemStore(), clk, func(n *Node) { n.resv.horizon = 6 * 3600 })
 	t.Cleanup(stop)
-	if (n.agent == nil) != own {
-		t.Fatalf("the node drives an agent: %v, want %v", n.agent != nil, !own)
-	}
 	return n
 }
 
@@ -448,8 +444,7 @@ func TestNodeRunsAsItsAgent(t *testing.T) {
 }
 
 // parityNode starts the node of a differential test on parityConfig,
-// trained on parityHistory, with a manual clock: on its own core when it
-// records the baseline (-update), else driving its agent. rng (seeded
+// trained on parityHistory, with a manual clock. rng (seeded
 // with a, b) drew the history and draws the test's work.
 func parityNode(t *testing.T, a, b uint64) (*rand.Rand, *clock.Manual, *service) {
 	t.Helper()
@@ -457,7 +452,7 @@ func parityNode(t *testing.T, a, b uint64) (*rand.Rand, *clock.Manual, *service)
 	rng := rand.New(rand.NewPCG(a, b))
 	hpath := parityHistory(t, dir, rng)
 	clk := clock.NewManual(time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC))
-	return rng, clk, &service{n: startNodeAt(t, parityConfig(filepath.Join(dir, "data"), hpath), clk, *updateGolden)}
+	return rng, clk, &service{n: startNodeAt(t, parityConfig(filepath.Join(dir, "data"), hpath), clk)}
 }
 
 // capacityExecutor is an executor whose batch system reports the
@@ -480,14 +475,10 @@ func TestNodeLosesProcessorsAsItsAgent(t *testing.T) {
 	capc := make(chan int)
 	cfg := parityConfig(filepath.Join(dir, "data"), "")
 	cfg.Overbooking.Enabled = false
-	own := *updateGolden
 	n, stop := startOnClock(t, cfg, store.NewMemStore(), clock.NewManual(t0), func(n *Node) {
-		n.ownCore, n.deps.Executor = own, capacityExecutor{Executor: n.deps.Executor, c: capc}
+		n.deps.Executor = capacityExecutor{Executor: n.deps.Executor, c: capc}
 	})
 	t.Cleanup(stop)
-	if (n.agent == nil) != own {
-		t.Fatalf("the node drives an agent: %v, want %v", n.agent != nil, !own)
-	}
 	s := &service{n: n}
 	at := func(s int64) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(s) * time.Second)) }
 	var tr transcript

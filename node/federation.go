@@ -281,7 +281,7 @@ func (o *getAgreementOp) run(n *Node, now int64) func(error) {
 	a := n.agreements[id]
 	var res agreeResult
 	switch {
-	case a == nil && n.agent != nil && o.req.GetAgreementId() == "" && n.heldAgreement(o.req.GetOriginSite(), o.req.GetOriginJobId(), now) != nil:
+	case a == nil && o.req.GetAgreementId() == "" && n.heldAgreement(o.req.GetOriginSite(), o.req.GetOriginJobId(), now) != nil:
 		// A hold of the site agent's: memory only, as the node's holds.
 		res.a = n.heldAgreement(o.req.GetOriginSite(), o.req.GetOriginJobId(), now)
 	case a == nil:

@@ -113,7 +113,7 @@ func (n *Node) noteWritten(id string) {
 // one but the loop's liveJob holds its message.
 func (n *Node) freezable(lj *liveJob) bool {
 	return lj.j != nil && n.live[lj.seq] == lj && lj.j.GetState() == fedschedv1.JobState_JOB_STATE_PENDING &&
-		!lj.cancelled && !n.beingDelegated(lj)
+		!lj.cancelled && !offering(lj)
 }
 
 // freezeDue freezes the jobs the turn thawed or wrote that may be frozen.

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"container/heap"
-
 	fedschedv1 "github.com/fedsched/fedsched/proto/fedsched/v1"
 )
 
@@ -32,7 +30,6 @@ func (n *Node) liveByID(id string) *liveJob {
 // countPending recounts pendingBy from the live jobs (after recovery, which
 // restores jobs without state transitions).
 func (n *Node) countPending() {
-	n.reach.ok = false
 	n.pendingBy = make(map[string]int)
 	for _, lj := range n.live {
 		if lj.job().GetState() == fedschedv1.JobState_JOB_STATE_PENDING {
@@ -54,7 +51,6 @@ func (n *Node) notePending(j *fedschedv1.Job, prev, state fedschedv1.JobState) {
 	}
 	if state == fedschedv1.JobState_JOB_STATE_PENDING {
 		n.pendingBy[user]++
-		n.noteQueuedID(j.GetId(), j.GetSpec().GetEstimateSeconds())
 	}
 }
 
@@ -70,85 +66,4 @@ func (n *Node) peerAgreement(seq int64) *agreementRec {
 		return a
 	}
 	return nil
-}
-
-// reachIndex answers queuedReach (how far the waiting jobs of a queue
-// policy may reach if they start now: the largest estimate among the
-// PENDING live jobs not in flight to a peer) without a walk of the live
-// jobs at every turn. It is a max-heap of (estimate, core id) pushed
-// whenever a job may have become such a job (it enters PENDING, or comes
-// back from an offer to peers); an entry that no longer describes one is
-// dropped when it reaches the top, and the heap is rebuilt from the live
-// jobs when stale entries outnumber them. It is built on first use (only
-// sites with standing reservations under a queue policy ask).
-type reachIndex struct {
-	ok bool
-	h  reachHeap
-}
-
-type reachRec struct{ est, seq int64 }
-
-type reachHeap []reachRec
-
-func (h reachHeap) Len() int           { return len(h) }
-func (h reachHeap) Less(i, j int) bool { return h[i].est > h[j].est }
-func (h reachHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *reachHeap) Push(x any)        { *h = append(*h, x.(reachRec)) }
-func (h *reachHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// queuedJob reports whether lj counts towards queuedReach.
-func (n *Node) queuedJob(seq int64, lj *liveJob) bool {
-	return lj != nil && lj.state() == fedschedv1.JobState_JOB_STATE_PENDING && !n.beingDelegated(lj)
-}
-
-// noteQueued records that job seq, of estimate est, may now count towards
-// queuedReach.
-func (n *Node) noteQueued(seq, est int64) {
-	r := &n.reach
-	if !r.ok {
-		return
-	}
-	heap.Push(&r.h, reachRec{est: est, seq: seq})
-	if len(r.h) > 2*len(n.live)+64 {
-		r.ok = false // rebuilt on next use
-	}
-}
-
-// noteQueuedID is noteQueued for a job known by its id; an id that does
-// not carry a core id of this site drops the index (rebuilt on next use).
-func (n *Node) noteQueuedID(id string, est int64) {
-	if seq, ok := seqOf(n.cfg.Site, id); ok {
-		n.noteQueued(int64(seq), est)
-	} else {
-		n.reach.ok = false
-	}
-}
-
-// queuedReach is how far the waiting jobs of a queue policy may reach if
-// they start now.
-func (n *Node) queuedReach(now int64) int64 {
-	r := &n.reach
-	if !r.ok {
-		r.h = r.h[:0]
-		for seq, lj := range n.live {
-			if n.queuedJob(seq, lj) {
-				r.h = append(r.h, reachRec{est: lj.pj.Estimate, seq: seq})
-			}
-		}
-		heap.Init(&r.h)
-		r.ok = true
-	}
-	for len(r.h) > 0 {
-		top := r.h[0]
-		if lj := n.live[top.seq]; n.queuedJob(top.seq, lj) && lj.pj.Estimate == top.est {
-			return max(now, now+top.est)
-		}
-		heap.Pop(&r.h)
-	}
-	return now
 }

@@ -14,27 +14,6 @@ func statsConfig(o config.Overbooking) overbook.StatsConfig {
 	return overbook.StatsConfig{Classifier: overbook.ByRuntime, AgeFactor: f, AgeEvery: k}
 }
 
-// learn records what the end of lj after ran seconds told about its
-// runtime (docs/overbooking.md, "What a site learns from"): the statistics
-// learn whether or not the site overbooks, so that they are ready when it
-// starts to. cut says the job was stopped before it ended by itself (killed
-// at the end of its reservation, cancelled while running): short of its
-// estimate that is a censored sample, it needed more. The admission's
-// entry of the job is released.
-func (n *Node) learn(lj *liveJob, ran int64, cut bool) {
-	if n.agent != nil {
-		return // the agent learnt it (agentEnd)
-	}
-	if n.adm != nil {
-		n.adm.Forget(lj.seq)
-	}
-	ji := overbook.JobInfo{ID: lj.seq, Procs: lj.pj.Procs, Estimate: lj.pj.Estimate, User: lj.pj.User, App: lj.pj.App}
-	if err := n.stats.Record(ji, overbook.Observation{Ran: max(ran, 0), Censored: cut && ran < lj.pj.Estimate}); err != nil {
-		return // a job without a usable estimate teaches nothing
-	}
-	n.pending.stats = true
-}
-
 // seedHistory trains empty runtime statistics on the site's past jobs, an
 // SWF file (overbooking.history), in the order they ended. Statistics that
 // have learnt anything (a restart) are kept as they are. A job with an

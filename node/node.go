@@ -94,7 +94,6 @@ type Node struct {
 	fed        FederationConfig
 	agreements map[string]*agreementRec
 	byOrigin   map[string]string
-	reach      reachIndex // queuedReach's index (index.go)
 	connMu     sync.Mutex
 	conns      map[string]*grpc.ClientConn
 	rqf        rqfState // RQF's pull timing (rqf.go), owned by the loop
@@ -156,10 +155,6 @@ type Node struct {
 	// the last pass: the agent Ticks only then or after an event, as the
 	// simulator ticks it.
 	coreWake int64
-	// ownCore keeps the node's own core where it could drive its agent
-	// (set by tests before Run: the switch's differential tests compare
-	// the two).
-	ownCore bool
 }
 
 // liveJob is a job that still holds or may hold processors.
@@ -259,16 +254,11 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.recover(ctx); err != nil {
 		return fmt.Errorf("node: recover: %w", err)
 	}
-	if n.federating() && !n.drivesAgent() {
-		return fmt.Errorf("node: the node's own core does not federate (ownCore is for the differential tests of a site alone): %w", ErrInvalidRequest)
+	if err := n.startAgent(ctx, n.now()); err != nil {
+		return fmt.Errorf("node: recover: %w", err)
 	}
-	if n.drivesAgent() {
-		if err := n.startAgent(ctx, n.now()); err != nil {
-			return fmt.Errorf("node: recover: %w", err)
-		}
-		if err := n.commit(ctx); err != nil {
-			return fmt.Errorf("node: recover: %w", err)
-		}
+	if err := n.commit(ctx); err != nil {
+		return fmt.Errorf("node: recover: %w", err)
 	}
 	n.countPending()
 	for _, lj := range n.live {
@@ -277,7 +267,7 @@ func (n *Node) Run(ctx context.Context) error {
 	n.freezeDue()
 	n.publishDigest(n.now())
 	n.ready.Store(true)
-	n.log.Info("node ready", "procs", n.procs, "policy", n.pol.String(), "live_jobs", len(n.live), "federated", n.federating(), "site_agent", n.agent != nil)
+	n.log.Info("node ready", "procs", n.procs, "policy", n.pol.String(), "live_jobs", len(n.live), "federated", n.federating(), "site_agent", true)
 	defer n.closeConns()
 	defer n.bg.Wait()
 	n.bg.Add(1)
@@ -653,49 +643,14 @@ func (n *Node) reservationOf(procs int, pl plan.Placement, estimate int64) (*fed
 // their replies (replies) go out with it, before the starts and without
 // waiting for the commit of the starts.
 func (n *Node) pass(ctx context.Context, now int64, replies func(error)) error {
-	if n.agent != nil {
-		t0 := time.Now()
-		defer since(n.metrics.pass, t0)
-		return n.agentTick(ctx, now, replies)
-	}
 	t0 := time.Now()
-	decisions := n.site.Pass(now)
-	since(n.metrics.pass, t0)
-	if slices.ContainsFunc(decisions, func(d plan.Decision) bool { return d.Kind == plan.DecideStart }) {
-		err := n.commit(ctx)
-		replies(err)
-		if err != nil {
-			return err
-		}
-	}
-	for _, d := range decisions {
-		lj := n.live[d.JobID]
-		switch {
-		case lj == nil:
-		case d.Kind == plan.DecideStart:
-			n.start(ctx, lj, d, now)
-		case d.Kind == plan.DecideExpire:
-			n.expire(lj, now)
-		}
-	}
-	for _, id := range n.site.Moved() {
-		lj := n.live[id]
-		if lj == nil || lj.job().GetState() != fedschedv1.JobState_JOB_STATE_PENDING {
-			continue
-		}
-		if pl, ok := n.site.Placement(id); ok {
-			n.moved(lj, pl, now)
-		}
-	}
-	return nil
+	defer since(n.metrics.pass, t0)
+	return n.agentTick(ctx, now, replies)
 }
 
 // nextWake is when the core next has work without a new event.
 func (n *Node) nextWake(passed int64) int64 {
-	if n.agent != nil {
-		return n.agent.NextWake(passed)
-	}
-	return n.site.NextWake(passed)
+	return n.agent.NextWake(passed)
 }
 
 // expire rejects a waiting job the queue could not start in its window.
@@ -753,10 +708,8 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 		// could not be run.
 		code := int32(executor.ExitStartFailed)
 		lj.job().ExitCode = &code
-		if n.agent != nil {
-			n.agent.Fail(now, n.keyOf(lj))
-			n.applyOwn(now)
-		}
+		n.agent.Fail(now, n.keyOf(lj))
+		n.applyOwn(now)
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_START,
 			fmt.Sprintf("the executor could not start the command: %v", err), fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 		return
@@ -773,10 +726,6 @@ func (n *Node) start(ctx context.Context, lj *liveJob, d plan.Decision, now int6
 // outcome (for jobs with an SLA).
 func (n *Node) finish(lj *liveJob, state fedschedv1.JobState, reason fedschedv1.Reason, msg string, outcome fedschedv1.SlaOutcome, now int64) {
 	id := lj.job().GetId()
-	if n.agent == nil && !n.site.End(now, lj.seq) {
-		// (A node that drives its agent told it before.)
-		n.site.Cancel(now, lj.seq)
-	}
 	delete(n.live, lj.seq)
 	if lj.sla {
 		lj.job().SlaOutcome = outcome
@@ -802,21 +751,15 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 	if e.At.IsZero() || end > now {
 		end = now
 	}
-	if n.agent != nil {
-		n.agentEnd(lj, e, now)
-	}
+	n.agentEnd(lj, e, now)
 	if lj.cancelled {
 		// Cancelled while running: the job is already CANCELLED; now its
 		// processors are free.
 		if !e.Lost {
 			code := int32(e.ExitCode)
 			lj.job().ExitCode = &code
-			n.learn(lj, end-lj.job().GetStartTime().AsTime().Unix(), true)
 		}
 		lj.job().EndTime = toTime(end)
-		if n.agent == nil {
-			n.site.End(now, lj.seq)
-		}
 		delete(n.live, lj.seq)
 		lj.rec.Job = lj.job()
 		n.pending.putJob(lj.rec)
@@ -843,7 +786,6 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
 			"the site failed the job: "+e.Detail, fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 	case e.Killed && e.Cause == executor.CauseDeadline:
-		n.learn(lj, ran, true)
 		outcome, msg := fedschedv1.SlaOutcome_SLA_OUTCOME_MET, "killed at the end of its reservation after receiving its full estimate (the estimate was short)"
 		// The kill comes just after the reservation's last second (start):
 		// the job got its slot, not the extra second.
@@ -855,11 +797,9 @@ func (n *Node) handleExit(e executor.Exit, now int64) {
 		}
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_KILLED, fedschedv1.Reason_REASON_KILLED_END_OF_RESERVATION, msg, outcome, now)
 	case e.Killed:
-		n.learn(lj, ran, true)
 		n.finish(lj, fedschedv1.JobState_JOB_STATE_CANCELLED, fedschedv1.Reason_REASON_CANCELLED_BY_USER,
 			"killed on request", fedschedv1.SlaOutcome_SLA_OUTCOME_CANCELLED, now)
 	default:
-		n.learn(lj, ran, false)
 		// A non-zero status is the job's own failure: FAILED, and the SLA
 		// is MET because the site ran it as promised (docs/policies.md).
 		state, msg := fedschedv1.JobState_JOB_STATE_COMPLETED, fmt.Sprintf("exited with status %d after %d s", e.ExitCode, ran)

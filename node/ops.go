@@ -138,28 +138,15 @@ func (n *Node) submit(ctx context.Context, req *fedschedv1.SubmitJobRequest, has
 		SubmitTime: toTime(now)}
 	job.Route = []*fedschedv1.RouteHop{{Site: n.cfg.Site, Reason: fedschedv1.Reason_REASON_UNSPECIFIED, Message: "submitted", Time: toTime(now)}}
 	rec := store.JobRecord{Job: job, IdempotencyKey: key, BodyHash: hash}
-	if n.agent != nil {
-		lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
-		if err := n.agentSubmit(lj, now); err != nil {
-			return submitResult{err: err}
-		}
-		if offering(lj) {
-			// Offered to peers: the reply waits for the offer's end
-			// (the agent's reply period bounds it).
-			return submitResult{deferred: lj.seq}
-		}
-		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
-	}
-	pl := n.site.Submit(now, pj)
-	pl = n.clearOfStanding(now, pj, pl, func() { n.site.Cancel(now, pj.ID) }, func() plan.Placement { return n.site.Submit(now, pj) })
-	job.OverbookSamples, job.TooFewSamples = pl.Samples, pl.TooFewSamples
-	if !pl.OK() {
-		reason, msg := rejectReason(pl, pj, n.cfg.Site, now)
-		rec = n.setState(job, rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg, now)
-		return submitResult{job: proto.Clone(rec.Job).(*fedschedv1.Job)}
-	}
 	lj := &liveJob{seq: int64(seq), j: job, rec: rec, pj: pj, sla: hasSLA}
-	n.acceptLocal(lj, pl, now)
+	if err := n.agentSubmit(lj, now); err != nil {
+		return submitResult{err: err}
+	}
+	if offering(lj) {
+		// Offered to peers: the reply waits for the offer's end (the
+		// agent's reply period bounds it).
+		return submitResult{deferred: lj.seq}
+	}
 	return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
 }
 
@@ -189,25 +176,6 @@ func (n *Node) acceptLocal(lj *liveJob, pl plan.Placement, now int64) {
 // acfOffering is the state message of a job offered under ACF; recovery
 // tells such a job from one that had no local slot by it.
 const acfOffering = "this site would not start the job now (ACF): offering it to peers that would"
-
-// readmit puts a job that was offered to peers, none of which took it,
-// into the plan, as at submission; if it no longer fits, it is rejected
-// (why is added to the message) and readmit reports false.
-func (n *Node) readmit(lj *liveJob, now int64, why string) bool {
-	pl := n.site.Submit(now, lj.pj)
-	pl = n.clearOfStanding(now, lj.pj, pl, func() { n.site.Cancel(now, lj.pj.ID) }, func() plan.Placement { return n.site.Submit(now, lj.pj) })
-	lj.job().OverbookSamples, lj.job().TooFewSamples = pl.Samples, pl.TooFewSamples
-	if !pl.OK() {
-		reason, msg := rejectReason(pl, lj.pj, n.cfg.Site, now)
-		if lj.sla {
-			lj.job().SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED
-		}
-		lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg+why, now)
-		return false
-	}
-	n.acceptLocal(lj, pl, now)
-	return true
-}
 
 // keyed finds a job submitted with key earlier in the current turn.
 func (c *changes) keyed(key string) (store.JobRecord, bool) {
@@ -263,7 +231,7 @@ func (o *cancelOp) run(n *Node, now int64) func(error) {
 func (n *Node) cancel(id, note string, now int64) submitResult {
 	seq, ok := seqOf(n.cfg.Site, id)
 	lj := n.live[int64(seq)]
-	if n.agent != nil && ok {
+	if ok {
 		if res, done := n.agentCancelAway(id, int64(seq), lj, note, now); done {
 			return res
 		}
@@ -280,10 +248,8 @@ func (n *Node) cancel(id, note string, now int64) submitResult {
 	if note != "" {
 		msg += ": " + note
 	}
-	if n.agent != nil {
-		n.agent.Cancel(now, n.keyOf(lj))
-		n.applyOwn(now)
-	}
+	n.agent.Cancel(now, n.keyOf(lj))
+	n.applyOwn(now)
 	if lj.job().GetState() == fedschedv1.JobState_JOB_STATE_RUNNING {
 		// The processors stay reserved until the process has ended.
 		lj.cancelled = true

@@ -292,13 +292,14 @@ func standingRecord(req *fedschedv1.CreateReservationRequest) store.StandingReco
 
 // --- laying rules into the plan ---------------------------------------------
 
-// layStanding lays the instances of every rule as far as the plan needs
-// to reach want (and at least the horizon ahead of now): a seventh of the
-// horizon beyond.
+// layStanding lays the instances of every rule, at recovery, into the plan
+// recovery rebuilds before the agent takes over (startAgent: the agent
+// lays them again), as far as the plan needs to reach want (and at least
+// the horizon ahead of now): a seventh of the horizon beyond.
 func (n *Node) layStanding(now, want int64) {
 	r := &n.resv
-	if n.agent != nil || len(r.rules) == 0 || max(want, now+r.horizon) <= r.laidTo {
-		return // the agent lays its rules itself
+	if len(r.rules) == 0 || max(want, now+r.horizon) <= r.laidTo {
+		return
 	}
 	to := r.target(now, want)
 	if to <= r.laidTo {
@@ -351,23 +352,6 @@ func (n *Node) addInstance(s *standingRes, core int64, w plan.Window) {
 	n.resv.tidyAt = min(n.resv.tidyAt, w.End)
 }
 
-// clearOfStanding keeps a placement just made clear of every instance of
-// the rules, however far ahead, as if all were laid in advance: the rule
-// the site agent applies too (plan.KeepClearOfStanding).
-func (n *Node) clearOfStanding(now int64, pj plan.Job, pl plan.Placement, undo func(), redo func() plan.Placement) plan.Placement {
-	if len(n.resv.rules) == 0 {
-		return pl
-	}
-	return plan.KeepClearOfStanding(n.standingRules(), n.procs, pj, now, pl, nodeLayer{n}, undo, redo)
-}
-
-// nodeLayer lays the node's standing reservations for
-// plan.KeepClearOfStanding.
-type nodeLayer struct{ n *Node }
-
-func (l nodeLayer) LaidTo() int64       { return l.n.resv.laidTo }
-func (l nodeLayer) LayTo(now, to int64) { l.n.layStanding(now, to) }
-
 // standingRules are the rules of the standing reservations, in id order.
 func (n *Node) standingRules() []plan.Standing {
 	out := make([]plan.Standing, 0, len(n.resv.rules))
@@ -375,21 +359,6 @@ func (n *Node) standingRules() []plan.Standing {
 		out = append(out, n.resv.rules[id].rule)
 	}
 	return out
-}
-
-// jobsReach is the latest end of a live job's reservation in the plan (at
-// least now). It reads the plan, which holds every reservation by value,
-// and not the jobs' messages: a frozen job would be decoded (freeze.go).
-// The plan's other reservations are skipped: fixed ones (operators' and
-// failed processors') and peers' holds, which are not live jobs.
-func (n *Node) jobsReach(now int64) int64 {
-	reach := now
-	for r := range n.site.Plan().All() {
-		if r.End > reach && !r.Fixed && n.live[r.ID] != nil {
-			reach = r.End
-		}
-	}
-	return reach
 }
 
 // tickReservations runs every turn of the loop: it forgets reservations
@@ -433,11 +402,6 @@ func (n *Node) tickReservations(now int64) {
 			}
 		}
 	}
-	want := now
-	if n.pol != plan.Conservative && len(r.rules) > 0 {
-		want = n.queuedReach(now)
-	}
-	n.layStanding(now, want)
 	// A rule whose until passed with no instance in the plan is over too.
 	for id, s := range r.rules {
 		if s.over(now) {
@@ -450,21 +414,13 @@ func (n *Node) tickReservations(now int64) {
 func (n *Node) dropRule(id string, now int64) {
 	delete(n.resv.rules, id)
 	n.pending.putStanding(id, nil)
-	if n.agent != nil {
-		n.agent.RemoveStanding(now, id)
-		n.applyOwn(now)
-	}
+	n.agent.RemoveStanding(now, id)
+	n.applyOwn(now)
 }
 
 // reservationWake is when the laid range of the rules must grow next.
 func (n *Node) reservationWake() int64 {
-	if n.agent != nil {
-		return n.agent.StandingWake()
-	}
-	if len(n.resv.rules) == 0 {
-		return plan.Forever
-	}
-	return n.resv.laidTo - n.resv.horizon + 1
+	return n.agent.StandingWake()
 }
 
 // --- conflicts and displaced jobs -------------------------------------------
@@ -581,30 +537,13 @@ func (n *Node) createReservation(ctx context.Context, req *fedschedv1.CreateRese
 	var (
 		rule    *standingRes
 		windows []plan.Window
-		to      int64
 	)
 	if req.GetEverySeconds() > 0 {
 		rule = newStanding(standingRecord(req))
-		if n.agent != nil {
-			// The agent lays the other rules as far as the jobs reach.
-			windows = n.agent.StandingWindows(now, rule.rule)
-			n.applyOwn(now)
-			n.displacedBy = nil // what laying them displaced is not this request's
-		} else {
-			// Lay the other rules as far as the jobs reach, and the new
-			// one as far, so that every job in its way shows now.
-			want := n.jobsReach(now)
-			n.layStanding(now, want)
-			to = n.resv.laidTo
-			if len(n.resv.rules) == 0 {
-				to = n.resv.target(now, want)
-			}
-			for _, w := range rule.rule.Instances(now, to) {
-				if w.End > now {
-					windows = append(windows, w)
-				}
-			}
-		}
+		// The agent lays the other rules as far as the jobs reach.
+		windows = n.agent.StandingWindows(now, rule.rule)
+		n.applyOwn(now)
+		n.displacedBy = nil // what laying them displaced is not this request's
 	} else {
 		windows = []plan.Window{{Start: start, End: end}}
 	}
@@ -631,7 +570,7 @@ func (n *Node) createReservation(ctx context.Context, req *fedschedv1.CreateRese
 	id := reservationID(n.cfg.Site, seq)
 	var displaced []*fedschedv1.DisplacedJob
 	laid := map[int64]plan.Window{}
-	if n.agent != nil && rule != nil {
+	if rule != nil {
 		r := rule.rule
 		r.Name = id
 		if err := n.agent.AddStanding(now, r, displace); err != nil {
@@ -643,39 +582,23 @@ func (n *Node) createReservation(ctx context.Context, req *fedschedv1.CreateRese
 		windows = nil
 	}
 	for _, w := range windows {
+		// A fixed one (a standing one was added above).
 		spec := plan.FixedSpec{ID: n.resv.newCore(), Name: id, Procs: procs, Start: w.Start, End: w.End}
-		if n.agent != nil {
-			// A fixed one (a standing one was added above).
-			core, err := n.agent.Reserve(now, spec, displace)
-			if err != nil {
-				return nil, fmt.Errorf("fixed reservation %s over [%s, %s): %w", id, rfc(w.Start), rfc(w.End), err)
-			}
-			n.applyOwn(now)
-			displaced, n.displacedBy = append(displaced, n.displacedBy...), nil
-			laid[core] = w
-			continue
-		}
-		ds, err := n.site.AddFixed(now, spec, displace)
-		displaced = append(displaced, n.settleDisplaced(ds, id, now)...)
+		core, err := n.agent.Reserve(now, spec, displace)
 		if err != nil {
-			// Cannot happen: everything in the way was checked above.
-			for core := range laid {
-				n.site.RemoveFixed(now, core) //nolint:errcheck // laid just above
-			}
 			return nil, fmt.Errorf("fixed reservation %s over [%s, %s): %w", id, rfc(w.Start), rfc(w.End), err)
 		}
-		laid[spec.ID] = w
+		n.applyOwn(now)
+		displaced, n.displacedBy = append(displaced, n.displacedBy...), nil
+		laid[core] = w
 	}
 	resp := &fedschedv1.CreateReservationResponse{Displaced: mergeDisplaced(displaced)}
 	if rule != nil {
-		rule.rec.ID, rule.rule.Name, rule.next = id, id, to
+		rule.rec.ID, rule.rule.Name = id, id
 		for core, w := range laid {
 			n.addInstance(rule, core, w)
 		}
 		n.resv.rules[id] = rule
-		if n.agent == nil {
-			n.resv.laidTo = to
-		}
 		rec := rule.rec
 		n.pending.putStanding(id, &rec)
 		resp.Reservation = n.standingMsg(rule, now)
@@ -721,12 +644,8 @@ func (n *Node) deleteReservation(id string, now int64) (*fedschedv1.FixedReserva
 	r := &n.resv
 	if f, ok := r.fixed[id]; ok && f.end > now {
 		msg := n.fixedMsg(f, now)
-		if n.agent != nil {
-			n.agent.Unreserve(now, f.core)
-			n.applyOwn(now)
-		} else {
-			n.site.RemoveFixed(now, f.core) //nolint:errcheck // the plan may have dropped it at its end
-		}
+		n.agent.Unreserve(now, f.core)
+		n.applyOwn(now)
 		delete(r.fixed, id)
 		delete(r.byCore, f.core)
 		n.pending.putRes(id, nil)
@@ -745,15 +664,10 @@ func (n *Node) deleteReservation(id string, now int64) (*fedschedv1.FixedReserva
 	if s, ok := r.rules[id]; ok && !s.over(now) {
 		msg := n.standingMsg(s, now)
 		for core := range s.inst {
-			if n.agent == nil {
-				n.site.RemoveFixed(now, core) //nolint:errcheck // the plan may have dropped it at its end
-			}
 			delete(r.byCore, core)
 		}
-		if n.agent != nil {
-			n.agent.RemoveStanding(now, id)
-			n.applyOwn(now)
-		}
+		n.agent.RemoveStanding(now, id)
+		n.applyOwn(now)
 		delete(r.rules, id)
 		n.pending.putStanding(id, nil)
 		n.log.Info("standing reservation deleted", "reservation", id, "instances", len(s.inst))

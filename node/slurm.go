@@ -33,46 +33,15 @@ func newSlurmExecutor(ctx context.Context, cfg config.Config, epoch string, log 
 }
 
 // capacity carries out a change of the processors the executor's batch
-// system would start jobs on: the site takes processors out of service
-// through the core's node-failure path (plan.Site.NodeDown) and returns
-// them (NodeUp). Only idle processors are taken: a drained Slurm node lets
-// its running jobs finish, so the rest follow as those jobs end (applied
-// again every turn). Waiting jobs that no longer fit their windows fail,
-// SLA violated: the provider lost the processors.
+// system would start jobs on: the agent takes processors out of service
+// (Agent.NodeDown) and returns them (NodeUp). Only idle processors are
+// taken (the first idle one each time): a drained Slurm node lets its
+// running jobs finish, so the rest follow as those jobs end (applied again
+// every turn). The agent's decisions about the waiting jobs they displace
+// are written (applyOwn): placed again, or failed, SLA violated, when no
+// slot remains in their windows: the provider lost the processors.
 func (n *Node) capacity(now int64) {
 	want := max(0, n.procs-n.usable)
-	if n.agent != nil {
-		n.agentCapacity(now, want)
-		return
-	}
-	for n.site.Down() > want {
-		if !n.site.NodeUp(now) {
-			break
-		}
-	}
-	for n.site.Down() < want && n.site.Busy()+n.site.Down() < n.procs {
-		_, lost := n.site.NodeDown(now, n.site.Busy())
-		for _, seq := range lost {
-			if lj := n.live[seq]; lj != nil {
-				n.failNode(lj, now)
-			}
-		}
-	}
-}
-
-// failNode fails a waiting job the processors lost left no slot for.
-func (n *Node) failNode(lj *liveJob, now int64) {
-	n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
-		"processors of the site were lost (a batch-system node drained or failed) and no slot remains in the job's window",
-		fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
-}
-
-// agentCapacity is capacity for a node that drives its agent: the same
-// processors go out of and back into service through Agent.NodeDown and
-// NodeUp (idle ones only: the pick is the first idle processor), and the
-// agent's decisions about the waiting jobs they displace are written as
-// capacity writes them.
-func (n *Node) agentCapacity(now int64, want int) {
 	changed := false
 	for n.agent.Down() > want && n.agent.NodeUp(now) {
 		changed = true
@@ -84,6 +53,13 @@ func (n *Node) agentCapacity(now int64, want int) {
 	if changed {
 		n.applyOwn(now)
 	}
+}
+
+// failNode fails a waiting job the processors lost left no slot for.
+func (n *Node) failNode(lj *liveJob, now int64) {
+	n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_FAILED_NODE,
+		"processors of the site were lost (a batch-system node drained or failed) and no slot remains in the job's window",
+		fedschedv1.SlaOutcome_SLA_OUTCOME_VIOLATED, now)
 }
 
 // runsAs names what runs a job in the batch system ("; Slurm job 42"), for

@@ -300,7 +300,7 @@ func (n *Node) waitFor(lj *liveJob, r plan.Reservation, pc *planCtx) *WaitReason
 // queuedWait says what a queued job (no reservation) waits for.
 func (n *Node) queuedWait(lj *liveJob, ahead *liveJob, pc *planCtx) *WaitReason {
 	now := pc.now
-	if n.beingDelegated(lj) {
+	if offering(lj) {
 		// The site agent's offer: its agree, written ahead, names the
 		// peer and the hold.
 		msg := "a peer quote is in flight: asking peers for a slot"
