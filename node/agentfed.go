@@ -353,7 +353,6 @@ func (n *Node) givenUp(now int64, m site.Message) bool {
 		n.log.Warn("outbox item given up", "agreement", a.ID, "kind", kind, "to", m.To, "why", a.Undelivered)
 		n.putAgreement(a, now)
 		n.agent.GiveUp(now, m.Job)
-		n.gaveUp[m.Job] = true
 		return true
 	}
 	return false
@@ -381,7 +380,6 @@ func (n *Node) agreeGivenUp(now int64, m site.Message) bool {
 	if !n.agent.GiveUp(now, m.Job) {
 		return false
 	}
-	n.gaveUp[m.Job] = true
 	msg := fmt.Sprintf("gave up agreeing with %s at %s: it has not been an alive member since %s (delegation.outbox_give_up); it may have taken the job, whose outcome is unknown here",
 		m.To, time.Unix(now, 0).UTC().Format(time.RFC3339), time.Unix(since, 0).UTC().Format(time.RFC3339))
 	n.log.Warn("agree given up", "job", wireID(m.Job), "peer", m.To, "why", msg)
@@ -624,15 +622,9 @@ func (n *Node) applyFed(d site.Decision, lj *liveJob, now int64) (bool, error) {
 		a.Pending, a.AbsentSince = "", 0
 		n.putAgreement(a, now)
 	case site.DecideGaveUp:
-		if n.gaveUp[d.Job] {
-			delete(n.gaveUp, d.Job)
-			return true, nil // givenUp or agreeGivenUp wrote it
-		}
-		if a := n.agreementOfKey(d.Job); a != nil {
-			a.Pending, a.AbsentSince = "", 0
-			a.Undelivered = "gave up on " + d.Peer + " at " + time.Unix(now, 0).UTC().Format(time.RFC3339)
-			n.putAgreement(a, now)
-		}
+		// Written when the node gave up (givenUp, agreeGivenUp: its only
+		// calls of Agent.GiveUp), with why; the decision comes in a
+		// later batch.
 	case site.DecideReport:
 		// Written where the job ended (finish, peerJobEnded), which the
 		// op that ended it calls after the agent.

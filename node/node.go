@@ -137,9 +137,7 @@ type Node struct {
 	// stepReq and stepResp the RPC request or response being Stepped;
 	// outq the messages to send after the next commit, by sendq's
 	// goroutines; settled the replies that wait for that commit; deferred
-	// the submissions whose reply waits for the end of their offer; gaveUp
-	// the jobs the node gave up on and recorded so, whose DecideGaveUp
-	// is still to come.
+	// the submissions whose reply waits for the end of their offer.
 	held     map[site.JobKey]heldJob
 	stepReq  proto.Message
 	stepResp proto.Message
@@ -147,7 +145,6 @@ type Node struct {
 	sendq    chan outCall
 	settled  []func(error)
 	deferred map[int64]func(submitResult)
-	gaveUp   map[site.JobKey]bool
 	// absent is since when the peer an agree is resent to has not been
 	// an alive member (memory only: a restart counts afresh).
 	absent map[site.JobKey]int64
@@ -203,7 +200,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		conns: make(map[string]*grpc.ClientConn), rqf: newRQFState(),
 		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait},
 		held: make(map[site.JobKey]heldJob), deferred: make(map[int64]func(submitResult)), sendq: make(chan outCall, sendQueue),
-		gaveUp: make(map[site.JobKey]bool), absent: make(map[site.JobKey]int64)}
+		absent: make(map[site.JobKey]int64)}
 	n.scaled, _ = deps.Clock.(interface{ Factor() float64 })
 	n.fed.defaults()
 	n.metrics = newMetrics(n)
