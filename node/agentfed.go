@@ -368,11 +368,13 @@ func (n *Node) agreeGivenUp(now int64, m site.Message) bool {
 		delete(n.absent, m.Job)
 		return false
 	}
-	since, ok := n.absent[m.Job]
-	if !ok {
-		n.absent[m.Job] = now
+	ab, ok := n.absent[m.Job]
+	if !ok || ab.peer != m.To {
+		// (An agree to another peer: its absence counts from now.)
+		n.absent[m.Job] = absence{peer: m.To, since: now}
 		return false
 	}
+	since := ab.since
 	if now-since < int64(n.fed.OutboxGiveUp/time.Second) {
 		return false
 	}
@@ -392,6 +394,13 @@ func (n *Node) agreeGivenUp(now int64, m site.Message) bool {
 	n.finish(lj, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_PEER_UNREACHABLE, msg, fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED, now)
 	n.replyDelegation(lj)
 	return true
+}
+
+// absence is since when peer, which an agree is resent to, has not been
+// an alive member.
+type absence struct {
+	peer  string
+	since int64
 }
 
 // flushOut sends the messages decided before the commit that just

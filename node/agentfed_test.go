@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,5 +250,36 @@ func TestAgreeGivenUpAfterCancel(t *testing.T) {
 	}
 	if n.agent.Busy() {
 		t.Fatal("the agent still awaits the agree's answer after the give-up")
+	}
+}
+
+// TestAgreeGiveUpCountsPerPeer: outbox_give_up counts how long the peer an
+// agree is for has been away: a job that agreed with p, away for long,
+// and then with q (p refused), is not given up on q's first absence.
+func TestAgreeGiveUpCountsPerPeer(t *testing.T) {
+	n, clk := fedTestNode(t, store.NewMemStore(), time.Hour)
+	now := clk.Now().Unix()
+	k := site.JobKey{Site: "o", ID: 1}
+	saved := &site.Saved{Seq: 1, Jobs: map[site.JobKey]*site.SavedJob{k: {Key: k, Phase: site.PhaseAgreeing, Peer: "q", HoldID: "o/1#7",
+		Spec: plan.Job{ID: 1, Procs: 2, Estimate: 600, Release: now, Deadline: plan.Forever}, Placement: plan.Placement{Reason: plan.ReasonQueued}}}}
+	var err error
+	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
+		t.Fatal(err)
+	}
+	toQ := n.agent.Ready().Messages
+	if len(toQ) != 1 || toQ[0].Kind != site.KindAgree || toQ[0].To != "q" {
+		t.Fatalf("the restored agent sends %v, want the agree to q", toQ)
+	}
+	toP := slices.Clone(toQ)
+	toP[0].To, toP[0].HoldID = "p", "o/1#3"
+	n.queueOut(now, toP) // the earlier agree, to p: away from now
+	later := now + int64(time.Hour/time.Second)
+	n.queueOut(later, toQ) // q is away from later only
+	if len(n.outq) != 2 || !n.agent.Busy() {
+		t.Fatalf("%d agrees queued (busy %v): the agree to q was given up on p's absence", len(n.outq), n.agent.Busy())
+	}
+	n.queueOut(later+int64(time.Hour/time.Second), toQ)
+	if len(n.outq) != 2 || n.agent.Busy() {
+		t.Fatalf("%d agrees queued (busy %v): the agree to q away for outbox_give_up is not given up", len(n.outq), n.agent.Busy())
 	}
 }

@@ -145,9 +145,10 @@ type Node struct {
 	sendq    chan outCall
 	settled  []func(error)
 	deferred map[int64]func(submitResult)
-	// absent is since when the peer an agree is resent to has not been
-	// an alive member (memory only: a restart counts afresh).
-	absent map[site.JobKey]int64
+	// absent is, per job, the peer its agree is resent to and since when
+	// it has not been an alive member (memory only: a restart counts
+	// afresh).
+	absent map[site.JobKey]absence
 	// coreWake is when the core next has work without a new event, as of
 	// the last pass: the agent Ticks only then or after an event, as the
 	// simulator ticks it.
@@ -200,7 +201,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		conns: make(map[string]*grpc.ClientConn), rqf: newRQFState(),
 		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait},
 		held: make(map[site.JobKey]heldJob), deferred: make(map[int64]func(submitResult)), sendq: make(chan outCall, sendQueue),
-		absent: make(map[site.JobKey]int64)}
+		absent: make(map[site.JobKey]absence)}
 	n.scaled, _ = deps.Clock.(interface{ Factor() float64 })
 	n.fed.defaults()
 	n.metrics = newMetrics(n)
