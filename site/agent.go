@@ -674,7 +674,7 @@ func (a *Agent) admit(now int64, jb *job) {
 // the next round is asked, or the site admits the job itself.
 func (a *Agent) choose(now int64, jb *job) {
 	// jb.offers is in rank order: Best breaks ties by position.
-	win, release := Choose(now, jb.offer, jb.pj.Fee, jb.pj.Penalty, jb.offers)
+	win, release := Choose(now, a.cfg.ReplySeconds, jb.offer, jb.pj.Fee, jb.pj.Penalty, jb.offers)
 	for _, i := range release {
 		a.send(Message{Kind: KindRelease, To: jb.asked[i], Job: jb.key})
 	}

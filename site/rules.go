@@ -98,7 +98,11 @@ func OfferRejected(r *Rules, route delegation.Route, pl plan.Placement) OfferDec
 // requests. offers are in the order the peers were asked (the location
 // policy's rank), nil for a peer that refused or did not answer. A quote
 // is taken only if it ends before the site's own placement (d.LocalEnd)
-// and, when the site asked for start-now quotes, starts by now; a peer
+// and, when the site asked for start-now quotes, starts by now + skew: a
+// peer that holds a slot starting at its own now may read a clock a
+// little ahead of the asker's (a live federation's clocks are read a
+// network latency apart, and a scaled clock multiplies that), and the
+// agent passes its reply period, the oldest an answer can be; a peer
 // whose transfer policy takes the job into its queue (Queued) promises no
 // slot, and its acceptance is the migration. Start-now quotes are
 // compared as starting at the asker's now (delegation.Quote.StartingAt),
@@ -107,7 +111,7 @@ func OfferRejected(r *Rules, route delegation.Route, pl plan.Placement) OfferDec
 // winner's index (-1: none; the next round is asked, or the site keeps
 // the job) and the indices of every other offer, whose holds the origin
 // releases.
-func Choose(now int64, d OfferDecision, fee, penalty float64, offers []*Offer) (win int, release []int) {
+func Choose(now, skew int64, d OfferDecision, fee, penalty float64, offers []*Offer) (win int, release []int) {
 	var qbuf [4]delegation.Quote // the usual few on the stack
 	var ibuf [4]int
 	quotes, idx := qbuf[:0], ibuf[:0]
@@ -115,7 +119,7 @@ func Choose(now int64, d OfferDecision, fee, penalty float64, offers []*Offer) (
 		if o == nil {
 			continue
 		}
-		if !o.Queued && (o.End >= d.LocalEnd || d.StartNow && o.Start > now) {
+		if !o.Queued && (o.End >= d.LocalEnd || d.StartNow && o.Start > now+skew) {
 			release = append(release, i)
 			continue
 		}

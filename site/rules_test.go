@@ -118,7 +118,7 @@ func offer(site string, start, end, expires int64) *Offer {
 // from the agent's: the node took quotes that did not beat its own
 // placement and expired ones.
 func TestChoose(t *testing.T) {
-	const now = 100
+	const now, skew = 100, 30
 	acf := OfferDecision{Offer: true, LocalEnd: 500, StartNow: true}
 	reject := OfferDecision{Offer: true, LocalEnd: plan.Forever}
 	for _, c := range []struct {
@@ -136,7 +136,11 @@ func TestChoose(t *testing.T) {
 		// Two peers read their clocks a moment apart: compared as
 		// starting at the asker's now, they tie.
 		{name: "start-now quotes compared from the asker's now", d: acf, offers: []*Offer{offer("c", 99, 199, 160), offer("a", 98, 198, 160)}, win: 0, release: "[1]"},
-		{name: "a start-now quote that starts later is dropped", d: acf, offers: []*Offer{offer("c", 101, 201, 160), offer("a", 100, 200, 160)}, win: 1, release: "[0]"},
+		// A peer's clock a second ahead of the asker's (a live
+		// federation, a scaled clock): its start-now quote still starts
+		// now, and the rank decides.
+		{name: "a start-now quote from a clock ahead by less than the skew", d: acf, offers: []*Offer{offer("c", 101, 201, 160), offer("a", 100, 200, 160)}, win: 0, release: "[1]"},
+		{name: "a start-now quote that starts later than the skew is dropped", d: acf, offers: []*Offer{offer("c", 100+skew+1, 201+skew, 160), offer("a", 100, 200, 160)}, win: 1, release: "[0]"},
 		// The node used to take it: it does not end before the site's
 		// own placement.
 		{name: "a quote that does not beat the local end", d: acf, offers: []*Offer{offer("c", 100, 500, 160)}, win: -1, release: "[0]"},
@@ -145,7 +149,7 @@ func TestChoose(t *testing.T) {
 		{name: "queued (EFS) offers promise no slot", d: acf, offers: []*Offer{{Quote: delegation.Quote{Site: "e", Start: now, End: plan.Forever, Expires: 160}, Queued: true}}, win: 0, release: "[]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			win, release := Choose(now, c.d, 0, 0, c.offers)
+			win, release := Choose(now, skew, c.d, 0, 0, c.offers)
 			if release == nil {
 				release = []int{}
 			}
