@@ -247,6 +247,11 @@ func (o *answerOp) run(n *Node, now int64) func(error) {
 			}
 		}
 	}
+	if ab, ok := n.absent[o.m.Job]; ok && o.m.Kind == site.KindAgree && ab.peer == o.m.To {
+		// The agree is answered: the job leaves agreeing with that peer,
+		// and its absence no longer counts (agreeGivenUp).
+		delete(n.absent, o.m.Job)
+	}
 	n.stepResp = o.resp
 	n.agent.Step(now, a)
 	n.applyOwn(now)

@@ -283,3 +283,34 @@ func TestAgreeGiveUpCountsPerPeer(t *testing.T) {
 		t.Fatalf("%d agrees queued (busy %v): the agree to q away for outbox_give_up is not given up", len(n.outq), n.agent.Busy())
 	}
 }
+
+// TestAgreeAnsweredForgetsAbsence: an agree resent to a peer that is not
+// an alive member starts counting its absence (agreeGivenUp); once the
+// peer answers it (here: it no longer holds the slot), the job leaves
+// agreeing and the node keeps no absence for it.
+func TestAgreeAnsweredForgetsAbsence(t *testing.T) {
+	n, clk := fedTestNode(t, store.NewMemStore(), time.Hour)
+	now := clk.Now().Unix()
+	k := site.JobKey{Site: "o", ID: 1}
+	saved := &site.Saved{Seq: 1, Jobs: map[site.JobKey]*site.SavedJob{k: {Key: k, Phase: site.PhaseAgreeing, Peer: "p", HoldID: "o/1#3", Cancelled: true,
+		Spec: plan.Job{ID: 1, Procs: 2, Estimate: 600, Release: now, Deadline: plan.Forever}, Placement: plan.Placement{Reason: plan.ReasonQueued}}}}
+	var err error
+	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
+		t.Fatal(err)
+	}
+	agree := n.agent.Ready().Messages
+	if len(agree) != 1 || agree[0].Kind != site.KindAgree {
+		t.Fatalf("the restored agent sends %v, want the agree", agree)
+	}
+	n.queueOut(now, agree) // p is no member: absent from now
+	if _, ok := n.absent[k]; !ok {
+		t.Fatal("no absence counted for the agree to a peer that is no member")
+	}
+	(&answerOp{m: agree[0], err: ErrJobFinished}).run(n, now+1)
+	if n.agent.Busy() {
+		t.Fatal("the agent still awaits the agree's answer after it came")
+	}
+	if ab, ok := n.absent[k]; ok {
+		t.Fatalf("the node still counts %v's absence (%+v) after its agree was answered", k, ab)
+	}
+}
