@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -336,10 +337,28 @@ func (n *Node) queueOut(now int64, ms []site.Message) {
 // alive member; after outbox_give_up the node gives up on it.
 func (n *Node) givenUp(now int64, m site.Message) bool {
 	a := n.agreementOfKey(m.Job)
-	if a == nil {
+	if a == nil || !n.peerAway(a, m.To, now) {
 		return false
 	}
-	switch alive := n.aliveMember(m.To); {
+	kind := "outcome"
+	if m.Kind == site.KindTerminate {
+		kind = "terminate"
+	}
+	a.Undelivered = fmt.Sprintf("gave up delivering the %s to %s at %s: it has not been an alive member since %s",
+		kind, m.To, time.Unix(now, 0).UTC().Format(time.RFC3339), time.Unix(a.AbsentSince, 0).UTC().Format(time.RFC3339))
+	a.Pending, a.AbsentSince = "", 0
+	n.log.Warn("outbox item given up", "agreement", a.ID, "kind", kind, "to", m.To, "why", a.Undelivered)
+	n.putAgreement(a, now)
+	n.agent.GiveUp(now, m.Job)
+	return true
+}
+
+// peerAway keeps a.AbsentSince for peer (the site a's message is owed
+// to, or its report awaited from): cleared while peer is an alive member,
+// set when it is first seen not one. It reports whether peer has not
+// been an alive member for outbox_give_up.
+func (n *Node) peerAway(a *agreementRec, peer string, now int64) bool {
+	switch alive := n.aliveMember(peer); {
 	case alive && a.AbsentSince != 0:
 		a.AbsentSince = 0
 		n.putAgreement(a, now)
@@ -347,20 +366,89 @@ func (n *Node) givenUp(now int64, m site.Message) bool {
 	case a.AbsentSince == 0:
 		a.AbsentSince = now
 		n.putAgreement(a, now)
-	case now-a.AbsentSince >= int64(n.fed.OutboxGiveUp/time.Second):
-		kind := "outcome"
-		if m.Kind == site.KindTerminate {
-			kind = "terminate"
-		}
-		a.Undelivered = fmt.Sprintf("gave up delivering the %s to %s at %s: it has not been an alive member since %s",
-			kind, m.To, time.Unix(now, 0).UTC().Format(time.RFC3339), time.Unix(a.AbsentSince, 0).UTC().Format(time.RFC3339))
-		a.Pending, a.AbsentSince = "", 0
-		n.log.Warn("outbox item given up", "agreement", a.ID, "kind", kind, "to", m.To, "why", a.Undelivered)
-		n.putAgreement(a, now)
-		n.agent.GiveUp(now, m.Job)
-		return true
+	default:
+		return now-a.AbsentSince >= int64(n.fed.OutboxGiveUp/time.Second)
 	}
 	return false
+}
+
+// reportSweep is how often, in seconds of the site's clock, the node
+// looks for delegated jobs whose report comes from a peer gone for
+// outbox_give_up (reportsGivenUp).
+const reportSweep = 60
+
+// awaitsReport reports whether a is the agreement of a delegated job of
+// this site whose report is awaited, nothing else owed on it (a
+// Terminate owed is given up by givenUp, as it is resent).
+func awaitsReport(a *agreementRec) bool {
+	return a.Role == roleOrigin && a.State == delegation.Observed && a.Pending == "" && a.Undelivered == ""
+}
+
+// reportsGivenUp applies outbox_give_up to the reports the site awaits:
+// once the peer a delegated job went to has not been an alive member for
+// that long, the node gives the job up (Agent.GiveUp: its report is no
+// longer awaited). Nothing is sent for such a job, so no resend finds
+// it: the loop calls this every turn, and it looks at the agreements at
+// most every reportSweep seconds (reportWake wakes the loop for it while
+// a report is awaited). The absence is the agreement's AbsentSince,
+// durable as an owed message's.
+func (n *Node) reportsGivenUp(now int64) {
+	if n.agent == nil || !n.federating() || now < n.sweepAt {
+		return
+	}
+	n.sweepAt, n.awaiting = now+reportSweep, false
+	for _, id := range slices.Sorted(maps.Keys(n.agreements)) {
+		if a := n.agreements[id]; awaitsReport(a) {
+			n.awaiting = true
+			n.reportGivenUp(a, now)
+		}
+	}
+}
+
+// reportWake is when the loop next looks for reports to give up.
+func (n *Node) reportWake() int64 {
+	if !n.awaiting {
+		return plan.Forever
+	}
+	return n.sweepAt
+}
+
+// reportGivenUp gives up the report of a's delegated job once its peer
+// has been away for outbox_give_up. As an agree given up (agreeGivenUp),
+// the job ends FAILED, reason PEER_UNREACHABLE, its outcome unknown; the
+// agreement says why (Undelivered: the outcome was never delivered).
+func (n *Node) reportGivenUp(a *agreementRec, now int64) {
+	if !n.peerAway(a, a.Peer, now) {
+		return
+	}
+	k, err := keyOfID(a.JobID)
+	if err != nil || !n.agent.GiveUp(now, k) {
+		return // not awaited by the agent: nothing to give up
+	}
+	since := a.AbsentSince
+	msg := fmt.Sprintf("gave up awaiting the outcome from %s at %s: it has not been an alive member since %s (delegation.outbox_give_up); the job's outcome is unknown here",
+		a.Peer, time.Unix(now, 0).UTC().Format(time.RFC3339), time.Unix(since, 0).UTC().Format(time.RFC3339))
+	n.log.Warn("awaited report given up", "job", a.JobID, "agreement", a.ID, "peer", a.Peer, "why", msg)
+	a.Undelivered, a.AbsentSince = msg, 0
+	n.putAgreement(a, now)
+	rec, err := n.jobRecord(a.JobID)
+	if err != nil {
+		n.log.Error("the record of a job whose report was given up not updated", "job", a.JobID, "err", err)
+		return
+	}
+	j := rec.Job
+	if j.GetState() != fedschedv1.JobState_JOB_STATE_DELEGATED {
+		return
+	}
+	if j.GetSpec().GetDeadline() != nil {
+		j.SlaOutcome = fedschedv1.SlaOutcome_SLA_OUTCOME_UNSPECIFIED
+		n.pending.putSLA(store.SLARecord{JobID: j.GetId(), Outcome: j.SlaOutcome, Fee: j.GetSpec().GetFee(), Penalty: j.GetSpec().GetPenalty(),
+			PoF: j.GetPof(), DecidedAt: time.Unix(now, 0)})
+	}
+	if j.GetEndTime() == nil {
+		j.EndTime = toTime(now)
+	}
+	n.setState(j, rec, fedschedv1.JobState_JOB_STATE_FAILED, fedschedv1.Reason_REASON_PEER_UNREACHABLE, msg, now)
 }
 
 // agreeGivenUp applies outbox_give_up to an agree the agent resends: once
@@ -678,6 +766,7 @@ func (n *Node) delegatedTo(lj *liveJob, d site.Decision, now int64) {
 		Quote: delegation.Quote{Site: d.Peer, HoldID: id, Start: pl.Start, End: pl.End, PoF: pl.PoF, Price: d.Price}}}
 	n.putAgreement(ag, now)
 	n.byOrigin[originKey(n.cfg.Site, ag.JobID)] = ag.ID
+	n.awaiting = true // its report: reportsGivenUp
 	var asked []string
 	for _, a := range j.QuoteAnswers {
 		asked = append(asked, a.GetPeerSite())

@@ -314,3 +314,77 @@ func TestAgreeAnsweredForgetsAbsence(t *testing.T) {
 		t.Fatalf("the node still counts %v's absence (%+v) after its agree was answered", k, ab)
 	}
 }
+
+// TestReportGivenUpOnGonePeer: a delegated job whose peer has not been an
+// alive member for outbox_give_up is given up as an agree is
+// (reportsGivenUp, Agent.GiveUp): its report is no longer awaited, the
+// job ends FAILED, reason PEER_UNREACHABLE, and the agreement says why;
+// a restart does not await it again.
+func TestReportGivenUpOnGonePeer(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemStore()
+	n, clk := fedTestNode(t, st, time.Hour)
+	now := clk.Now().Unix()
+	k := site.JobKey{Site: "o", ID: 1}
+	spec := &fedschedv1.JobSpec{Procs: 2, EstimateSeconds: 600, User: "u"}
+	job := &fedschedv1.Job{Id: wireID(k), Spec: spec, Site: "p", OriginSite: "o", SubmitTime: toTime(now - 10),
+		Reservation: &fedschedv1.Reservation{Start: toTime(now), End: toTime(now + 600), Procs: 2, Site: "p"}}
+	n.setState(job, store.JobRecord{Job: job}, fedschedv1.JobState_JOB_STATE_DELEGATED, fedschedv1.Reason_REASON_DELEGATED, "delegated to p", now)
+	a := &agreementRec{Role: roleOrigin, Seq: 1, Agreement: delegation.Agreement{ID: "o/1#3", JobID: wireID(k), PeerJobID: "p-000000000007",
+		Origin: "o", Peer: "p", State: delegation.Observed, Quote: delegation.Quote{Site: "p", HoldID: "o/1#3", Start: now, End: now + 600}}}
+	n.putAgreement(a, now)
+	n.byOrigin[originKey("o", a.JobID)] = a.ID
+	if err := n.commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := savedFromStore(ctx, st, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sj := saved.Jobs[k]; sj == nil || sj.Phase != site.PhaseDelegated {
+		t.Fatalf("job restored as %+v, want delegated to p", sj)
+	}
+	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
+		t.Fatal(err)
+	}
+	n.reportsGivenUp(now) // p is no member: absent from now
+	if a.AbsentSince != now || !n.agent.Busy() || n.reportWake() != now+reportSweep {
+		t.Fatalf("absent since %d (want %d), busy %v, wake %d: p's absence not counted", a.AbsentSince, now, n.agent.Busy(), n.reportWake())
+	}
+	n.reportsGivenUp(now + reportSweep) // away, not for outbox_give_up yet
+	if !n.agent.Busy() {
+		t.Fatal("the report given up before outbox_give_up")
+	}
+	later := now + int64(time.Hour/time.Second)
+	n.reportsGivenUp(later)
+	if n.agent.Busy() {
+		t.Fatal("the agent still awaits the report of a peer away for outbox_give_up")
+	}
+	const why = "it has not been an alive member since"
+	if !strings.Contains(a.Undelivered, why) {
+		t.Fatalf("agreement undelivered %q, want why (%q)", a.Undelivered, why)
+	}
+	if err := n.applyReady(ctx, later, n.agent.Ready()); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.GetJob(ctx, wireID(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := rec.Job; j.GetState() != fedschedv1.JobState_JOB_STATE_FAILED || j.GetReason() != fedschedv1.Reason_REASON_PEER_UNREACHABLE || !strings.Contains(j.GetMessage(), why) {
+		t.Fatalf("job %s %s %q, want FAILED, PEER_UNREACHABLE, why", j.GetState(), j.GetReason(), j.GetMessage())
+	}
+	if saved, err = savedFromStore(ctx, st, "o"); err != nil {
+		t.Fatal(err)
+	}
+	if sj := saved.Jobs[k]; sj != nil {
+		t.Fatalf("a restart awaits the given-up job again: %+v", sj)
+	}
+	n.reportsGivenUp(later + reportSweep)
+	if n.reportWake() != plan.Forever {
+		t.Fatalf("the loop still wakes at %d to look for reports, none awaited", n.reportWake())
+	}
+}

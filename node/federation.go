@@ -131,10 +131,12 @@ type agreementRec struct {
 	// PeerJob is the executing site's final job record (peer side, for
 	// the outcome report).
 	PeerJob []byte `json:"peer_job,omitempty"`
-	// AbsentSince is when the site Pending is owed to was first seen not
-	// an alive member while the message was undelivered (0: it is alive,
-	// or nothing is owed). Undelivered says what the site gave up
-	// delivering and why (outbox.go).
+	// AbsentSince is when the site Pending is owed to (or, for a
+	// delegated job, the peer its report is awaited from) was first seen
+	// not an alive member while the message was undelivered (0: it is
+	// alive, or nothing is owed or awaited). Undelivered says what the
+	// site gave up delivering, or the report it gave up awaiting, and why
+	// (outbox.go, reportsGivenUp).
 	AbsentSince int64  `json:"absent_since,omitempty"`
 	Undelivered string `json:"undelivered,omitempty"`
 	// stored is set once the agreement has been written. A hold is kept in
@@ -333,12 +335,9 @@ func outcomeOf(j *fedschedv1.Job) delegation.Outcome {
 func (n *Node) settleReport(a *agreementRec, pj *fedschedv1.Job, now int64) error {
 	// This turn's writes first: the agreement may have been recorded
 	// in this very turn, its job's record not yet committed.
-	rec, ok := n.pending.jobs[a.JobID]
-	if !ok {
-		var err error
-		if rec, err = n.deps.Store.GetJob(context.Background(), a.JobID); err != nil {
-			return fmt.Errorf("job %s: %w: %w", a.JobID, ErrUnavailable, err)
-		}
+	rec, err := n.jobRecord(a.JobID)
+	if err != nil {
+		return err
 	}
 	j := rec.Job
 	j.StartTime, j.EndTime, j.ExitCode = pj.GetStartTime(), pj.GetEndTime(), pj.ExitCode
@@ -368,6 +367,19 @@ func (n *Node) settleReport(a *agreementRec, pj *fedschedv1.Job, now int64) erro
 		n.pending.putJob(rec)
 	}
 	return nil
+}
+
+// jobRecord is job id's record: this turn's write if any, otherwise the
+// store's.
+func (n *Node) jobRecord(id string) (store.JobRecord, error) {
+	if rec, ok := n.pending.jobs[id]; ok {
+		return rec, nil
+	}
+	rec, err := n.deps.Store.GetJob(context.Background(), id)
+	if err != nil {
+		return rec, fmt.Errorf("job %s: %w: %w", id, ErrUnavailable, err)
+	}
+	return rec, nil
 }
 
 // agreedPrice is the price agreed with a peer for j, as the ledger needs it

@@ -149,6 +149,11 @@ type Node struct {
 	// it has not been an alive member (memory only: a restart counts
 	// afresh).
 	absent map[site.JobKey]absence
+	// sweepAt is when reportsGivenUp next looks for reports to give up;
+	// awaiting, whether its last look (or a delegation since) found a
+	// report awaited.
+	sweepAt  int64
+	awaiting bool
 	// coreWake is when the core next has work without a new event, as of
 	// the last pass: the agent Ticks only then or after an event, as the
 	// simulator ticks it.
@@ -305,7 +310,7 @@ func (n *Node) Run(ctx context.Context) error {
 		var tick <-chan time.Time
 		n.rqf.wake = n.pullWake(passed)
 		n.coreWake = n.nextWake(passed)
-		wake := min(n.coreWake, n.reservationWake(), n.killRetryWake(), n.rqf.wake)
+		wake := min(n.coreWake, n.reservationWake(), n.killRetryWake(), n.rqf.wake, n.reportWake())
 		if wake < plan.Forever {
 			timer = n.deps.Clock.NewTimer(max(time.Unix(wake, 0).Sub(n.deps.Clock.Now()), 0))
 			tick = timer.C()
@@ -354,6 +359,7 @@ func (n *Node) Run(ctx context.Context) error {
 		n.capacity(now)
 		n.retryKills(now)
 		n.expireAgreements(now)
+		n.reportsGivenUp(now)
 		deliver := make([]func(error), 0, max(len(batch), n.group.target))
 		decide := func(o op) { deliver = append(deliver, o.run(n, now)) }
 		for _, o := range batch {
