@@ -749,9 +749,14 @@ func (n *Node) delegatedTo(lj *liveJob, d site.Decision, now int64) {
 	j := lj.job()
 	j.Site = d.Peer
 	pl := d.Placement
-	j.Reservation = &fedschedv1.Reservation{Start: toTime(pl.Start), Procs: j.GetSpec().GetProcs(), Site: d.Peer}
-	if pl.End < plan.Forever {
-		j.Reservation.End = toTime(pl.End)
+	j.Reservation = nil
+	if pl.Start != 0 || pl.End != 0 {
+		// (A restored agree knows no slot: the peer's comes with its
+		// report, settleReport.)
+		j.Reservation = &fedschedv1.Reservation{Start: toTime(pl.Start), Procs: j.GetSpec().GetProcs(), Site: d.Peer}
+		if pl.End < plan.Forever {
+			j.Reservation.End = toTime(pl.End)
+		}
 	}
 	j.Pof, j.Overbooked = pl.PoF, pl.Reason == plan.ReasonOverbooked
 	as := " as " + peerJob

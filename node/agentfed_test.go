@@ -388,3 +388,74 @@ func TestReportGivenUpOnGonePeer(t *testing.T) {
 		t.Fatalf("the loop still wakes at %d to look for reports, none awaited", n.reportWake())
 	}
 }
+
+// TestRestoredAgreeKeepsPriceAndSlot: a job restored agreeing (its intent
+// hop written ahead) agrees again at the price its peer quoted (the
+// record's quote answers keep it); when the peer's report comes before
+// the answer to the repeated agree, the delegation writes no slot dated
+// 1970: the job and its agreement take the peer's from the report.
+func TestRestoredAgreeKeepsPriceAndSlot(t *testing.T) {
+	for _, slot := range []bool{true, false} {
+		t.Run(fmt.Sprintf("report with slot %v", slot), func(t *testing.T) { restoredAgreeReported(t, slot) })
+	}
+}
+
+// restoredAgreeReported: TestRestoredAgreeKeepsPriceAndSlot, the peer's
+// report carrying its record's slot (slot) or only the outcome, as a
+// report the origin rebuilds from the agent's message carries.
+func restoredAgreeReported(t *testing.T, slot bool) {
+	ctx := context.Background()
+	st := store.NewMemStore()
+	n, clk := fedTestNode(t, st, 0)
+	now := clk.Now().Unix()
+	k := site.JobKey{Site: "o", ID: 1}
+	spec := &fedschedv1.JobSpec{Procs: 2, EstimateSeconds: 600, User: "u"}
+	job := &fedschedv1.Job{Id: wireID(k), Spec: spec, Site: "o", OriginSite: "o", State: fedschedv1.JobState_JOB_STATE_PENDING,
+		Reason: fedschedv1.Reason_REASON_DELEGATED, SubmitTime: toTime(now - 10),
+		QuoteAnswers: []*fedschedv1.QuoteAnswer{{PeerSite: "p", Offered: true, Price: 2.5}, {PeerSite: "q", Offered: true, Price: 1}, {PeerSite: "r"}},
+		Route: []*fedschedv1.RouteHop{{Site: "o", Message: "submitted", Time: toTime(now - 10)},
+			{Site: "o", PeerSite: "p", Reason: fedschedv1.Reason_REASON_DELEGATED, Time: toTime(now - 5), HoldId: "o/1#3"}}}
+	if err := st.PutJob(ctx, store.JobRecord{Job: job}); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := savedFromStore(ctx, st, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sj := saved.Jobs[k]; sj == nil || sj.Phase != site.PhaseAgreeing || sj.Price != 2.5 {
+		t.Fatalf("job restored as %+v, want agreeing with p at its price 2.5", sj)
+	}
+	lj := &liveJob{seq: 1, j: job, rec: store.JobRecord{Job: job}, pj: planJob(spec, 1, now-10)}
+	n.live[1] = lj
+	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
+		t.Fatal(err)
+	}
+	n.agent.Ready() // the repeated agree, whose answer does not come
+	start, end := now-3, now+597
+	ran := &fedschedv1.Job{Id: "p-000000000007", Site: "p", OriginSite: "o", State: fedschedv1.JobState_JOB_STATE_COMPLETED,
+		StartTime: toTime(start), EndTime: toTime(start + 60), Reservation: &fedschedv1.Reservation{Start: toTime(start), End: toTime(end), Procs: 2, Site: "p"}}
+	if !slot {
+		ran.Reservation = nil
+	}
+	if _, err := n.stepPeer(&fedschedv1.ReportOutcomeRequest{AgreementId: "o/1#3", OriginJobId: wireID(k), Job: ran}, now+60); err != nil {
+		t.Fatal(err)
+	}
+	a := n.agreementOfKey(k)
+	if a == nil || a.State != delegation.Complete {
+		t.Fatalf("agreement %+v, want complete", a)
+	}
+	if a.Quote.Price != 2.5 || slot && (a.Quote.Start != start || a.Quote.End != end) {
+		t.Fatalf("agreement quote %+v, want p's slot %d..%d (%v) at price 2.5", a.Quote, start, end, slot)
+	}
+	if err := n.commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.GetJob(ctx, wireID(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rec.Job.GetReservation()
+	if rec.Job.GetState() != fedschedv1.JobState_JOB_STATE_COMPLETED || slot && r.GetStart().AsTime().Unix() != start || !slot && r != nil {
+		t.Fatalf("job %s, reservation %v: want COMPLETED in p's slot from %d, none when the report has none (%v)", rec.Job.GetState(), r, start, slot)
+	}
+}

@@ -138,6 +138,9 @@ func savedFromStore(ctx context.Context, st store.Store, self string) (*site.Sav
 					sj.Phase, sj.Peer, sj.HandOver, sj.HoldID = site.PhaseAgreeing, h.GetPeerSite(), h.GetTaken(), h.GetHoldId()
 				}
 			}
+			if sj.Phase == site.PhaseAgreeing && !sj.HandOver {
+				sj.Price = quotedPrice(j, sj.Peer)
+			}
 		case state == fedschedv1.JobState_JOB_STATE_PENDING:
 			order++
 			sj.Phase, sj.Order = site.PhaseWaiting, order
@@ -178,6 +181,20 @@ func savedFromStore(ctx context.Context, st store.Store, self string) (*site.Sav
 		}
 	}
 	return s, nil
+}
+
+// quotedPrice is the price of peer's last offer for j, as the record's
+// quote answers keep it: the price a restored agree agreed to (the intent
+// hop names the peer, not the price). The agreed slot is kept nowhere:
+// the delegation takes the peer's from its report (settleReport).
+func quotedPrice(j *fedschedv1.Job, peer string) float64 {
+	qa := j.GetQuoteAnswers()
+	for i := len(qa) - 1; i >= 0; i-- {
+		if qa[i].GetPeerSite() == peer && qa[i].GetOffered() {
+			return qa[i].GetPrice()
+		}
+	}
+	return 0
 }
 
 func unmarshalJob(b []byte, j *fedschedv1.Job) error { return proto.Unmarshal(b, j) }

@@ -341,8 +341,16 @@ func (n *Node) settleReport(a *agreementRec, pj *fedschedv1.Job, now int64) erro
 	}
 	j := rec.Job
 	j.StartTime, j.EndTime, j.ExitCode = pj.GetStartTime(), pj.GetEndTime(), pj.ExitCode
-	if pj.GetReservation() != nil {
-		j.Reservation = pj.GetReservation()
+	if r := pj.GetReservation(); r != nil {
+		j.Reservation = r
+		if a.Quote.Start == 0 && a.Quote.End == 0 {
+			// Delegated by a restored agree, which knows no slot: the
+			// peer's is the one it agreed to.
+			a.Quote.Start, a.Quote.End = r.GetStart().AsTime().Unix(), plan.Forever
+			if r.GetEnd() != nil {
+				a.Quote.End = r.GetEnd().AsTime().Unix()
+			}
+		}
 	}
 	if j.GetSpec().GetDeadline() != nil {
 		j.SlaOutcome = pj.GetSlaOutcome()
