@@ -231,13 +231,7 @@ func TestGiveUpKeepsWhy(t *testing.T) {
 func TestAgreeGivenUpAfterCancel(t *testing.T) {
 	n, clk := fedTestNode(t, store.NewMemStore(), time.Hour)
 	now := clk.Now().Unix()
-	k := site.JobKey{Site: "o", ID: 1}
-	saved := &site.Saved{Seq: 1, Jobs: map[site.JobKey]*site.SavedJob{k: {Key: k, Phase: site.PhaseAgreeing, Peer: "p", HoldID: "o/1#3", Cancelled: true,
-		Spec: plan.Job{ID: 1, Procs: 2, Estimate: 600, Release: now, Deadline: plan.Forever}, Placement: plan.Placement{Reason: plan.ReasonQueued}}}}
-	var err error
-	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
-		t.Fatal(err)
-	}
+	restoreAgreeing(t, n, now, "p", "o/1#3", true)
 	agree := n.agent.Ready().Messages
 	if len(agree) != 1 || agree[0].Kind != site.KindAgree {
 		t.Fatalf("the restored agent sends %v, want the agree", agree)
@@ -259,13 +253,7 @@ func TestAgreeGivenUpAfterCancel(t *testing.T) {
 func TestAgreeGiveUpCountsPerPeer(t *testing.T) {
 	n, clk := fedTestNode(t, store.NewMemStore(), time.Hour)
 	now := clk.Now().Unix()
-	k := site.JobKey{Site: "o", ID: 1}
-	saved := &site.Saved{Seq: 1, Jobs: map[site.JobKey]*site.SavedJob{k: {Key: k, Phase: site.PhaseAgreeing, Peer: "q", HoldID: "o/1#7",
-		Spec: plan.Job{ID: 1, Procs: 2, Estimate: 600, Release: now, Deadline: plan.Forever}, Placement: plan.Placement{Reason: plan.ReasonQueued}}}}
-	var err error
-	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
-		t.Fatal(err)
-	}
+	restoreAgreeing(t, n, now, "q", "o/1#7", false)
 	toQ := n.agent.Ready().Messages
 	if len(toQ) != 1 || toQ[0].Kind != site.KindAgree || toQ[0].To != "q" {
 		t.Fatalf("the restored agent sends %v, want the agree to q", toQ)
@@ -291,13 +279,7 @@ func TestAgreeGiveUpCountsPerPeer(t *testing.T) {
 func TestAgreeAnsweredForgetsAbsence(t *testing.T) {
 	n, clk := fedTestNode(t, store.NewMemStore(), time.Hour)
 	now := clk.Now().Unix()
-	k := site.JobKey{Site: "o", ID: 1}
-	saved := &site.Saved{Seq: 1, Jobs: map[site.JobKey]*site.SavedJob{k: {Key: k, Phase: site.PhaseAgreeing, Peer: "p", HoldID: "o/1#3", Cancelled: true,
-		Spec: plan.Job{ID: 1, Procs: 2, Estimate: 600, Release: now, Deadline: plan.Forever}, Placement: plan.Placement{Reason: plan.ReasonQueued}}}}
-	var err error
-	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
-		t.Fatal(err)
-	}
+	k := restoreAgreeing(t, n, now, "p", "o/1#3", true)
 	agree := n.agent.Ready().Messages
 	if len(agree) != 1 || agree[0].Kind != site.KindAgree {
 		t.Fatalf("the restored agent sends %v, want the agree", agree)
@@ -458,4 +440,19 @@ func restoredAgreeReported(t *testing.T, slot bool) {
 	if rec.Job.GetState() != fedschedv1.JobState_JOB_STATE_COMPLETED || slot && r.GetStart().AsTime().Unix() != start || !slot && r != nil {
 		t.Fatalf("job %s, reservation %v: want COMPLETED in p's slot from %d, none when the report has none (%v)", rec.Job.GetState(), r, start, slot)
 	}
+}
+
+// restoreAgreeing gives n an agent restored with one job, o/1, agreeing
+// with peer under hold (cancelled while its agree was out, if cancelled),
+// and returns the job's key.
+func restoreAgreeing(t *testing.T, n *Node, now int64, peer, hold string, cancelled bool) site.JobKey {
+	t.Helper()
+	k := site.JobKey{Site: "o", ID: 1}
+	saved := &site.Saved{Seq: 1, Jobs: map[site.JobKey]*site.SavedJob{k: {Key: k, Phase: site.PhaseAgreeing, Peer: peer, HoldID: hold, Cancelled: cancelled,
+		Spec: plan.Job{ID: 1, Procs: 2, Estimate: 600, Release: now, Deadline: plan.Forever}, Placement: plan.Placement{Reason: plan.ReasonQueued}}}}
+	var err error
+	if n.agent, err = site.Restore(site.Config{Name: "o", Procs: 4, Policy: plan.Conservative, ReplySeconds: 2}, now, saved); err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
