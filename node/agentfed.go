@@ -388,26 +388,40 @@ func awaitsReport(a *agreementRec) bool {
 // once the peer a delegated job went to has not been an alive member for
 // that long, the node gives the job up (Agent.GiveUp: its report is no
 // longer awaited). Nothing is sent for such a job, so no resend finds
-// it: the loop calls this every turn, and it looks at the agreements at
-// most every reportSweep seconds (reportWake wakes the loop for it while
-// a report is awaited). The absence is the agreement's AbsentSince,
-// durable as an owed message's.
+// it: the loop calls this every turn, and it looks at the awaited
+// agreements (n.awaited) at most every reportSweep seconds (reportWake
+// wakes the loop for it while one is awaited). The absence is the
+// agreement's AbsentSince, durable as an owed message's.
 func (n *Node) reportsGivenUp(now int64) {
 	if n.agent == nil || !n.federating() || now < n.sweepAt {
 		return
 	}
-	n.sweepAt, n.awaiting = now+reportSweep, false
-	for _, id := range slices.Sorted(maps.Keys(n.agreements)) {
+	n.sweepAt = now + reportSweep
+	for _, id := range slices.Sorted(maps.Keys(n.awaited)) {
 		if a := n.agreements[id]; awaitsReport(a) {
-			n.awaiting = true
 			n.reportGivenUp(a, now)
+		} else {
+			delete(n.awaited, id) // changed without putAgreement
 		}
 	}
 }
 
+// noteAwaited keeps a's entry in n.awaited: there while its report is
+// awaited (awaitsReport).
+func (n *Node) noteAwaited(a *agreementRec) {
+	if !awaitsReport(a) {
+		delete(n.awaited, a.ID)
+		return
+	}
+	if n.awaited == nil {
+		n.awaited = make(map[string]struct{})
+	}
+	n.awaited[a.ID] = struct{}{}
+}
+
 // reportWake is when the loop next looks for reports to give up.
 func (n *Node) reportWake() int64 {
-	if !n.awaiting {
+	if len(n.awaited) == 0 {
 		return plan.Forever
 	}
 	return n.sweepAt
@@ -771,7 +785,6 @@ func (n *Node) delegatedTo(lj *liveJob, d site.Decision, now int64) {
 		Quote: delegation.Quote{Site: d.Peer, HoldID: id, Start: pl.Start, End: pl.End, PoF: pl.PoF, Price: d.Price}}}
 	n.putAgreement(ag, now)
 	n.byOrigin[originKey(n.cfg.Site, ag.JobID)] = ag.ID
-	n.awaiting = true // its report: reportsGivenUp
 	var asked []string
 	for _, a := range j.QuoteAnswers {
 		asked = append(asked, a.GetPeerSite())

@@ -154,6 +154,7 @@ func (n *Node) putAgreement(a *agreementRec, now int64) {
 	a.Updated = now
 	a.stored = true
 	n.agreements[a.ID] = a
+	n.noteAwaited(a)
 	if n.pending.agree == nil {
 		n.pending.agree = make(map[string]*agreementRec)
 	}

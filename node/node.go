@@ -150,10 +150,11 @@ type Node struct {
 	// afresh).
 	absent map[site.JobKey]absence
 	// sweepAt is when reportsGivenUp next looks for reports to give up;
-	// awaiting, whether its last look (or a delegation since) found a
-	// report awaited.
-	sweepAt  int64
-	awaiting bool
+	// awaited holds the ids of the agreements whose report is awaited
+	// (awaitsReport), kept by putAgreement and recovery (noteAwaited), so
+	// that the sweep does not walk every agreement.
+	sweepAt int64
+	awaited map[string]struct{}
 	// coreWake is when the core next has work without a new event, as of
 	// the last pass: the agent Ticks only then or after an event, as the
 	// simulator ticks it.
@@ -202,7 +203,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, deps: deps, log: deps.Logger.With("site", cfg.Site), pol: pol, procs: cfg.Procs, usable: cfg.Procs,
 		ops: make(chan op, 4*maxBatch), done: make(chan struct{}), live: make(map[int64]*liveJob), killRetry: make(map[int64]int64), watchers: make(map[int]*watcher),
-		fed: deps.Federation, agreements: make(map[string]*agreementRec), byOrigin: make(map[string]string),
+		fed: deps.Federation, agreements: make(map[string]*agreementRec), awaited: make(map[string]struct{}), byOrigin: make(map[string]string),
 		conns: make(map[string]*grpc.ClientConn), rqf: newRQFState(),
 		resv: newReservations(deps.StandingHorizon), group: groupCommit{limit: maxGatherWait},
 		held: make(map[site.JobKey]heldJob), deferred: make(map[int64]func(submitResult)), sendq: make(chan outCall, sendQueue),

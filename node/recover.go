@@ -245,6 +245,7 @@ func (n *Node) recoverAgreements(ctx context.Context, now int64) error {
 			continue
 		}
 		n.agreements[a.ID] = &a
+		n.noteAwaited(&a)
 		n.byOrigin[originKey(a.Origin, a.JobID)] = a.ID // a peer's job here, or this site's own at a peer
 		if a.Role == rolePeer {
 			if uint64(a.Seq) > n.nextSeq {
