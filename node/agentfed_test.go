@@ -319,6 +319,14 @@ func TestReportGivenUpOnGonePeer(t *testing.T) {
 	if err := n.commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A restart awaits the report too (recovery keeps n.awaited).
+	r, _ := fedTestNode(t, st, time.Hour)
+	if err := r.recoverAgreements(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.awaited[a.ID]; !ok || r.reportWake() == plan.Forever {
+		t.Fatalf("a recovered node does not await %s's report (awaited %v, wake %d)", a.ID, r.awaited, r.reportWake())
+	}
 	saved, err := savedFromStore(ctx, st, "o")
 	if err != nil {
 		t.Fatal(err)
