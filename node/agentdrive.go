@@ -181,14 +181,11 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 				}
 				continue
 			}
-			if lj == nil {
-				return fmt.Errorf("site agent: accept of unknown job %v: %w", d.Job, ErrInvalidRequest)
-			}
-			if offering(lj) {
-				n.offerEnded(lj, d, now)
+			if done, err := n.admitted(lj, d, now); err != nil {
+				return err
+			} else if done {
 				continue
 			}
-			lj.job().OverbookSamples, lj.job().TooFewSamples = d.Placement.Samples, d.Placement.TooFewSamples
 			n.acceptLocal(lj, d.Placement, now)
 		case site.DecideReject:
 			if d.Job.Site != n.cfg.Site {
@@ -196,14 +193,11 @@ func (n *Node) applyReady(ctx context.Context, now int64, r site.Ready) error {
 				// this site could not place: its origin gets a report.
 				continue
 			}
-			if lj == nil {
-				return fmt.Errorf("site agent: reject of unknown job %v: %w", d.Job, ErrInvalidRequest)
-			}
-			if offering(lj) {
-				n.offerEnded(lj, d, now)
+			if done, err := n.admitted(lj, d, now); err != nil {
+				return err
+			} else if done {
 				continue
 			}
-			lj.job().OverbookSamples, lj.job().TooFewSamples = d.Placement.Samples, d.Placement.TooFewSamples
 			reason, msg := rejectReason(d.Placement, lj.pj, n.cfg.Site, now)
 			lj.rec = n.setState(lj.job(), lj.rec, fedschedv1.JobState_JOB_STATE_REJECTED, reason, msg, now)
 		case site.DecideStart:
@@ -332,4 +326,20 @@ func (n *Node) applyOwn(now int64) {
 	if err := n.applyReady(context.Background(), now, n.agent.Ready()); err != nil {
 		n.log.Error("site agent decision not applied", "err", err)
 	}
+}
+
+// admitted is what an accept and a reject of one of this site's own jobs
+// share: a job the agent offered to peers ends its offer there (done);
+// otherwise the admission test's samples go on the job's record, and the
+// caller writes the decision.
+func (n *Node) admitted(lj *liveJob, d site.Decision, now int64) (done bool, err error) {
+	if lj == nil {
+		return true, fmt.Errorf("site agent: %v of unknown job %v: %w", d.Kind, d.Job, ErrInvalidRequest)
+	}
+	if offering(lj) {
+		n.offerEnded(lj, d, now)
+		return true, nil
+	}
+	lj.job().OverbookSamples, lj.job().TooFewSamples = d.Placement.Samples, d.Placement.TooFewSamples
+	return false, nil
 }
