@@ -224,7 +224,7 @@ func New(cfg config.Config, deps Deps) (*Node, error) {
 		NoGrowBack: true}
 	if cfg.Overbooking.Enabled {
 		ms, _, _ := cfg.Overbooking.Learning()
-		n.adm = &overbook.Admission{Stats: n.stats, MinSamples: ms} // the node learns itself (learn)
+		n.adm = &overbook.Admission{Stats: n.stats, MinSamples: ms} // recovery's plan; startAgent gives it the agent's statistics
 		if cfg.Overbooking.Mode == "comprehensive" {
 			n.adm.Mode = overbook.Comprehensive
 		}
