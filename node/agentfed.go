@@ -393,7 +393,7 @@ func awaitsReport(a *agreementRec) bool {
 // wakes the loop for it while one is awaited). The absence is the
 // agreement's AbsentSince, durable as an owed message's.
 func (n *Node) reportsGivenUp(now int64) {
-	if n.agent == nil || !n.federating() || now < n.sweepAt {
+	if !n.federating() || now < n.sweepAt {
 		return
 	}
 	n.sweepAt = now + reportSweep
