@@ -67,16 +67,12 @@ func (o *submitOp) run(n *Node, now int64) func(error) {
 // jobResult is the reply with job seq's record as it stands (this turn's
 // writes first).
 func (n *Node) jobResult(seq int64) submitResult {
-	id := jobID(n.cfg.Site, uint64(seq))
 	if lj := n.live[seq]; lj != nil {
 		return submitResult{job: proto.Clone(lj.job()).(*fedschedv1.Job)}
 	}
-	if rec, ok := n.pending.jobs[id]; ok {
-		return submitResult{job: proto.Clone(rec.Job).(*fedschedv1.Job)}
-	}
-	rec, err := n.deps.Store.GetJob(context.Background(), id)
+	rec, err := n.jobRecord(jobID(n.cfg.Site, uint64(seq)))
 	if err != nil {
-		return submitResult{err: fmt.Errorf("job %s: %w: %w", id, ErrUnavailable, err)}
+		return submitResult{err: err}
 	}
 	return submitResult{job: proto.Clone(rec.Job).(*fedschedv1.Job)}
 }
